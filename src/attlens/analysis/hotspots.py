@@ -1,0 +1,174 @@
+"""Stall and latency hotspots per instruction and per source line."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attlens.analysis.stalls import CLASS_IDS, PcSums
+from attlens.analysis.taxonomy import WAIT
+
+
+@dataclass
+class InstructionHotspot:
+    pc: int
+    vaddr: int
+    codeobj: int
+    isa: str
+    mnemonic: str
+    cls: str  # static class, or for waits the class holding most of its stall
+    hit: int
+    latency: int
+    stall: int
+    idle: int
+    issue: int
+    stall_share: float  # of the kernel's total stall
+    latency_share: float
+    source: str | None
+    inline_chain: list[str]
+    class_stall: dict[str, int]  # non-zero classes only (waits: split by producers)
+    waited_on: int  # wait cycles other instructions spent waiting for this one (memory ops)
+
+
+@dataclass
+class LineHotspot:
+    source: str  # "file:line" or "(no source)"
+    file: str | None
+    line: int | None
+    instructions: int  # listed instructions on this line
+    executed: int  # of them, executed at least once
+    hit: int
+    latency: int
+    stall: int
+    idle: int
+    stall_share: float
+    latency_share: float
+    dominant_class: str
+    class_stall: dict[str, int]
+    inline_chains: list[str]  # distinct call-site chains of its instructions
+    pcs: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Hotspots:
+    instructions: list[InstructionHotspot]  # every executed instruction, by pc
+    lines: list[LineHotspot]  # every source line with an executed instruction
+    by_stall: list[int]  # indices into instructions, ranked
+    by_latency: list[int]
+    lines_by_stall: list[int]
+    lines_by_latency: list[int]
+    listed: int  # instructions in the listing
+    executed: int  # distinct instructions executed
+    never_executed: int
+    mix: dict[str, dict[str, int]]  # class -> {"listed", "executed", "records"}
+
+
+def _dominant(class_cycles: np.ndarray) -> str:
+    if class_cycles.sum() <= 0:
+        return "other"
+    return CLASS_IDS[int(np.argmax(class_cycles))]
+
+
+def compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
+    code, st = dispatch.code, dispatch.static
+    total_stall = max(int(sums.stall.sum()), 1)
+    total_lat = max(int(sums.latency.sum()), 1)
+    instr_mask = code.instruction_mask
+    executed_mask = instr_mask & (sums.hit > 0)
+
+    instrs: list[InstructionHotspot] = []
+    for pc in np.flatnonzero(executed_mask).tolist():
+        row_stall = sums.class_stall[pc]
+        cls = st.cls[pc]
+        if cls == WAIT:
+            cls = _dominant(sums.class_latency[pc])
+        own = st.own_source[pc]
+        instrs.append(
+            InstructionHotspot(
+                pc=pc,
+                vaddr=int(code.vaddr[pc]),
+                codeobj=int(code.codeobj[pc]),
+                isa=code.isa[pc],
+                mnemonic=st.mnemonic[pc],
+                cls=cls,
+                hit=int(sums.hit[pc]),
+                latency=int(sums.latency[pc]),
+                stall=int(sums.stall[pc]),
+                idle=int(sums.idle[pc]),
+                issue=int(sums.latency[pc] - sums.stall[pc]),
+                stall_share=float(sums.stall[pc]) / total_stall,
+                latency_share=float(sums.latency[pc]) / total_lat,
+                source=str(own) if own else None,
+                inline_chain=[str(s) for s in st.inline_chain[pc]],
+                class_stall={CLASS_IDS[i]: int(v) for i, v in enumerate(row_stall) if v},
+                waited_on=int(sums.producer_wait[pc]),
+            )
+        )
+
+    # Lines: group every listed instruction by its own location.
+    groups: dict[str, list[int]] = {}
+    for pc in np.flatnonzero(instr_mask).tolist():
+        own = st.own_source[pc]
+        key = str(own) if own else "(no source)"
+        groups.setdefault(key, []).append(pc)
+    lines: list[LineHotspot] = []
+    for key, pcs in groups.items():
+        arr = np.array(pcs)
+        hit = int(sums.hit[arr].sum())
+        if hit == 0:
+            continue
+        cs = sums.class_stall[arr].sum(axis=0)
+        cl = sums.class_latency[arr].sum(axis=0)
+        own = st.own_source[pcs[0]]
+        chains = Counter(" -> ".join(str(s) for s in st.inline_chain[p]) for p in pcs if st.inline_chain[p])
+        stall = int(sums.stall[arr].sum())
+        lat = int(sums.latency[arr].sum())
+        lines.append(
+            LineHotspot(
+                source=key,
+                file=own.file if own else None,
+                line=own.line if own else None,
+                instructions=len(pcs),
+                executed=int(np.count_nonzero(sums.hit[arr])),
+                hit=hit,
+                latency=lat,
+                stall=stall,
+                idle=int(sums.idle[arr].sum()),
+                stall_share=stall / total_stall,
+                latency_share=lat / total_lat,
+                dominant_class=_dominant(cs) if cs.sum() > 0 else _dominant(cl),
+                class_stall={CLASS_IDS[i]: int(v) for i, v in enumerate(cs) if v},
+                inline_chains=[c for c, _ in chains.most_common()],
+                pcs=pcs,
+            )
+        )
+
+    def rank(items, key):
+        return sorted(range(len(items)), key=lambda i: (-key(items[i]), i))
+
+    # Mix: listed / executed / dynamic records per class (waits under "wait").
+    mix: dict[str, dict[str, int]] = {}
+    for pc in np.flatnonzero(instr_mask).tolist():
+        c = st.cls[pc]
+        m = mix.setdefault(c, {"listed": 0, "executed": 0, "records": 0})
+        m["listed"] += 1
+        if sums.hit[pc]:
+            m["executed"] += 1
+            m["records"] += int(sums.hit[pc])
+
+    listed = int(instr_mask.sum())
+    executed = int(executed_mask.sum())
+    return Hotspots(
+        instructions=instrs,
+        lines=lines,
+        by_stall=rank(instrs, lambda h: h.stall),
+        by_latency=rank(instrs, lambda h: h.latency),
+        lines_by_stall=rank(lines, lambda h: h.stall),
+        lines_by_latency=rank(lines, lambda h: h.latency),
+        listed=listed,
+        executed=executed,
+        never_executed=listed - executed,
+        mix=dict(sorted(mix.items(), key=lambda kv: -kv[1]["records"])),
+    )

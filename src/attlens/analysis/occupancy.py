@@ -1,0 +1,212 @@
+"""Theoretical occupancy (waves per SIMD, with the limiter) and the observed
+residency from the trace.
+
+Theoretical: the minimum over the VGPR, SGPR, LDS and hardware limits from the
+architecture table, rounded down to whole workgroups per CU. Observed: the
+largest number of waves resident at once on one SIMD, from the traced waves'
+begin/end (the traced CU) and from occupancy.json (every CU of the traced SEs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def _ceil_to(x: int, g: int) -> int:
+    return -(-x // g) * g
+
+
+@dataclass
+class Limit:
+    name: str  # vgpr | sgpr | lds | waves (hardware slots) | workgroup
+    waves_per_simd: int | None  # None: this resource does not limit
+    detail: str
+
+
+@dataclass
+class OccupancyResult:
+    available: bool
+    reason: str | None  # why unavailable / partial
+    wave_size: int | None = None
+    vgpr_alloc: int | None = None  # registers per lane allocated to one wave (VGPR+AGPR pool)
+    sgpr_alloc: int | None = None
+    lds_alloc: int | None = None  # bytes per workgroup
+    waves_per_workgroup: int | None = None
+    limits: list[Limit] = field(default_factory=list)
+    theoretical_waves_per_simd: int | None = None
+    limiters: list[str] = field(default_factory=list)
+    to_next_wave: dict | None = None  # what to free for one more wave per SIMD
+    observed_max_per_simd_traced: int | None = None
+    observed_mean_peak_per_simd_traced: float | None = None
+    observed_max_per_simd_all_cus: int | None = None
+    workgroups: int | None = None
+    resident_workgroup_capacity: int | None = None  # CUs × workgroups per CU
+    grid_limited: bool | None = None
+    explanation: list[str] = field(default_factory=list)
+
+
+def _max_concurrency(begins: np.ndarray, ends: np.ndarray) -> int:
+    if len(begins) == 0:
+        return 0
+    t = np.concatenate([begins, ends])
+    d = np.concatenate([np.ones(len(begins), dtype=np.int64), -np.ones(len(ends), dtype=np.int64)])
+    # ends before starts at the same time (a slot reused in the same cycle)
+    order = np.lexsort((d, t))
+    return int(np.cumsum(d[order]).max())
+
+
+def observed_residency(dispatch) -> tuple[int | None, float | None, int | None]:
+    w = dispatch.waves
+    peaks = []
+    for key in sorted(set(zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist()))):
+        m = (w.se == key[0]) & (w.cu == key[1]) & (w.simd == key[2])
+        peaks.append(_max_concurrency(w.begin[m], w.end[m]))
+    traced_max = max(peaks) if peaks else None
+    traced_mean = float(np.mean(peaks)) if peaks else None
+    all_max = None
+    occ = dispatch.occupancy
+    if occ is not None and len(occ.events):
+        ev = occ.events  # se, time, cu, simd, slot, start, kid
+        keys = ev[:, 0] * 1_000_000 + ev[:, 2] * 16 + ev[:, 3]
+        order = np.lexsort((ev[:, 5], ev[:, 1], keys))  # by key, time, end-before-start
+        k, delta = keys[order], np.where(ev[order, 5] == 1, 1, -1)
+        best = 0
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        stops = np.r_[starts[1:], len(k)]
+        for a, b in zip(starts, stops):
+            best = max(best, int(np.cumsum(delta[a:b]).max()))
+        all_max = best
+    return traced_max, traced_mean, all_max
+
+
+def compute_occupancy(dispatch) -> OccupancyResult:
+    arch, res = dispatch.arch, dispatch.resources
+    traced_max, traced_mean, all_max = observed_residency(dispatch)
+    out = OccupancyResult(available=False, reason=None)
+    out.observed_max_per_simd_traced = traced_max
+    out.observed_mean_peak_per_simd_traced = traced_mean
+    out.observed_max_per_simd_all_cus = all_max
+    f = arch.facts
+    if f is None:
+        out.reason = f"target unknown ({arch.reason}): no register file or LDS size to compute with"
+        return out
+    if not res.arch_vgprs:
+        out.reason = "VGPR count unknown"
+        return out
+    out.available = True
+    ws = f["wave_size"]
+    out.wave_size = ws
+    hw = f["max_waves_per_simd"]
+    simds = f["simds_per_cu"]
+
+    # VGPR (+AGPR on unified-pool targets)
+    arch_v = res.arch_vgprs
+    agprs = res.agprs or 0
+    if f["unified_agpr"] and agprs:
+        total = _ceil_to(arch_v, 4) + agprs
+        vdetail = f"{arch_v} arch VGPRs (rounded to {_ceil_to(arch_v, 4)}) + {agprs} AGPRs"
+    else:
+        total = arch_v
+        vdetail = f"{arch_v} VGPRs"
+    g = f["vgpr_granule"]
+    valloc = _ceil_to(total, g)
+    out.vgpr_alloc = valloc
+    v_waves = min(hw, f["vgprs_per_simd"] // valloc)
+    out.limits.append(Limit("vgpr", v_waves, f"{vdetail} → {valloc} allocated (granule {g}) of {f['vgprs_per_simd']} per SIMD"))
+
+    # SGPR
+    if f["sgprs_per_simd"] and res.sgprs:
+        salloc = _ceil_to(res.sgprs, f["sgpr_granule"])
+        out.sgpr_alloc = salloc
+        s_waves = min(hw, f["sgprs_per_simd"] // salloc)
+        out.limits.append(Limit("sgpr", s_waves, f"{res.sgprs} SGPRs → {salloc} allocated of {f['sgprs_per_simd']} per SIMD"))
+    elif not f["sgprs_per_simd"]:
+        out.limits.append(Limit("sgpr", None, "SGPRs do not limit occupancy on this target"))
+    else:
+        out.limits.append(Limit("sgpr", None, "SGPR count unknown"))
+
+    # LDS
+    wpw = None
+    if res.waves_per_workgroup:
+        wpw = -(-res.waves_per_workgroup // ws)
+        out.waves_per_workgroup = wpw
+    if res.lds_bytes is None:
+        out.limits.append(Limit("lds", None, "LDS size unknown"))
+    elif res.lds_bytes == 0:
+        out.limits.append(Limit("lds", None, "no LDS allocated"))
+    elif wpw is None:
+        out.limits.append(Limit("lds", None, f"{res.lds_bytes} B LDS per workgroup but the workgroup size is unknown"))
+    else:
+        lalloc = _ceil_to(res.lds_bytes, f["lds_granule_bytes"])
+        out.lds_alloc = lalloc
+        wg_per_cu = f["lds_bytes_per_cu"] // lalloc
+        l_waves = min(hw, (wg_per_cu * wpw) // simds)
+        out.limits.append(
+            Limit("lds", l_waves, f"{lalloc} B per workgroup → {wg_per_cu} workgroups of {wpw} waves per CU ({f['lds_bytes_per_cu'] // 1024} KiB)")
+        )
+    out.limits.append(Limit("waves", hw, f"hardware limit of {hw} waves per SIMD"))
+
+    vals = [l.waves_per_simd for l in out.limits if l.waves_per_simd is not None]
+    theo = min(vals)
+    # Whole workgroups: a workgroup's waves spread over the CU's SIMDs.
+    if wpw:
+        per_simd_per_wg = -(-wpw // simds)
+        wg_fit = (theo * simds) // wpw
+        rounded = min(theo, (wg_fit * wpw) // simds) if wg_fit else 0
+        if rounded < theo:
+            out.limits.append(
+                Limit("workgroup", rounded, f"workgroups of {wpw} waves ({per_simd_per_wg} per SIMD) fit {wg_fit} per CU")
+            )
+            theo = rounded
+    out.theoretical_waves_per_simd = theo
+    # At the hardware maximum nothing else limits, even when a resource would
+    # allow exactly that many waves.
+    out.limiters = ["waves"] if theo == hw else [l.name for l in out.limits if l.waves_per_simd == theo and l.name != "waves"]
+    if theo == 0:
+        out.explanation.append("a single workgroup does not fit on one CU with these resources")
+
+    # What to free for one more wave per SIMD.
+    if theo and theo < hw:
+        nxt = theo + 1
+        need = {}
+        for l in out.limits:
+            if l.waves_per_simd is None or l.waves_per_simd >= nxt:
+                continue
+            if l.name == "vgpr":
+                allowed = (f["vgprs_per_simd"] // nxt) // g * g
+                need["vgpr"] = {"free_registers": valloc - allowed, "allocated": valloc, "allowed_for_next_wave": allowed}
+            elif l.name == "sgpr":
+                allowed = (f["sgprs_per_simd"] // nxt) // f["sgpr_granule"] * f["sgpr_granule"]
+                need["sgpr"] = {"free_registers": out.sgpr_alloc - allowed, "allocated": out.sgpr_alloc, "allowed_for_next_wave": allowed}
+            elif l.name in ("lds", "workgroup") and out.lds_alloc and wpw:
+                wg_needed = -(-nxt * simds // wpw)
+                allowed = (f["lds_bytes_per_cu"] // wg_needed) // f["lds_granule_bytes"] * f["lds_granule_bytes"]
+                if allowed < out.lds_alloc:
+                    need["lds"] = {"free_bytes": out.lds_alloc - allowed, "allocated": out.lds_alloc, "allowed_for_next_wave": allowed}
+        out.to_next_wave = {"waves_per_simd": nxt, "free": need} if need else None
+
+    # Grid-limited?
+    wgs = res.workgroups
+    out.workgroups = wgs
+    cus = f.get("cu_count")
+    if wgs and wpw and cus and theo:
+        wg_per_cu = max((theo * simds) // wpw, 1)
+        out.resident_workgroup_capacity = cus * wg_per_cu
+        out.grid_limited = wgs < out.resident_workgroup_capacity
+        if out.grid_limited:
+            out.explanation.append(
+                f"grid-limited: {wgs} workgroups, but {cus} CUs could hold {out.resident_workgroup_capacity} at once "
+                f"({wg_per_cu} per CU); more occupancy per CU cannot help, more work per dispatch (or smaller workgroups) can"
+            )
+    if traced_max is not None and theo and traced_max < theo:
+        out.explanation.append(
+            f"the traced CU never held more than {traced_max} waves per SIMD (theory allows {theo})"
+            + ("; expected, the grid is too small" if out.grid_limited else "; waves arrived or left unevenly, or the grid was not large enough at the traced moment")
+        )
+    if traced_max is not None and theo is not None and traced_max > theo:
+        out.explanation.append(
+            f"observed {traced_max} waves on one SIMD, above the theoretical {theo}: the resource counts used are overstated"
+        )
+    return out

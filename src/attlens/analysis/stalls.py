@@ -1,0 +1,135 @@
+"""Per-instruction sums recomputed from the wave files, and the stall
+breakdown by taxonomy class with every wait split over its producers.
+
+A wait execution's stall (and latency; for waits they are equal) is divided
+evenly over the memory ops it resolved, in whole cycles (the remainder goes
+to the oldest producers), and each share is charged to the class of its
+producer: global memory, LDS or scalar memory. So a ``s_waitcnt vmcnt(0)
+lgkmcnt(0)`` that waited on two buffer loads and one ds_read charges 2/3 of its
+stall to ``wait_global`` and 1/3 to ``wait_lds``. Waits that resolved nothing
+are ``wait_unresolved``. Class totals therefore add up to the kernel total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attlens.analysis.taxonomy import CLASSES, WAIT, producer_wait_class
+from attlens.analysis.waitdeps import WaitDeps, compute_wait_deps
+
+CLASS_IDS = list(CLASSES)  # stable order for arrays
+_CLASS_INDEX = {c: i for i, c in enumerate(CLASS_IDS)}
+
+
+@dataclass
+class PcSums:
+    """Per-pc sums over all traced waves (same meaning as code.json cols 6-9)."""
+
+    hit: np.ndarray
+    latency: np.ndarray
+    stall: np.ndarray
+    idle: np.ndarray
+    # per pc × class: stall cycles charged (for non-wait pcs, all in their own class)
+    class_stall: np.ndarray  # (n_pc, n_class) int64
+    class_latency: np.ndarray
+    # per producer pc: wait cycles its completion was waited on (charged share)
+    producer_wait: np.ndarray  # int64
+
+
+@dataclass
+class StallBreakdown:
+    total_latency: int
+    total_stall: int
+    total_idle: int
+    total_issue: int  # latency - stall
+    by_class_stall: dict[str, int]
+    by_class_latency: dict[str, int]
+    by_class_records: dict[str, int]  # dynamic instruction count per class (waits: by majority)
+    waits_resolved: int  # wait executions that resolved at least one producer
+    waits_unresolved_with_stall: int
+
+
+def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, StallBreakdown, WaitDeps]:
+    recs = dispatch.records
+    n_pc = dispatch.code.size
+    st = dispatch.static
+    pc = recs.pc
+    hit = np.bincount(pc, minlength=n_pc).astype(np.int64)
+    lat = np.bincount(pc, weights=recs.duration, minlength=n_pc).round().astype(np.int64)
+    stall = np.bincount(pc, weights=recs.stall, minlength=n_pc).round().astype(np.int64)
+    idle = np.bincount(pc, weights=recs.idle, minlength=n_pc).round().astype(np.int64)
+
+    n_cls = len(CLASS_IDS)
+    static_cls = np.array([_CLASS_INDEX.get(c, _CLASS_INDEX["other"]) if c != WAIT else -1 for c in st.cls], dtype=np.int64)
+    # Non-wait pcs: all of their cycles are in their own class.
+    class_stall = np.zeros((n_pc, n_cls), dtype=np.int64)
+    class_lat = np.zeros((n_pc, n_cls), dtype=np.int64)
+    nonwait = static_cls >= 0
+    rows = np.flatnonzero(nonwait)
+    class_stall[rows, static_cls[rows]] = stall[rows]
+    class_lat[rows, static_cls[rows]] = lat[rows]
+
+    # Waits: split each execution over its producers.
+    deps = deps if deps is not None else compute_wait_deps(dispatch)
+    wait_rows = np.flatnonzero(~nonwait & dispatch.code.instruction_mask)
+    unresolved = _CLASS_INDEX["wait_unresolved"]
+    # Start with everything unresolved, then move resolved executions' cycles.
+    class_stall[wait_rows, unresolved] = stall[wait_rows]
+    class_lat[wait_rows, unresolved] = lat[wait_rows]
+    producer_wait = np.zeros(n_pc, dtype=np.int64)
+    prod = deps.producers
+    if len(prod):
+        wait_of = deps.producer_wait_records()
+        # Group producers by wait execution (a wait may span adjacent entries).
+        new_group = np.r_[True, wait_of[1:] != wait_of[:-1]]
+        gstart = np.flatnonzero(new_group)
+        gid = np.cumsum(new_group) - 1
+        n_in = np.diff(np.r_[gstart, len(prod)])[gid]
+        rank = np.arange(len(prod)) - gstart[gid]
+        s_tot, d_tot = recs.stall[wait_of], recs.duration[wait_of]
+        s_share = s_tot // n_in + (rank < s_tot % n_in)
+        d_share = d_tot // n_in + (rank < d_tot % n_in)
+        prod_cls_by_pc = np.array(
+            [_CLASS_INDEX[producer_wait_class(m)] if m else unresolved for m in st.mnemonic], dtype=np.int64
+        )
+        pcls = prod_cls_by_pc[pc[prod]]
+        wpc = pc[wait_of].astype(np.int64)
+        flat_idx = wpc * n_cls + pcls
+        size = n_pc * n_cls
+        class_stall += np.bincount(flat_idx, weights=s_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
+        class_lat += np.bincount(flat_idx, weights=d_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
+        first = gstart  # one row per wait execution
+        w_exec = wait_of[first]
+        class_stall[:, unresolved] -= np.bincount(pc[w_exec], weights=recs.stall[w_exec], minlength=n_pc).round().astype(np.int64)
+        class_lat[:, unresolved] -= np.bincount(pc[w_exec], weights=recs.duration[w_exec], minlength=n_pc).round().astype(np.int64)
+        producer_wait = np.bincount(pc[prod], weights=s_share, minlength=n_pc).round().astype(np.int64)
+        resolved_execs = w_exec
+    else:
+        resolved_execs = np.zeros(0, dtype=np.int64)
+    resolved_wait_records = len(resolved_execs)
+
+    by_stall = {c: int(v) for c, v in zip(CLASS_IDS, class_stall.sum(axis=0))}
+    by_lat = {c: int(v) for c, v in zip(CLASS_IDS, class_lat.sum(axis=0))}
+    # dynamic counts: non-wait by static class, waits by their majority class per pc
+    rec_cls = np.where(nonwait, static_cls, np.argmax(class_lat, axis=1))[pc]
+    by_rec = {c: int(v) for c, v in zip(CLASS_IDS, np.bincount(rec_cls, minlength=n_cls))}
+    is_wait_rec = ~nonwait[pc] & (recs.stall > 0)
+    is_wait_rec[resolved_execs] = False
+    unresolved_with_stall = int(np.count_nonzero(is_wait_rec))
+    sums = PcSums(hit, lat, stall, idle, class_stall, class_lat, producer_wait)
+    total_lat = int(lat.sum())
+    total_stall = int(stall.sum())
+    breakdown = StallBreakdown(
+        total_latency=total_lat,
+        total_stall=total_stall,
+        total_idle=int(idle.sum()),
+        total_issue=total_lat - total_stall,
+        by_class_stall=by_stall,
+        by_class_latency=by_lat,
+        by_class_records=by_rec,
+        waits_resolved=resolved_wait_records,
+        waits_unresolved_with_stall=unresolved_with_stall,
+    )
+    return sums, breakdown, deps

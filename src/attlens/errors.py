@@ -1,0 +1,64 @@
+"""Errors that reach the user as one line and a documented exit code.
+
+Every failure a user can cause (bad path, damaged capture, ...) is raised as an
+:class:`AttlensError` subclass carrying its exit code; the CLI prints
+``attlens: error: <message>`` and exits with that code. The codes are part of
+the public contract and are listed in ``docs/exit-codes.md``.
+"""
+
+from __future__ import annotations
+
+# Exit codes (docs/exit-codes.md). Never renumber: scripts depend on them.
+EXIT_OK = 0
+EXIT_INTERNAL = 1  # a bug in attlens; the message says how to get the traceback
+EXIT_USAGE = 2  # bad command line (argparse uses 2 as well)
+EXIT_NOT_FOUND = 3  # path does not exist or is not a directory
+EXIT_NOT_A_CAPTURE = 4  # no filenames.json and no ui_output_* directory inside
+EXIT_SEVERAL_CAPTURES = 5  # a folder with several captures: pass one, or --all
+EXIT_EMPTY_CAPTURE = 6  # a capture with no waves or no instructions (shell directory)
+EXIT_CORRUPT = 7  # a required file is truncated, invalid or inconsistent
+EXIT_PARTIAL = 8  # analysis printed, but some input was skipped (see warnings)
+
+
+class AttlensError(Exception):
+    """A user-facing error: one line of text and an exit code."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(AttlensError):
+    exit_code = EXIT_USAGE
+
+
+class InputNotFound(AttlensError):
+    exit_code = EXIT_NOT_FOUND
+
+
+class NotACapture(AttlensError):
+    exit_code = EXIT_NOT_A_CAPTURE
+
+
+class SeveralCaptures(AttlensError):
+    """A parent folder holding several capture directories was given."""
+
+    exit_code = EXIT_SEVERAL_CAPTURES
+
+    def __init__(self, message: str, candidates: list, *, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.candidates = candidates
+
+
+class EmptyCapture(AttlensError):
+    exit_code = EXIT_EMPTY_CAPTURE
+
+
+class CorruptCapture(AttlensError):
+    exit_code = EXIT_CORRUPT

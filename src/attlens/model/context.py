@@ -1,0 +1,282 @@
+"""The capture's context: exact GPU target and kernel resources.
+
+Looked up, in order, in the rocprofv3 outputs of the same run found beside the
+capture (the directory itself, its parent and grandparent, and a ``rocprofv3/``
+folder in either) or in ``--rocprof-dir``; then in the ISA itself. Every value
+records where it came from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attlens.errors import AttlensError
+from attlens.io.rocprof_csv import read_agent_info, read_kernel_trace
+from attlens.io.results_json import read_results_json
+from attlens.model.archdata import (
+    ARCH_TABLE,
+    GFX90A_MEMORY_MODIFIERS,
+    GFX94X_MEMORY_MODIFIERS,
+    GFX942_ONLY_MNEMONICS,
+    GFX950_ONLY_MNEMONICS,
+    resolve_target,
+)
+from attlens.model.dispatch import ArchInfo, Resources
+from attlens.model.isa import mnemonic, operands, scan_registers
+
+
+def _search_dirs(capture: Path, rocprof_dir) -> list[Path]:
+    dirs: list[Path] = []
+    if rocprof_dir is not None:
+        dirs.append(Path(rocprof_dir))
+    for base in (capture, capture.parent, capture.parent.parent):
+        dirs.append(base)
+        dirs.append(base / "rocprofv3")
+    seen, out = set(), []
+    for d in dirs:
+        try:
+            key = d.resolve()
+        except OSError:
+            continue
+        if key not in seen and d.is_dir():
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def _glob(dirs: list[Path], pattern: str) -> list[Path]:
+    files = []
+    for d in dirs:
+        files.extend(sorted(d.glob(pattern)))
+    return files
+
+
+def isa_target_evidence(isa_lines) -> tuple[str | None, list[str], str]:
+    """Target implied by the instructions alone (docs/architecture.md)."""
+    mnems = {mnemonic(t) for t in isa_lines if t and not t.startswith(";")}
+    g950 = sorted(m for m in mnems if m.startswith(GFX950_ONLY_MNEMONICS))
+    g942 = sorted(m for m in mnems if m.startswith(GFX942_ONLY_MNEMONICS))
+    if g950 and not g942:
+        return "gfx950", g950[:8], f"gfx950-only instructions present ({', '.join(g950[:3])})"
+    if g942 and not g950:
+        return "gfx942", g942[:8], f"instructions removed in gfx950 present ({', '.join(g942[:3])})"
+    mods94 = mods90 = False
+    for t in isa_lines:
+        m = mnemonic(t)
+        if m.startswith(("global_", "buffer_", "flat_", "scratch_")):
+            words = set(operands(t).replace(",", " ").split())
+            mods94 |= bool(words & set(GFX94X_MEMORY_MODIFIERS))
+            mods90 |= bool(words & set(GFX90A_MEMORY_MODIFIERS))
+    if mods90 and not mods94:
+        return None, ["glc/slc cache bits"], "glc/slc cache-policy bits suggest gfx90a or older, but no instruction is unique to one target"
+    if mods94:
+        return None, ["sc0/sc1/nt cache bits"], "sc0/sc1/nt cache-policy bits mean gfx940 or later, but no instruction tells gfx942 from gfx950"
+    return None, [], "no instruction in the listing is unique to one target"
+
+
+def _apply_overrides(row: dict, agent: dict | None) -> dict:
+    facts = dict(row)
+    if agent:
+        for key, src in (
+            ("cu_count", "cu_count"),
+            ("max_waves_per_simd", "max_waves_per_simd"),
+            ("simds_per_cu", "simd_per_cu"),
+            ("wave_size", "wave_front_size"),
+            ("shader_engines", "num_shader_banks"),
+        ):
+            v = agent.get(src)
+            if isinstance(v, int) and v > 0:
+                facts[key] = v
+        kb = agent.get("lds_size_kb")
+        if isinstance(kb, int) and kb > 0:
+            facts["lds_bytes_per_cu"] = kb * 1024
+    return facts
+
+
+def _waitcnt_model_for_gfxip(gfxip: int | None) -> str:
+    # RCV's dispatch: 9 → gfx9, 10/11 → gfx10, anything else → gfx12 (att-format.md §4.3)
+    if gfxip == 9:
+        return "gfx9"
+    if gfxip in (10, 11):
+        return "gfx10"
+    return "gfx12"
+
+
+def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, handle, dispatch_id, warnings):
+    dirs = _search_dirs(capture, rocprof_dir)
+    used: list[str] = []
+
+    # --- results.json of the ATT run (agent handle → GPU, kernel symbol) ---
+    results_match = None  # (path, proc, agent)
+    for f in _glob(dirs, "*results.json"):
+        try:
+            procs = read_results_json(f)
+        except AttlensError:
+            continue
+        for proc in procs:
+            for a in proc.agents:
+                if handle is not None and a.get("handle") == handle and a.get("type") == 2:
+                    results_match = (f, proc, a)
+                    break
+            if results_match:
+                break
+        if results_match:
+            break
+
+    # --- agent_info.csv (exact target name of the GPUs of that run) ---
+    agent_rows = None
+    agent_file = None
+    candidates = _glob(dirs, "*agent_info.csv")
+    if results_match is not None:
+        prefix = results_match[0].name[: -len("results.json")]
+        candidates.sort(key=lambda p: 0 if p.name == f"{prefix}agent_info.csv" else 1)
+    for f in candidates:
+        try:
+            rows = [r for r in read_agent_info(f) if r["type"] == "GPU"]
+        except AttlensError:
+            continue
+        if rows:
+            agent_rows, agent_file = rows, f
+            break
+
+    target = None
+    source = "unknown"
+    reason = ""
+    evidence: list[str] = []
+    agent = None
+    if results_match is not None:
+        f, proc, a = results_match
+        target = a.get("name")
+        agent = dict(a)
+        source = "results.json"
+        reason = f"{f.name}: agent handle {handle} is {target}"
+        used.append(str(f))
+        if agent_rows:
+            node = a.get("node_id")
+            for r in agent_rows:
+                if r["node_id"] == node:
+                    agent.update({k: v for k, v in r.items() if v not in (None, "", 0)})
+    elif agent_rows:
+        names = {r["name"] for r in agent_rows if r["name"]}
+        if len(names) == 1:
+            target = names.pop()
+            agent = agent_rows[0]
+            source = "agent_info"
+            reason = f"{agent_file.name}: every GPU of the run is {target}"
+            used.append(str(agent_file))
+        else:
+            reason = f"{agent_file.name}: GPUs of different targets ({', '.join(sorted(names))}) and no results.json maps agent handle {handle}"
+    if agent_file is not None and str(agent_file) not in used and target is not None:
+        used.append(str(agent_file))
+
+    isa_target, isa_evidence, isa_reason = isa_target_evidence(code.isa)
+    if target is None:
+        if isa_target is not None:
+            target, source, evidence = isa_target, "isa", isa_evidence
+            reason = (reason + "; " if reason else "") + isa_reason
+        else:
+            reason = (reason + "; " if reason else "") + (
+                f"no rocprofv3 agent_info.csv/results.json beside the capture, and {isa_reason}"
+                if not agent_rows
+                else isa_reason
+            )
+            evidence = isa_evidence
+    elif isa_target is not None and resolve_target(isa_target) != resolve_target(target):
+        warnings.append(f"metadata says {target} but the ISA contains {isa_target}-only instructions ({', '.join(isa_evidence[:3])})")
+
+    row_key = resolve_target(target)
+    facts = _apply_overrides(ARCH_TABLE[row_key], agent) if row_key else None
+    if target is None and index.gfxip is not None:
+        reason += f"; filenames.json says gfxip {index.gfxip} ({index.gfxv})"
+    if target is not None and row_key is None:
+        reason += f"; {target} has no row in the architecture table"
+    model = facts["waitcnt_model"] if facts else _waitcnt_model_for_gfxip(index.gfxip)
+    arch = ArchInfo(
+        target=target,
+        row_key=row_key,
+        facts=facts,
+        waitcnt_model=model,
+        source=source,
+        reason=reason,
+        evidence=evidence,
+        product=(agent or {}).get("product_name") or None,
+        clock_mhz=(agent or {}).get("max_engine_clk_mhz") or None,
+    )
+
+    # --- resources ---
+    res = Resources(dispatch_id=dispatch_id, agent_handle=handle)
+    if dispatch_id is not None:
+        res.sources["dispatch_id"] = "directory name"
+    use = scan_registers(code.isa)
+    res.isa_vgprs, res.isa_agprs, res.isa_sgprs = use.vgprs, use.agprs, use.sgprs
+    symbol = None
+    if results_match is not None and kernel_name:
+        codeobjs = set(code.codeobj[code.instruction_mask].tolist())
+        matches = [
+            s
+            for s in results_match[1].kernel_symbols
+            if s.get("formatted_kernel_name") == kernel_name or s.get("kernel_name") in (kernel_name, kernel_name + ".kd")
+        ]
+        matches.sort(key=lambda s: 0 if s.get("code_object_id") in codeobjs else 1)
+        symbol = matches[0] if matches else None
+    if symbol is not None:
+        src = f"{results_match[0].name} kernel_symbols"
+        res.metadata_vgprs = symbol.get("arch_vgpr_count")
+        res.metadata_agprs = symbol.get("accum_vgpr_count")
+        res.metadata_sgprs = symbol.get("sgpr_count")
+        res.lds_bytes = symbol.get("group_segment_size")
+        res.scratch_bytes = symbol.get("private_segment_size")
+        for k in ("metadata_vgprs", "metadata_agprs", "metadata_sgprs", "lds_bytes", "scratch_bytes"):
+            res.sources[k] = src
+
+    trace_row, trace_file, how = None, None, ""
+    if kernel_name:
+        for f in _glob(dirs, "*kernel_trace.csv"):
+            try:
+                rows = [r for r in read_kernel_trace(f) if r["kernel_name"] == kernel_name]
+            except AttlensError:
+                continue
+            if not rows:
+                continue
+            exact = [r for r in rows if r["dispatch_id"] == dispatch_id]
+            if exact:
+                trace_row, trace_file, how = exact[0], f, f"dispatch {dispatch_id} of {kernel_name}"
+                break
+            shapes = {(r["grid"], r["workgroup"]) for r in rows}
+            if len(shapes) == 1:
+                trace_row, trace_file, how = rows[0], f, f"all {len(rows)} dispatches of {kernel_name} share one shape"
+                break
+            res.notes.append(f"{f.name}: {len(rows)} dispatches of the kernel with {len(shapes)} different grid shapes; grid unknown")
+    if trace_row is not None:
+        used.append(str(trace_file))
+        src = f"{trace_file.name} ({how})"
+        res.grid, res.workgroup = trace_row["grid"], trace_row["workgroup"]
+        res.sources["grid"] = res.sources["workgroup"] = src
+        if symbol is None:
+            res.metadata_vgprs = trace_row["vgpr_count"]
+            res.metadata_agprs = trace_row["agpr_count"]
+            res.metadata_sgprs = trace_row["sgpr_count"]
+            res.lds_bytes = trace_row["lds_bytes"]
+            res.scratch_bytes = trace_row["scratch_bytes"]
+            for k in ("metadata_vgprs", "metadata_agprs", "metadata_sgprs", "lds_bytes", "scratch_bytes"):
+                res.sources[k] = src
+        if trace_file.parent != (results_match[0].parent if results_match else None) or not trace_file.name.startswith(
+            results_match[0].name[: -len("results.json")] if results_match else "\0"
+        ):
+            res.notes.append(
+                f"grid and workgroup come from {trace_file.name}, which may be a different run than the capture (matched by {how})"
+            )
+
+    # Registers: the larger of the ISA scan and the metadata (rocprofv3 under-reports on gfx950).
+    res.arch_vgprs = max(res.isa_vgprs, res.metadata_vgprs or 0) or None
+    res.agprs = max(res.isa_agprs, res.metadata_agprs or 0)
+    res.sgprs = res.metadata_sgprs if res.metadata_sgprs else (res.isa_sgprs + 6 if res.isa_sgprs else None)
+    res.sources["arch_vgprs"] = "max(ISA scan, metadata)"
+    res.sources["agprs"] = "max(ISA scan, metadata)"
+    res.sources["sgprs"] = res.sources.get("metadata_sgprs", "ISA scan + 6 (VCC, FLAT_SCRATCH, XNACK)")
+    if row_key == "gfx950" and res.metadata_vgprs is not None and res.isa_vgprs > res.metadata_vgprs:
+        res.notes.append(
+            f"rocprofv3 reports {res.metadata_vgprs} VGPRs on gfx950 but the ISA uses v{res.isa_vgprs - 1}: "
+            "the metadata is under-reported on gfx950 (rocprofv3-interfaces.md §6); the ISA scan is used"
+        )
+    return arch, res, used

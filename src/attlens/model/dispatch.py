@@ -1,0 +1,208 @@
+"""The loaded dispatch: what every analysis takes as input.
+
+A :class:`Dispatch` holds the static instruction table (from code.json), the
+per-record and per-wave arrays of every traced wave (from the wave files), the
+optional occupancy/realtime/snapshot data, the kernel's resources and the
+target's architecture facts. Records of all waves are stored back to back,
+wave by wave, so ``records.pc[waves.rec_start[w]:waves.rec_stop[w]]`` is wave
+``w``'s instruction stream in execution order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from attlens.io.code_json import CodeListing
+from attlens.io.filenames_json import FilenamesIndex
+from attlens.io.occupancy_json import Occupancy
+from attlens.io.realtime_json import Realtime
+
+# Decoder instruction categories (att-format.md §2.3).
+CATEGORY_NAMES = {
+    0: "NONE",
+    1: "SMEM",
+    2: "SALU",
+    3: "VMEM",
+    4: "FLAT",
+    5: "LDS",
+    6: "VALU",
+    7: "JUMP",
+    8: "NEXT",
+    9: "IMMED",
+    10: "CONTEXT",
+    11: "MESSAGE",
+    12: "BVH",
+}
+# Wave states of the timeline (decoder enum; att-format.md §2.3).
+STATE_NAMES = {0: "EMPTY", 1: "IDLE", 2: "EXEC", 3: "WAIT", 4: "STALL"}
+
+
+@dataclass
+class Records:
+    """Every executed instruction of every traced wave (one row per record)."""
+
+    time: np.ndarray  # int64, first issue attempt (shader clock of the wave's SE)
+    category: np.ndarray  # int8, decoder category
+    stall: np.ndarray  # int64, cycles stalled before issue
+    duration: np.ndarray  # int64, stall + issue (gfx9) / stall + execute (gfx10+)
+    pc: np.ndarray  # int32, pc index into the code table
+    wave: np.ndarray  # int32, wave index
+    idle: np.ndarray  # int64, gap before the record (writer's running-max rule)
+
+    @property
+    def count(self) -> int:
+        return len(self.time)
+
+
+@dataclass
+class Waves:
+    """One row per traced wave, sorted by (se, simd, slot, instance)."""
+
+    se: np.ndarray
+    simd: np.ndarray
+    slot: np.ndarray
+    instance: np.ndarray
+    cu: np.ndarray
+    begin: np.ndarray  # int64
+    end: np.ndarray  # int64
+    rec_start: np.ndarray  # int64 offsets into Records
+    rec_stop: np.ndarray
+    tl_start: np.ndarray  # offsets into Timeline
+    tl_stop: np.ndarray
+    filenames: list[str]
+    stored_waitcnt: list[list]  # the wave files' own waitcnt arrays
+
+    @property
+    def count(self) -> int:
+        return len(self.se)
+
+    @property
+    def n_records(self) -> np.ndarray:
+        return self.rec_stop - self.rec_start
+
+
+@dataclass
+class Timeline:
+    state: np.ndarray  # int8
+    duration: np.ndarray  # int64
+    wave: np.ndarray  # int32
+
+
+@dataclass
+class SourceLoc:
+    file: str
+    line: int | None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+
+def parse_source(raw: str) -> tuple[SourceLoc | None, list[SourceLoc]]:
+    """``"a.py:10 -> b.py:20"`` → (own location, [call sites, innermost first])."""
+    if not raw:
+        return None, []
+    locs = []
+    for seg in raw.split(" -> "):
+        seg = seg.strip()
+        if not seg:
+            continue
+        f, sep, ln = seg.rpartition(":")
+        if sep and ln.isdigit():
+            locs.append(SourceLoc(f, int(ln)))
+        else:
+            locs.append(SourceLoc(seg, None))
+    if not locs:
+        return None, []
+    return locs[0], locs[1:]
+
+
+@dataclass
+class StaticCode:
+    """Per-pc static facts derived from the listing."""
+
+    mnemonic: list[str]
+    cls: list[str]  # taxonomy class id per pc ("" for labels/gaps)
+    own_source: list[SourceLoc | None]
+    inline_chain: list[list[SourceLoc]]
+
+
+@dataclass
+class ArchInfo:
+    target: str | None  # exact target name (gfx950), or None when unknown
+    row_key: str | None  # ARCH_TABLE key
+    facts: dict | None  # the ARCH_TABLE row, with metadata overrides applied
+    waitcnt_model: str  # gfx9 | gfx10 | gfx12
+    source: str  # agent_info | results.json | isa | gfxip | unknown
+    reason: str  # how the target was decided, or why it is unknown
+    evidence: list[str] = field(default_factory=list)
+    product: str | None = None
+    clock_mhz: int | None = None
+
+
+@dataclass
+class Resources:
+    """Kernel resources with where each came from ("unavailable" is None)."""
+
+    arch_vgprs: int | None = None
+    agprs: int | None = None
+    sgprs: int | None = None
+    lds_bytes: int | None = None
+    scratch_bytes: int | None = None
+    workgroup: tuple[int, int, int] | None = None
+    grid: tuple[int, int, int] | None = None
+    dispatch_id: int | None = None
+    agent_handle: int | None = None
+    isa_vgprs: int = 0
+    isa_agprs: int = 0
+    isa_sgprs: int = 0
+    metadata_vgprs: int | None = None
+    metadata_agprs: int | None = None
+    metadata_sgprs: int | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def waves_per_workgroup(self) -> int | None:
+        return None if self.workgroup is None else self.workgroup[0] * self.workgroup[1] * self.workgroup[2]
+
+    @property
+    def workgroups(self) -> int | None:
+        if self.grid is None or self.workgroup is None:
+            return None
+        n = 1
+        for g, w in zip(self.grid, self.workgroup):
+            n *= -(-g // max(w, 1))
+        return n
+
+
+@dataclass
+class Dispatch:
+    path: Path
+    kernel_name: str
+    code: CodeListing
+    static: StaticCode
+    index: FilenamesIndex
+    waves: Waves
+    records: Records
+    timeline: Timeline
+    occupancy: Occupancy | None
+    realtime: Realtime | None
+    snapshots: dict[str, Path | None]
+    arch: ArchInfo
+    resources: Resources
+    warnings: list[str] = field(default_factory=list)
+    partial: bool = False  # some input was skipped (see warnings)
+    rocprof_files: list[str] = field(default_factory=list)
+
+    def source_text(self, loc: SourceLoc) -> list[str] | None:
+        """Lines of a source file from the capture's snapshots, if present."""
+        local = self.snapshots.get(loc.file)
+        if local is None:
+            return None
+        try:
+            return local.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return None
