@@ -44,6 +44,13 @@ def _search_dirs(capture: Path, rocprof_dir) -> list[Path]:
     return out
 
 
+def _run_prefix(filename: str) -> str:
+    for suffix in ("agent_info.csv", "kernel_trace.csv", "results.json"):
+        if filename.endswith(suffix):
+            return filename[: -len(suffix)].rstrip("_")
+    return filename
+
+
 def _glob(dirs: list[Path], pattern: str) -> list[Path]:
     files = []
     for d in dirs:
@@ -260,9 +267,10 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
             res.scratch_bytes = trace_row["scratch_bytes"]
             for k in ("metadata_vgprs", "metadata_agprs", "metadata_sgprs", "lds_bytes", "scratch_bytes"):
                 res.sources[k] = src
-        if trace_file.parent != (results_match[0].parent if results_match else None) or not trace_file.name.startswith(
-            results_match[0].name[: -len("results.json")] if results_match else "\0"
-        ):
+        # Files of one rocprofv3 run share a prefix (-o PFX → PFX_agent_info.csv, PFX_kernel_trace.csv ...).
+        run_prefixes = {_run_prefix(Path(u).name) for u in used if not u.endswith("kernel_trace.csv")}
+        trace_prefix = _run_prefix(trace_file.name)
+        if trace_prefix not in run_prefixes:
             res.notes.append(
                 f"grid and workgroup come from {trace_file.name}, which may be a different run than the capture (matched by {how})"
             )

@@ -1,0 +1,22 @@
+"""attlens: AMD GPU instruction-level (ATT) traces turned into answers.
+
+``attlens.load(path)`` reads a decoded ``ui_output_agent_*_dispatch_*``
+directory; ``attlens.analyze(dispatch)`` runs the core analyses. Heavy modules
+are imported on first use so ``import attlens`` stays cheap.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "load", "analyze"]
+
+
+def load(path, rocprof_dir=None):
+    from attlens.model.loader import load as _load
+
+    return _load(path, rocprof_dir=rocprof_dir)
+
+
+def analyze(dispatch):
+    from attlens.analysis.analyze import analyze as _analyze
+
+    return _analyze(dispatch)

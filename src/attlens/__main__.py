@@ -1,0 +1,3 @@
+from attlens.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""Command line: parse arguments, call one function, render.
+
+Only argparse is imported at start-up; everything else is imported inside the
+command that needs it, so ``attlens --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from attlens import __version__
+
+EPILOG = "Exit codes: docs/exit-codes.md. JSON schema: docs/json-schema.md."
+
+
+def _add_capture_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="a ui_output_agent_*_dispatch_* directory, or a folder holding captures")
+    p.add_argument("--all", action="store_true", help="analyze every capture found under PATH")
+    p.add_argument("--rocprof-dir", metavar="DIR", help="rocprofv3 outputs of the same run (agent_info.csv, kernel_trace.csv, results.json)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (docs/json-schema.md) instead of tables")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attlens",
+        description="Turn AMD GPU Advanced Thread Trace captures (rocprofv3 --att) into answers.",
+        epilog=EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"attlens {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("analyze", help="stall hotspots, stall classes and occupancy of a capture", epilog=EPILOG)
+    _add_capture_args(p)
+    p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
+    p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="rank instructions, source lines, or both")
+    p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
+    p.add_argument("--context", type=int, default=2, metavar="N", help="source lines of context with --detail (default 2)")
+    p.add_argument("--no-color", action="store_true", help="plain text output")
+
+    p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
+    p.add_argument("--out", metavar="DIR", help="write the capture here (default: a new temporary directory)")
+    p.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    p.add_argument("--topk", type=int, default=8, metavar="N")
+    p.add_argument("--no-color", action="store_true")
+    return parser
+
+
+def _print_error(exc, as_json: bool) -> None:
+    from attlens.errors import SeveralCaptures
+
+    msg = f"attlens: error: {exc.message}"
+    if exc.hint:
+        msg += f" (hint: {exc.hint})"
+    print(msg, file=sys.stderr)
+    if isinstance(exc, SeveralCaptures) and not as_json:
+        print("captures found:", file=sys.stderr)
+        for c in exc.candidates:
+            waves = "?" if c.waves is None else c.waves
+            instr = "?" if c.instructions is None else c.instructions
+            print(f"  {c.path}  waves={waves} instructions={instr}" + (f"  ({c.error})" if c.error else ""), file=sys.stderr)
+    if as_json:
+        from attlens.report.json_out import dumps, error_to_dict
+
+        print(dumps(error_to_dict(exc)))
+
+
+def cmd_analyze(args) -> int:
+    from attlens.analysis.analyze import analyze
+    from attlens.errors import EXIT_OK, EXIT_PARTIAL
+    from attlens.model.loader import load, resolve_capture_dirs
+
+    dirs = resolve_capture_dirs(args.path, all_captures=args.all)
+    results = [analyze(load(d, rocprof_dir=args.rocprof_dir)) for d in dirs]
+    if args.json:
+        from attlens.report.json_out import analysis_to_dict, dumps
+
+        topk = None if args.topk == 0 else args.topk
+        if args.all:
+            objs = [analysis_to_dict(r, topk) for r in results]
+            print(dumps({"schema": "attlens.analyze_many", "schema_version": 1, "captures": objs}))
+        else:
+            print(dumps(analysis_to_dict(results[0], topk)))
+    else:
+        from attlens.report.terminal import make_console, render_analysis
+
+        console = make_console(args.no_color)
+        for i, r in enumerate(results):
+            if i:
+                console.rule()
+            render_analysis(r, console, topk=max(args.topk, 1), mode=args.mode, detail=args.detail, context=args.context)
+    return EXIT_PARTIAL if any(r.dispatch.partial for r in results) else EXIT_OK
+
+
+def cmd_demo(args) -> int:
+    import tempfile
+
+    from attlens.analysis.analyze import analyze
+    from attlens.model.loader import load
+    from attlens.synth import write_capture
+
+    out = args.out or tempfile.mkdtemp(prefix="attlens-demo-")
+    path = write_capture(out)
+    result = analyze(load(path))
+    if args.json:
+        from attlens.report.json_out import analysis_to_dict, dumps
+
+        print(dumps(analysis_to_dict(result, args.topk)))
+        return 0
+    from attlens.report.terminal import make_console, render_analysis
+
+    console = make_console(args.no_color)
+    console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel (docs/demo.md) written to {path}")
+    console.print("The planted hotspot is the global-memory wait at toy_kernel.py:24; the analysis below should rank it first.\n")
+    render_analysis(result, console, topk=args.topk, mode="both", detail=True, context=1, detail_k=2)
+    console.print(f"\nNext: attlens analyze {path} --json")
+    return 0
+
+
+COMMANDS = {"analyze": cmd_analyze, "demo": cmd_demo}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    from attlens.errors import EXIT_INTERNAL, AttlensError
+
+    try:
+        return COMMANDS[args.command](args)
+    except AttlensError as exc:
+        _print_error(exc, getattr(args, "json", False))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("attlens: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into a closed reader (e.g. `| head`): not an error.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except Exception as exc:  # never show a traceback to users
+        if os.environ.get("ATTLENS_DEBUG"):
+            raise
+        print(
+            f"attlens: internal error: {type(exc).__name__}: {exc} (please report it; set ATTLENS_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

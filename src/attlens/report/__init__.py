@@ -1,0 +1,1 @@
+"""Renderers. Each takes the same result objects from :mod:`attlens.analysis`."""
