@@ -129,8 +129,8 @@ def compute_occupancy(dispatch) -> OccupancyResult:
 
     # LDS
     wpw = None
-    if res.waves_per_workgroup:
-        wpw = -(-res.waves_per_workgroup // ws)
+    if res.threads_per_workgroup:
+        wpw = -(-res.threads_per_workgroup // ws)
         out.waves_per_workgroup = wpw
     if res.lds_bytes is None:
         out.limits.append(Limit("lds", None, "LDS size unknown"))
@@ -150,7 +150,9 @@ def compute_occupancy(dispatch) -> OccupancyResult:
 
     vals = [l.waves_per_simd for l in out.limits if l.waves_per_simd is not None]
     theo = min(vals)
-    # Whole workgroups: a workgroup's waves spread over the CU's SIMDs.
+    # Whole workgroups: a workgroup's waves spread over the CU's SIMDs, and a
+    # CU only takes whole workgroups.
+    resource_theo = theo
     if wpw:
         per_simd_per_wg = -(-wpw // simds)
         wg_fit = (theo * simds) // wpw
@@ -162,29 +164,47 @@ def compute_occupancy(dispatch) -> OccupancyResult:
             theo = rounded
     out.theoretical_waves_per_simd = theo
     # At the hardware maximum nothing else limits, even when a resource would
-    # allow exactly that many waves.
-    out.limiters = ["waves"] if theo == hw else [l.name for l in out.limits if l.waves_per_simd == theo and l.name != "waves"]
+    # allow exactly that many waves. Below it, the limiters are the resources
+    # at the minimum, plus "workgroup" when whole workgroups cut it further.
+    if theo == hw:
+        out.limiters = ["waves"]
+    else:
+        out.limiters = (
+            ["waves"]
+            if resource_theo == hw
+            else [l.name for l in out.limits if l.waves_per_simd == resource_theo and l.name not in ("workgroup", "waves")]
+        )
+        if theo < resource_theo:
+            out.limiters.append("workgroup")
     if theo == 0:
         out.explanation.append("a single workgroup does not fit on one CU with these resources")
 
-    # What to free for one more wave per SIMD.
+    # What to free for the next reachable occupancy: one more wave per SIMD,
+    # or with workgroups, one more whole workgroup per CU.
     if theo and theo < hw:
-        nxt = theo + 1
+        if wpw:
+            nxt = -(-(((theo * simds) // wpw) + 1) * wpw // simds)
+        else:
+            nxt = theo + 1
         need = {}
-        for l in out.limits:
-            if l.waves_per_simd is None or l.waves_per_simd >= nxt:
-                continue
-            if l.name == "vgpr":
-                allowed = (f["vgprs_per_simd"] // nxt) // g * g
-                need["vgpr"] = {"free_registers": valloc - allowed, "allocated": valloc, "allowed_for_next_wave": allowed}
-            elif l.name == "sgpr":
-                allowed = (f["sgprs_per_simd"] // nxt) // f["sgpr_granule"] * f["sgpr_granule"]
-                need["sgpr"] = {"free_registers": out.sgpr_alloc - allowed, "allocated": out.sgpr_alloc, "allowed_for_next_wave": allowed}
-            elif l.name in ("lds", "workgroup") and out.lds_alloc and wpw:
-                wg_needed = -(-nxt * simds // wpw)
-                allowed = (f["lds_bytes_per_cu"] // wg_needed) // f["lds_granule_bytes"] * f["lds_granule_bytes"]
-                if allowed < out.lds_alloc:
+        if nxt <= hw:
+            for l in out.limits:
+                if l.waves_per_simd is None or l.waves_per_simd >= nxt or l.name == "workgroup":
+                    continue
+                if l.name == "vgpr":
+                    allowed = (f["vgprs_per_simd"] // nxt) // g * g
+                    need["vgpr"] = {"free_registers": valloc - allowed, "allocated": valloc, "allowed_for_next_wave": allowed}
+                elif l.name == "sgpr":
+                    allowed = (f["sgprs_per_simd"] // nxt) // f["sgpr_granule"] * f["sgpr_granule"]
+                    need["sgpr"] = {"free_registers": out.sgpr_alloc - allowed, "allocated": out.sgpr_alloc, "allowed_for_next_wave": allowed}
+                elif l.name == "lds" and out.lds_alloc and wpw:
+                    wg_needed = -(-nxt * simds // wpw)
+                    allowed = (f["lds_bytes_per_cu"] // wg_needed) // f["lds_granule_bytes"] * f["lds_granule_bytes"]
                     need["lds"] = {"free_bytes": out.lds_alloc - allowed, "allocated": out.lds_alloc, "allowed_for_next_wave": allowed}
+        else:
+            out.explanation.append(
+                f"the next whole workgroup ({wpw} waves) would need {nxt} waves per SIMD, above the hardware limit of {hw}"
+            )
         out.to_next_wave = {"waves_per_simd": nxt, "free": need} if need else None
 
     # Grid-limited?

@@ -309,3 +309,21 @@ def compute_wait_deps(dispatch, model: str | None = None) -> WaitDeps:
         entry_stop=stop,
         producers=np.asarray(flat, dtype=np.int64),
     )
+
+
+def simulate_sequence(texts: list[str], model: str = "gfx9") -> list[tuple[int, list[int]]]:
+    """Run the counter simulation over one wave's executed instruction texts
+    (in order). Returns [(index of the wait, [indices of the producers])].
+    Used by tests and by anyone checking a hand-written sequence."""
+    events = []
+    fields_of: dict[int, dict] = {}
+    for i, t in enumerate(texts):
+        act = pc_action(t, model)
+        if act == ACT_NONE:
+            continue
+        if act == ACT_WAIT:
+            fields_of[i] = waitcnt_fields(t)
+        events.append((i, act, i))
+    out: list = []
+    _SIMULATORS[model](events, fields_of, out)
+    return out

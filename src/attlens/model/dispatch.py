@@ -165,7 +165,7 @@ class Resources:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def waves_per_workgroup(self) -> int | None:
+    def threads_per_workgroup(self) -> int | None:
         return None if self.workgroup is None else self.workgroup[0] * self.workgroup[1] * self.workgroup[2]
 
     @property

@@ -14,10 +14,10 @@ _COUNTER_CALL = re.compile(r"([a-z]+cnt)\s*\(\s*(0x[0-9a-fA-F]+|\d+)?\s*\)")
 
 def mnemonic(text: str) -> str:
     """First token of an instruction, lowercased ("" for label rows)."""
+    text = text.strip() if text else ""
     if not text or text.startswith(";"):
         return ""
-    head = text.split(None, 1)[0]
-    return head.lower()
+    return text.split(None, 1)[0].lower()
 
 
 def operands(text: str) -> str:
@@ -63,7 +63,10 @@ def parse_counter_value(raw: str | None) -> int:
     return int(raw, 16) if raw.lower().startswith("0x") else int(raw)
 
 
-_GFX12_WAIT = re.compile(r"^s_wait_([a-z]+cnt)(?:_[a-z]+)?$")
+_GFX12_WAIT = re.compile(r"^s_wait_([a-z]+cnt)$")
+# gfx12 combined waits pack two counts in one immediate: the first counter in
+# bits 13:8, dscnt in bits 5:0 (LLVM AMDGPU encodeLoadcntDscnt/encodeStorecntDscnt).
+_GFX12_PACKED = re.compile(r"^s_wait_(loadcnt|storecnt)_dscnt$")
 
 
 def waitcnt_fields(text: str) -> dict[str, int]:
@@ -83,6 +86,11 @@ def waitcnt_fields(text: str) -> dict[str, int]:
         return {name: parse_counter_value(last or None)}
     if m == "s_wait_idle":
         return {"*": 0}
+    p = _GFX12_PACKED.match(m)
+    if p:
+        ops = operands(text).strip()
+        val = parse_counter_value(ops.split(",")[-1].strip() if ops else None)
+        return {p.group(1): (val >> 8) & 0x3F, "dscnt": val & 0x3F}
     g = _GFX12_WAIT.match(m)
     if g and m != "s_wait_alu":
         ops = operands(text).strip()

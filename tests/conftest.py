@@ -1,0 +1,63 @@
+"""Shared fixtures. Real captures live in ../shared/traces (never copied into
+the repository). Under CI (CI=true) a missing ../shared is a failure; for a
+user without it, the tests that need it skip with a message."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path | None:
+    env = os.environ.get("ATTLENS_SHARED")
+    cand = Path(env) if env else REPO.parent / "shared"
+    return cand if (cand / "traces").is_dir() else None
+
+
+def require_shared() -> Path:
+    d = shared_dir()
+    if d is None:
+        msg = "../shared/traces not found (set ATTLENS_SHARED to the shared folder)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg + ": CI must run the real-capture tests")
+        pytest.skip(msg)
+    return d
+
+
+def trace_dirs() -> list[Path]:
+    d = shared_dir()
+    if d is None:
+        return []
+    return sorted(p.parent for p in (d / "traces").glob("*/*/ui_output_agent_*/filenames.json"))
+
+
+def trace_id(p: Path) -> str:
+    return f"{p.parent.parent.name}/{p.parent.name}/{p.name[-22:]}"
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    return require_shared()
+
+
+@pytest.fixture(scope="session")
+def traces(shared) -> list[Path]:
+    return trace_dirs()
+
+
+_LOADED: dict = {}
+
+
+def loaded(path: Path):
+    """Load and analyze a capture once per test session."""
+    key = str(path)
+    if key not in _LOADED:
+        import attlens
+
+        d = attlens.load(path)
+        _LOADED[key] = (d, attlens.analyze(d))
+    return _LOADED[key]

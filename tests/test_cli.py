@@ -1,0 +1,110 @@
+"""The command line as a user (or an agent) runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attlens import __version__
+from attlens.synth import default_kernel, write_capture
+from conftest import require_shared
+
+
+def run(*args, check_code=0):
+    p = subprocess.run([sys.executable, "-m", "attlens", *map(str, args)], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in p.stderr + p.stdout
+    if check_code is not None:
+        assert p.returncode == check_code, p.stderr
+    return p
+
+
+def test_version():
+    assert run("--version").stdout.strip() == f"attlens {__version__}"
+
+
+def test_help_does_not_import_heavy_modules():
+    code = "import sys, attlens.cli as c; c.build_parser().format_help(); print(sorted(m for m in ('numpy','orjson','rich') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_no_command_prints_help_and_usage_code():
+    p = run(check_code=2)
+    assert "usage: attlens" in p.stdout
+
+
+def test_demo_ranks_the_planted_hotspot_first(tmp_path):
+    p = run("demo", "--json", "--out", tmp_path)
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "attlens.analyze" and doc["schema_version"] == 1
+    top = doc["hotspots"]["instructions_by_stall"][0]
+    assert top["source"].endswith("toy_kernel.py:24")
+    assert top["class"] == "wait_global"
+    assert top["class_stall"] == {"wait_global": top["stall"]}
+    assert doc["hotspots"]["lines_by_stall"][0]["source"].endswith("toy_kernel.py:24")
+    assert doc["target"]["name"] == "gfx950"
+    assert (tmp_path / "ui_output_agent_1_dispatch_7" / "code.json").is_file()
+
+
+def test_demo_terminal_output(tmp_path):
+    p = run("demo", "--out", tmp_path)
+    assert "toy_kernel.py:24" in p.stdout
+    assert "wait_global()" in p.stdout  # source snippet of the planted line
+
+
+def test_analyze_detail_shows_source(tmp_path):
+    cap = write_capture(tmp_path)
+    p = run("analyze", cap, "--mode", "src", "--detail", "--context", "1", "--topk", "3")
+    assert "> " in p.stdout and "wait_global()" in p.stdout
+    assert "Top 3 source lines by stall" in p.stdout
+    assert "instructions by stall" not in p.stdout
+    p = run("analyze", cap, "--mode", "asm")
+    assert "source lines by stall" not in p.stdout and "instructions by stall" in p.stdout
+
+
+def test_topk_zero_returns_every_executed_instruction(tmp_path):
+    cap = write_capture(tmp_path)
+    doc = json.loads(run("analyze", cap, "--json", "--topk", "0").stdout)
+    assert len(doc["hotspots"]["instructions_by_stall"]) == doc["instructions"]["executed"]
+    stalls = [h["stall"] for h in doc["hotspots"]["instructions_by_stall"]]
+    assert stalls == sorted(stalls, reverse=True)
+    assert sum(stalls) == doc["totals"]["stall"]
+
+
+def test_unknown_target_is_null_not_zero(tmp_path):
+    k = default_kernel()
+    k.target = None  # no rocprofv3 side files, and the toy ISA has no target-unique instruction
+    cap = write_capture(tmp_path, k)
+    doc = json.loads(run("analyze", cap, "--json").stdout)
+    assert doc["target"]["name"] is None
+    assert "no instruction in the listing is unique" in doc["target"]["reason"]
+    assert doc["occupancy"]["available"] is False
+    assert doc["occupancy"]["theoretical_waves_per_simd"] is None
+    assert doc["resources"]["grid"] is None
+    assert doc["occupancy"]["observed_max_waves_per_simd_traced_cu"] == 2
+
+
+def test_analyze_json_on_real_capture_matches_code_json(tmp_path):
+    shared = require_shared()
+    cap = shared / "traces/vec_add/big/ui_output_agent_14705_dispatch_25"
+    doc = json.loads(run("analyze", cap, "--json").stdout)
+    rows = json.loads((cap / "code.json").read_text())["code"]
+    top = max(rows[1:], key=lambda r: r[8])
+    got = doc["hotspots"]["instructions_by_stall"][0]
+    assert (got["pc"], got["isa"], got["stall"], got["hit"]) == (top[2], top[0], top[8], top[6])
+    assert doc["totals"]["stall"] == sum(r[8] for r in rows)
+    assert doc["totals"]["latency"] == sum(r[7] for r in rows)
+    assert doc["capture"]["waves"] == 632
+    assert doc["target"]["name"] == "gfx950"
+    assert sum(c["stall"] for c in doc["stall_by_class"]) == doc["totals"]["stall"]
+
+
+@pytest.mark.parametrize("mode", ["asm", "src", "both"])
+def test_terminal_modes_on_real_capture(mode):
+    shared = require_shared()
+    cap = shared / "traces/pa/big/ui_output_agent_10886_dispatch_209"
+    p = run("analyze", cap, "--mode", mode, "--topk", "5", "--rocprof-dir", shared / "traces/pa/rocprofv3")
+    assert "Stall by class" in p.stdout and "Occupancy" in p.stdout
