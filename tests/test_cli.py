@@ -108,3 +108,12 @@ def test_terminal_modes_on_real_capture(mode):
     cap = shared / "traces/pa/big/ui_output_agent_10886_dispatch_209"
     p = run("analyze", cap, "--mode", mode, "--topk", "5", "--rocprof-dir", shared / "traces/pa/rocprofv3")
     assert "Stall by class" in p.stdout and "Occupancy" in p.stdout
+
+
+def test_sort_by_latency(tmp_path):
+    cap = write_capture(tmp_path)
+    doc = json.loads(run("analyze", cap, "--json", "--topk", "1").stdout)
+    top = doc["hotspots"]["instructions_by_latency"][0]
+    p = run("analyze", cap, "--sort", "latency", "--topk", "1", "--mode", "asm")
+    assert "Top 1 instructions by latency" in p.stdout
+    assert f"{top['latency']:,}" in p.stdout

@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_capture_args(p)
     p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
     p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="rank instructions, source lines, or both")
+    p.add_argument("--sort", choices=("stall", "latency"), default="stall", help="rank by stall cycles (default) or latency cycles")
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
     p.add_argument("--context", type=int, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
@@ -89,7 +90,7 @@ def cmd_analyze(args) -> int:
         for i, r in enumerate(results):
             if i:
                 console.rule()
-            render_analysis(r, console, topk=max(args.topk, 1), mode=args.mode, detail=args.detail, context=args.context)
+            render_analysis(r, console, topk=max(args.topk, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort)
     return EXIT_PARTIAL if any(r.dispatch.partial for r in results) else EXIT_OK
 
 

@@ -33,7 +33,7 @@ def make_console(no_color: bool = False) -> Console:
     return Console(width=None if tty else 200, no_color=no_color or not tty, highlight=False, soft_wrap=False)
 
 
-def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None) -> None:
+def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None, sort: str = "stall") -> None:
     d = result.dispatch
     q = result.quality
     f = q.facts
@@ -76,11 +76,12 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
     console.print(t)
 
     if mode in ("asm", "both"):
-        t = Table(title=f"Top {topk} instructions by stall", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+        order = h.by_stall if sort == "stall" else h.by_latency
+        t = Table(title=f"Top {topk} instructions by {sort}", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
         for col, j in (("#", "right"), ("pc", "right"), ("vaddr", "right"), ("hit", "right"), ("latency", "right"), ("stall", "right"),
                        ("idle", "right"), ("stall %", "right"), ("class", "left"), ("instruction", "left"), ("source", "left")):
             t.add_column(col, justify=j, no_wrap=col in ("instruction", "source"))
-        for rank, i in enumerate(h.by_stall[:topk], 1):
+        for rank, i in enumerate(order[:topk], 1):
             x = h.instructions[i]
             cls = x.cls
             if len(x.class_stall) > 1:
@@ -93,18 +94,19 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         if not q.has_source_lines:
             console.print("[yellow]No source lines in this capture: per-line ranking unavailable (built without line info).[/yellow]")
         else:
-            t = Table(title=f"Top {topk} source lines by stall", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+            line_order = h.lines_by_stall if sort == "stall" else h.lines_by_latency
+            t = Table(title=f"Top {topk} source lines by {sort}", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
             for col, j in (("#", "right"), ("source", "left"), ("instr", "right"), ("exec", "right"), ("hit", "right"),
                            ("latency", "right"), ("stall", "right"), ("stall %", "right"), ("dominant class", "left"), ("inlined from", "left")):
                 t.add_column(col, justify=j, no_wrap=col == "source")
-            for rank, i in enumerate(h.lines_by_stall[:topk], 1):
+            for rank, i in enumerate(line_order[:topk], 1):
                 ln = h.lines[i]
                 chain = _short_source(ln.inline_chains[0].split(" -> ")[0]) if ln.inline_chains else ""
                 t.add_row(str(rank), escape(_short_source(ln.source) if ln.file else ln.source), str(ln.instructions), str(ln.executed),
                           _n(ln.hit), _n(ln.latency), _n(ln.stall), _pct(ln.stall_share), ln.dominant_class, escape(chain))
             console.print(t)
             if detail:
-                _render_detail(result, console, detail_k or topk, context)
+                _render_detail(result, console, detail_k or topk, context, line_order)
 
     o = result.occupancy
     console.print("[bold]Occupancy[/bold]")
@@ -141,11 +143,11 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             console.print(f"  [yellow]![/yellow] {escape(w)}")
 
 
-def _render_detail(result, console: Console, topk: int, context: int) -> None:
+def _render_detail(result, console: Console, topk: int, context: int, order) -> None:
     d = result.dispatch
     h = result.hotspots
     console.print("[bold]Detail of the top source lines[/bold]")
-    for rank, i in enumerate(h.lines_by_stall[:topk], 1):
+    for rank, i in enumerate(order[:topk], 1):
         ln = h.lines[i]
         if ln.file is None:
             continue
