@@ -16,7 +16,7 @@ def load(path, rocprof_dir=None):
     return _load(path, rocprof_dir=rocprof_dir)
 
 
-def analyze(dispatch):
+def analyze(dispatch, exposed: bool = True):
     from attlens.analysis.analyze import analyze as _analyze
 
-    return _analyze(dispatch)
+    return _analyze(dispatch, exposed=exposed)

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_capture_args(p)
     p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
     p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="rank instructions, source lines, or both")
-    p.add_argument("--sort", choices=("stall", "latency"), default="stall", help="rank by stall cycles (default) or latency cycles")
+    p.add_argument("--sort", choices=("stall", "latency", "exposed"), default="stall", help="rank by stall (default), latency, or exposed cycles (not hidden by other waves)")
+    p.add_argument("--no-exposed", action="store_true", help="skip the hidden-latency model (faster; no exposed column)")
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
     p.add_argument("--context", type=int, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
@@ -73,7 +74,11 @@ def cmd_analyze(args) -> int:
     from attlens.model.loader import load, resolve_capture_dirs
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
-    results = [analyze(load(d, rocprof_dir=args.rocprof_dir)) for d in dirs]
+    if args.no_exposed and args.sort == "exposed":
+        from attlens.errors import UsageError
+
+        raise UsageError("--sort exposed needs the hidden-latency model: drop --no-exposed")
+    results = [analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=not args.no_exposed) for d in dirs]
     if args.json:
         from attlens.report.json_out import analysis_to_dict, dumps
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attlens.analysis.hotspots import Hotspots, compute_hotspots
+from attlens.analysis.hidden import HiddenLatency, compute_hidden
+from attlens.analysis.hotspots import Hotspots, attach_exposed, compute_hotspots
 from attlens.analysis.occupancy import OccupancyResult, compute_occupancy
 from attlens.analysis.quality import Quality, compute_quality
 from attlens.analysis.stalls import PcSums, StallBreakdown, compute_pc_sums
+from attlens.analysis.waitattr import WaitPairs
 from attlens.analysis.waitdeps import WaitDeps
 
 
@@ -21,6 +23,8 @@ class AnalysisResult:
     hotspots: Hotspots
     occupancy: OccupancyResult
     quality: Quality
+    pairs: WaitPairs
+    hidden: HiddenLatency | None = None  # exposed vs hidden latency (None: not computed)
 
     @property
     def warnings(self) -> list[str]:
@@ -30,9 +34,13 @@ class AnalysisResult:
         return out
 
 
-def analyze(dispatch) -> AnalysisResult:
-    sums, breakdown, deps = compute_pc_sums(dispatch)
+def analyze(dispatch, exposed: bool = True) -> AnalysisResult:
+    sums, breakdown, deps, pairs = compute_pc_sums(dispatch)
     hot = compute_hotspots(dispatch, sums)
+    hidden = None
+    if exposed:
+        hidden = compute_hidden(dispatch, sums)
+        attach_exposed(hot, hidden)
     occ = compute_occupancy(dispatch)
     qual = compute_quality(dispatch, sums, hot)
-    return AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual)
+    return AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden)

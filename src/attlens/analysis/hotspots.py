@@ -30,6 +30,8 @@ class InstructionHotspot:
     inline_chain: list[str]
     class_stall: dict[str, int]  # non-zero classes only (waits: split by producers)
     waited_on: int  # wait cycles other instructions spent waiting for this one (memory ops)
+    exposed: int | None = None  # idle + latency not hidden by other waves' work (None: not computed)
+    hidden: int | None = None
 
 
 @dataclass
@@ -49,6 +51,8 @@ class LineHotspot:
     class_stall: dict[str, int]
     inline_chains: list[str]  # distinct call-site chains of its instructions
     pcs: list[int] = field(default_factory=list)
+    exposed: int | None = None
+    hidden: int | None = None
 
 
 @dataclass
@@ -63,6 +67,20 @@ class Hotspots:
     executed: int  # distinct instructions executed
     never_executed: int
     mix: dict[str, dict[str, int]]  # class -> {"listed", "executed", "records"}
+    by_exposed: list[int] = field(default_factory=list)  # filled when hidden latency is computed
+    lines_by_exposed: list[int] = field(default_factory=list)
+
+
+def attach_exposed(hot: "Hotspots", hidden) -> None:
+    """Add exposed/hidden cycles to every hotspot row and rank by exposed."""
+    for h in hot.instructions:
+        h.exposed = int(hidden.exposed[h.pc])
+        h.hidden = int(hidden.total[h.pc] - hidden.exposed[h.pc])
+    for ln in hot.lines:
+        ln.exposed = int(hidden.exposed[ln.pcs].sum())
+        ln.hidden = int((hidden.total[ln.pcs] - hidden.exposed[ln.pcs]).sum())
+    hot.by_exposed = sorted(range(len(hot.instructions)), key=lambda i: (-hot.instructions[i].exposed, i))
+    hot.lines_by_exposed = sorted(range(len(hot.lines)), key=lambda i: (-hot.lines[i].exposed, i))
 
 
 def _dominant(class_cycles: np.ndarray) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attlens.analysis.taxonomy import CLASSES, WAIT, producer_wait_class
+from attlens.analysis.waitattr import WaitPairs, split_waits
 from attlens.analysis.waitdeps import WaitDeps, compute_wait_deps
 
 CLASS_IDS = list(CLASSES)  # stable order for arrays
@@ -51,7 +52,7 @@ class StallBreakdown:
     waits_unresolved_with_stall: int
 
 
-def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, StallBreakdown, WaitDeps]:
+def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, StallBreakdown, WaitDeps, WaitPairs]:
     recs = dispatch.records
     n_pc = dispatch.code.size
     st = dispatch.static
@@ -79,18 +80,10 @@ def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, Sta
     class_stall[wait_rows, unresolved] = stall[wait_rows]
     class_lat[wait_rows, unresolved] = lat[wait_rows]
     producer_wait = np.zeros(n_pc, dtype=np.int64)
-    prod = deps.producers
+    pairs = split_waits(dispatch, deps)
+    prod = pairs.prod_rec
     if len(prod):
-        wait_of = deps.producer_wait_records()
-        # Group producers by wait execution (a wait may span adjacent entries).
-        new_group = np.r_[True, wait_of[1:] != wait_of[:-1]]
-        gstart = np.flatnonzero(new_group)
-        gid = np.cumsum(new_group) - 1
-        n_in = np.diff(np.r_[gstart, len(prod)])[gid]
-        rank = np.arange(len(prod)) - gstart[gid]
-        s_tot, d_tot = recs.stall[wait_of], recs.duration[wait_of]
-        s_share = s_tot // n_in + (rank < s_tot % n_in)
-        d_share = d_tot // n_in + (rank < d_tot % n_in)
+        wait_of = pairs.wait_rec
         prod_cls_by_pc = np.array(
             [_CLASS_INDEX[producer_wait_class(m)] if m else unresolved for m in st.mnemonic], dtype=np.int64
         )
@@ -98,13 +91,12 @@ def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, Sta
         wpc = pc[wait_of].astype(np.int64)
         flat_idx = wpc * n_cls + pcls
         size = n_pc * n_cls
-        class_stall += np.bincount(flat_idx, weights=s_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
-        class_lat += np.bincount(flat_idx, weights=d_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
-        first = gstart  # one row per wait execution
-        w_exec = wait_of[first]
+        class_stall += np.bincount(flat_idx, weights=pairs.stall_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
+        class_lat += np.bincount(flat_idx, weights=pairs.latency_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
+        w_exec = wait_of[pairs.first_of_wait]  # one row per wait execution
         class_stall[:, unresolved] -= np.bincount(pc[w_exec], weights=recs.stall[w_exec], minlength=n_pc).round().astype(np.int64)
         class_lat[:, unresolved] -= np.bincount(pc[w_exec], weights=recs.duration[w_exec], minlength=n_pc).round().astype(np.int64)
-        producer_wait = np.bincount(pc[prod], weights=s_share, minlength=n_pc).round().astype(np.int64)
+        producer_wait = np.bincount(pc[prod], weights=pairs.stall_share, minlength=n_pc).round().astype(np.int64)
         resolved_execs = w_exec
     else:
         resolved_execs = np.zeros(0, dtype=np.int64)
@@ -132,4 +124,4 @@ def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, Sta
         waits_resolved=resolved_wait_records,
         waits_unresolved_with_stall=unresolved_with_stall,
     )
-    return sums, breakdown, deps
+    return sums, breakdown, deps, pairs

@@ -117,6 +117,7 @@ def _simulate_gfx9(events, fields_of, out):
     for rec, act, pc in events:
         if act == ACT_WAIT:
             f = fields_of[pc]
+            outstanding = len(lgkm.fifo) + len(vm.fifo) + len(flat)
             for name, ctr in (("lgkmcnt", lgkm), ("vmcnt", vm)):
                 if name not in f:
                     continue
@@ -126,7 +127,7 @@ def _simulate_gfx9(events, fields_of, out):
                 got = flat + popped
                 flat = []
                 if got:
-                    out.append((rec, got))
+                    out.append((rec, got, outstanding))
         elif act == ACT_SMEM:
             lgkm.fifo.append(rec)
             lgkm.in_order = False
@@ -147,20 +148,21 @@ def _simulate_gfx10(events, fields_of, out):
     for rec, act, pc in events:
         if act == ACT_WAIT:
             f = fields_of[pc]
+            outstanding = len(lgkm.fifo) + len(vm.fifo) + len(vs.fifo) + len(flat_load) + len(flat_store)
             if "vscnt" in f:
                 popped = vs.resolve(f["vscnt"])
                 if vs.in_order:
                     got = flat_store + popped
                     flat_store = []
                     if got:
-                        out.append((rec, got))
+                        out.append((rec, got, outstanding))
             if "vmcnt" in f:
                 popped = vm.resolve(f["vmcnt"])
                 if vm.in_order:
                     got = flat_load + popped
                     flat_load = []
                     if got:
-                        out.append((rec, got))
+                        out.append((rec, got, outstanding))
             if "lgkmcnt" in f:
                 popped = lgkm.resolve(f["lgkmcnt"])
                 if lgkm.in_order:
@@ -170,7 +172,7 @@ def _simulate_gfx10(events, fields_of, out):
                         flat_store = []
                     flat_load = []
                     if got:
-                        out.append((rec, got))
+                        out.append((rec, got, outstanding))
         elif act == ACT_SMEM:
             lgkm.fifo.append(rec)
             lgkm.in_order = False
@@ -209,6 +211,7 @@ def _simulate_gfx12(events, fields_of, out):
     for rec, act, pc in events:
         if act == ACT_WAIT:
             f = fields_of[pc]
+            outstanding = sum(len(c.fifo) for c in ctr.values()) + len(flat)
             names = _GFX12_COUNTERS if "*" in f else [n for n in _GFX12_COUNTERS if n in f]
             got_all: list[int] = []
             for name in names:
@@ -219,7 +222,7 @@ def _simulate_gfx12(events, fields_of, out):
                     flat = []
                 got_all += popped
             if got_all:
-                out.append((rec, got_all))
+                out.append((rec, got_all, outstanding))
         elif act == ACT_SMEM:
             ctr["kmcnt"].fifo.append(rec)
             ctr["kmcnt"].in_order = False
@@ -256,6 +259,7 @@ class WaitDeps:
     entry_start: np.ndarray  # int64 offsets into producers
     entry_stop: np.ndarray
     producers: np.ndarray  # int64 record indices
+    entry_outstanding: np.ndarray  # memory ops outstanding (all counters) when the wait executed
 
     @property
     def count(self) -> int:
@@ -298,12 +302,13 @@ def compute_wait_deps(dispatch, model: str | None = None) -> WaitDeps:
         before = len(out)
         simulate(zip(idx[a:b], acts[a:b], pcs[a:b]), fields_of, out)
         waves_of.extend([w] * (len(out) - before))
-    counts = np.fromiter((len(p) for _, p in out), dtype=np.int64, count=len(out))
+    counts = np.fromiter((len(p) for _, p, _ in out), dtype=np.int64, count=len(out))
     stop = np.cumsum(counts)
-    flat = [r for _, p in out for r in p]
+    flat = [r for _, p, _ in out for r in p]
     return WaitDeps(
         model=model,
-        entry_wait=np.fromiter((r for r, _ in out), dtype=np.int64, count=len(out)),
+        entry_outstanding=np.fromiter((o for _, _, o in out), dtype=np.int64, count=len(out)),
+        entry_wait=np.fromiter((r for r, _, _ in out), dtype=np.int64, count=len(out)),
         entry_wave=np.asarray(waves_of, dtype=np.int32),
         entry_start=stop - counts,
         entry_stop=stop,
@@ -326,4 +331,4 @@ def simulate_sequence(texts: list[str], model: str = "gfx9") -> list[tuple[int, 
         events.append((i, act, i))
     out: list = []
     _SIMULATORS[model](events, fields_of, out)
-    return out
+    return [(w, p) for w, p, _ in out]

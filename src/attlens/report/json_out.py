@@ -38,6 +38,8 @@ def _instr(h) -> dict:
         "latency_share": round(h.latency_share, 6),
         "class_stall": h.class_stall,
         "waited_on": h.waited_on,
+        "exposed": h.exposed,
+        "hidden": h.hidden,
         "source": h.source,
         "inline_chain": h.inline_chain,
     }
@@ -59,6 +61,8 @@ def _line(h) -> dict:
         "dominant_class": h.dominant_class,
         "class_stall": h.class_stall,
         "inline_chains": h.inline_chains,
+        "exposed": h.exposed,
+        "hidden": h.hidden,
         "pcs": h.pcs,
     }
 
@@ -156,6 +160,16 @@ def analysis_to_dict(result, topk: int | None = 20) -> dict:
             "instructions_by_latency": top(h.by_latency, h.instructions, _instr),
             "lines_by_stall": top(h.lines_by_stall, h.lines, _line),
             "lines_by_latency": top(h.lines_by_latency, h.lines, _line),
+            "instructions_by_exposed": top(h.by_exposed, h.instructions, _instr) if result.hidden is not None else None,
+            "lines_by_exposed": top(h.lines_by_exposed, h.lines, _line) if result.hidden is not None else None,
+        },
+        "latency_hiding": None
+        if result.hidden is None
+        else {
+            "total": int(result.hidden.total.sum()),
+            "hidden": int((result.hidden.total - result.hidden.exposed).sum()),
+            "exposed": int(result.hidden.exposed.sum()),
+            "hidden_share": round(result.hidden.hidden_share, 6),
         },
         "occupancy": {
             "available": o.available,

@@ -60,9 +60,12 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
     )
     consistent = "equal" if q.code_json.consistent else "[yellow]DIFFER[/yellow]"
     console.print(f"  check    code.json sums vs wave files: {consistent}")
+    hid = ""
+    if result.hidden is not None:
+        hid = f" · hidden by other waves {_pct(result.hidden.hidden_share)} of idle+latency"
     console.print(
         f"\n[bold]Totals[/bold]  latency {_n(b.total_latency)} cyc · stall {_n(b.total_stall)} "
-        f"({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)} · idle {_n(b.total_idle)}"
+        f"({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)} · idle {_n(b.total_idle)}{hid}"
     )
 
     t = Table(title="Stall by class", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
@@ -76,34 +79,45 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
     console.print(t)
 
     if mode in ("asm", "both"):
-        order = h.by_stall if sort == "stall" else h.by_latency
+        order = {"stall": h.by_stall, "latency": h.by_latency, "exposed": h.by_exposed}[sort]
+        show_exp = result.hidden is not None
         t = Table(title=f"Top {topk} instructions by {sort}", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
         for col, j in (("#", "right"), ("pc", "right"), ("vaddr", "right"), ("hit", "right"), ("latency", "right"), ("stall", "right"),
-                       ("idle", "right"), ("stall %", "right"), ("class", "left"), ("instruction", "left"), ("source", "left")):
+                       ("idle", "right"), ("stall %", "right"), ("exposed", "right"), ("class", "left"), ("instruction", "left"), ("source", "left")):
+            if col == "exposed" and not show_exp:
+                continue
             t.add_column(col, justify=j, no_wrap=col in ("instruction", "source"))
         for rank, i in enumerate(order[:topk], 1):
             x = h.instructions[i]
             cls = x.cls
             if len(x.class_stall) > 1:
                 cls += " (" + ", ".join(f"{k[5:] if k.startswith('wait_') else k} {v / max(x.stall, 1):.0%}" for k, v in sorted(x.class_stall.items(), key=lambda kv: -kv[1])[:3]) + ")"
-            t.add_row(str(rank), str(x.pc), hex(x.vaddr), _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _pct(x.stall_share),
-                      escape(cls), escape(x.isa[:64]), escape(_short_source(x.source)))
+            cells = [str(rank), str(x.pc), hex(x.vaddr), _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _pct(x.stall_share)]
+            if show_exp:
+                cells.append(_n(x.exposed))
+            t.add_row(*cells, escape(cls), escape(x.isa[:64]), escape(_short_source(x.source)))
         console.print(t)
 
     if mode in ("src", "both"):
         if not q.has_source_lines:
             console.print("[yellow]No source lines in this capture: per-line ranking unavailable (built without line info).[/yellow]")
         else:
-            line_order = h.lines_by_stall if sort == "stall" else h.lines_by_latency
+            line_order = {"stall": h.lines_by_stall, "latency": h.lines_by_latency, "exposed": h.lines_by_exposed}[sort]
+            show_exp = result.hidden is not None
             t = Table(title=f"Top {topk} source lines by {sort}", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
             for col, j in (("#", "right"), ("source", "left"), ("instr", "right"), ("exec", "right"), ("hit", "right"),
-                           ("latency", "right"), ("stall", "right"), ("stall %", "right"), ("dominant class", "left"), ("inlined from", "left")):
+                           ("latency", "right"), ("stall", "right"), ("stall %", "right"), ("exposed", "right"), ("dominant class", "left"), ("inlined from", "left")):
+                if col == "exposed" and not show_exp:
+                    continue
                 t.add_column(col, justify=j, no_wrap=col == "source")
             for rank, i in enumerate(line_order[:topk], 1):
                 ln = h.lines[i]
                 chain = _short_source(ln.inline_chains[0].split(" -> ")[0]) if ln.inline_chains else ""
-                t.add_row(str(rank), escape(_short_source(ln.source) if ln.file else ln.source), str(ln.instructions), str(ln.executed),
-                          _n(ln.hit), _n(ln.latency), _n(ln.stall), _pct(ln.stall_share), ln.dominant_class, escape(chain))
+                cells = [str(rank), escape(_short_source(ln.source) if ln.file else ln.source), str(ln.instructions), str(ln.executed),
+                         _n(ln.hit), _n(ln.latency), _n(ln.stall), _pct(ln.stall_share)]
+                if show_exp:
+                    cells.append(_n(ln.exposed))
+                t.add_row(*cells, ln.dominant_class, escape(chain))
             console.print(t)
             if detail:
                 _render_detail(result, console, detail_k or topk, context, line_order)

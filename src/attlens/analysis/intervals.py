@@ -1,0 +1,71 @@
+"""Vectorized interval arithmetic on [start, end) cycle intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def union_blocks(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted blocks covering the union of the intervals."""
+    keep = ends > starts
+    s, e = starts[keep], ends[keep]
+    if len(s) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > run_end[:-1]]
+    idx = np.flatnonzero(new)
+    block_end = np.maximum.reduceat(e, idx)
+    return s[idx], block_end
+
+
+def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
+    bs, be = union_blocks(starts, ends)
+    return int((be - bs).sum())
+
+
+def serial_blocks(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The viewer's "serialized packing" (att-format.md §4.5): intervals sorted by
+    start; one that starts after the current block's end opens a new block,
+    otherwise its length is added to the current block (a serial queue)."""
+    # The walk is the queue recurrence end_i = max(end_{i-1}, start_i) + len_i,
+    # i.e. end_i = L_i + max_{j<=i}(start_j - L_{j-1}) with L the running sum of
+    # lengths: one cumulative maximum instead of a Python loop.
+    keep = lengths > 0
+    order = np.argsort(starts[keep], kind="stable")
+    s = starts[keep][order].astype(np.int64)
+    ln = lengths[keep][order].astype(np.int64)
+    if len(s) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    csum = np.cumsum(ln)
+    end = csum + np.maximum.accumulate(s - (csum - ln))
+    new = np.r_[True, s[1:] > end[:-1]]
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(s) - 1]
+    return s[first], end[last]
+
+
+def merge_blocks(*lists) -> tuple[np.ndarray, np.ndarray]:
+    s = np.concatenate([b[0] for b in lists]) if lists else np.zeros(0, dtype=np.int64)
+    e = np.concatenate([b[1] for b in lists]) if lists else np.zeros(0, dtype=np.int64)
+    return union_blocks(s, e)
+
+
+def covered_upto(x: np.ndarray, blocks) -> np.ndarray:
+    """Length of (-inf, x) ∩ union(blocks) for each x (blocks disjoint, sorted)."""
+    bs, be = blocks
+    if len(bs) == 0:
+        return np.zeros(len(x), dtype=np.int64)
+    lens = be - bs
+    cum = np.r_[0, np.cumsum(lens)]
+    i = np.searchsorted(bs, x, side="right") - 1
+    ok = i >= 0
+    ic = np.where(ok, i, 0)
+    part = np.clip(x - bs[ic], 0, lens[ic])
+    return np.where(ok, cum[ic] + part, 0)
+
+
+def overlap_with_blocks(a: np.ndarray, b: np.ndarray, blocks) -> np.ndarray:
+    """Length of [a, b) ∩ union(blocks) for each interval (blocks disjoint, sorted)."""
+    return np.maximum(covered_upto(b, blocks) - covered_upto(a, blocks), 0)

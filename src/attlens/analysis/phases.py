@@ -1,0 +1,180 @@
+"""Per-execution distributions, execution phases, and whether the traced
+waves reached the kernel's main work.
+
+Phases of a record, per wave: instructions executed more than once in that
+wave form its loop(s); records before the wave's first looped record are
+``before_loop``, after its last ``after_loop``; in between, a pc's first
+execution in the wave is ``loop_first`` (the cold first iteration) and later
+ones ``loop_steady``. A wave that never loops is all ``straight_line``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attlens.model.isa import mnemonic, operands
+
+PHASES = ("straight_line", "before_loop", "loop_first", "loop_steady", "after_loop")
+
+
+@dataclass
+class InstructionDistribution:
+    pc: int
+    executions: int
+    stall_p50: float
+    stall_p90: float
+    stall_max: int
+    first_execution_stall_mean: float  # its first execution in each wave
+    later_execution_stall_mean: float | None  # later executions (None: never repeats)
+    stall_by_phase: dict[str, int]
+
+
+@dataclass
+class StaticLoop:
+    branch_pc: int
+    first_pc: int
+    last_pc: int
+    executed: bool  # the backward branch was executed at least once
+
+
+@dataclass
+class Phases:
+    phase: np.ndarray  # per record, index into PHASES
+    exec_index: np.ndarray  # per record: how many times its pc ran before in this wave
+    kernel: dict[str, dict[str, int]]  # phase -> {records, stall, latency}
+    distributions: list[InstructionDistribution]
+    static_loops: list[StaticLoop]
+    waves_short: int  # waves that ran < 10 % of the longest wave's instructions
+    short_threshold: int
+    traced_cu_share: dict[int, float | None]  # SE -> traced CU waves / median waves per CU (occupancy.json)
+    flags: list[str] = field(default_factory=list)
+
+
+def _backward_branches(dispatch) -> list[StaticLoop]:
+    code, st = dispatch.code, dispatch.static
+    loops = []
+    vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if code.instruction_mask[pc]}
+    for pc in np.flatnonzero(code.instruction_mask).tolist():
+        m = st.mnemonic[pc]
+        if not m.startswith(("s_cbranch", "s_branch")):
+            continue
+        op = operands(code.isa[pc]).split(",")[0].strip()
+        if not op.lstrip("-").isdigit():
+            continue
+        simm = int(op)
+        if simm >= 32768:
+            simm -= 65536  # SOPP simm16, in dwords, relative to the next instruction
+        if simm >= 0:
+            continue
+        target = int(code.vaddr[pc]) + 4 + 4 * simm
+        first = vaddr_to_pc.get(target)
+        if first is None:
+            continue
+        loops.append(StaticLoop(pc, first, pc, bool(dispatch_hit(dispatch, pc))))
+    return loops
+
+
+def dispatch_hit(dispatch, pc: int) -> int:
+    return int(np.count_nonzero(dispatch.records.pc == pc))
+
+
+def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
+    recs, w = dispatch.records, dispatch.waves
+    n_pc = dispatch.code.size
+    n = recs.count
+    key = recs.wave.astype(np.int64) * n_pc + recs.pc
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    gstart = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    gid = np.cumsum(np.r_[True, ks[1:] != ks[:-1]]) - 1
+    exec_index = np.empty(n, dtype=np.int64)
+    exec_index[order] = np.arange(n) - gstart[gid]
+    counts = np.diff(np.r_[gstart, n])
+    repeats = np.zeros(n, dtype=bool)
+    repeats[order] = counts[gid] > 1  # this record's pc runs more than once in its wave
+
+    phase = np.zeros(n, dtype=np.int8)
+    idx = np.arange(n)
+    for wv in range(w.count):
+        a, b = int(w.rec_start[wv]), int(w.rec_stop[wv])
+        if a == b:
+            continue
+        looped = np.flatnonzero(repeats[a:b])
+        if len(looped) == 0:
+            continue  # straight_line (0)
+        lo, hi = a + looped[0], a + looped[-1]
+        seg = idx[a:b]
+        ph = np.where(seg < lo, 1, np.where(seg > hi, 4, np.where(exec_index[a:b] == 0, 2, 3)))
+        phase[a:b] = ph
+    kernel = {}
+    for i, name in enumerate(PHASES):
+        m = phase == i
+        kernel[name] = {"records": int(m.sum()), "stall": int(recs.stall[m].sum()), "latency": int(recs.duration[m].sum())}
+
+    dists = []
+    if hotspots is not None:
+        pcs = [hotspots.instructions[i].pc for i in hotspots.by_stall[:top]]
+        by_pc = np.argsort(recs.pc, kind="stable")
+        pcs_sorted = recs.pc[by_pc]
+        for pc in pcs:
+            lo, hi = np.searchsorted(pcs_sorted, pc), np.searchsorted(pcs_sorted, pc, side="right")
+            rows = by_pc[lo:hi]
+            if len(rows) == 0:
+                continue
+            s = recs.stall[rows]
+            first = exec_index[rows] == 0
+            dists.append(
+                InstructionDistribution(
+                    pc=int(pc),
+                    executions=len(rows),
+                    stall_p50=float(np.percentile(s, 50)),
+                    stall_p90=float(np.percentile(s, 90)),
+                    stall_max=int(s.max()),
+                    first_execution_stall_mean=float(s[first].mean()),
+                    later_execution_stall_mean=float(s[~first].mean()) if (~first).any() else None,
+                    stall_by_phase={PHASES[i]: int(s[phase[rows] == i].sum()) for i in range(len(PHASES)) if (phase[rows] == i).any()},
+                )
+            )
+
+    flags = []
+    loops = _backward_branches(dispatch)
+    unreached = [lp for lp in loops if not lp.executed]
+    hit = np.bincount(recs.pc, minlength=n_pc)
+    if loops and len(unreached) == len(loops):
+        lp = max(unreached, key=lambda x: x.last_pc - x.first_pc)
+        flags.append(
+            f"the traced waves never reached the kernel's loop (pcs {lp.first_pc}–{lp.last_pc}, backward branch at pc "
+            f"{lp.branch_pc} never executed): this capture shows only the code before it, not the main work"
+        )
+    n_rec = w.n_records
+    longest = int(n_rec.max()) if len(n_rec) else 0
+    threshold = max(longest // 10, 1)
+    short = int(np.count_nonzero(n_rec < threshold))
+    if w.count and short / w.count >= 0.25:
+        flags.append(
+            f"{short} of {w.count} traced waves executed fewer than {threshold} instructions (the longest ran {longest}): "
+            "they exited early; per-instruction totals mix these with the waves that did the work"
+        )
+    share: dict[int, float | None] = {}
+    occ = dispatch.occupancy
+    if occ is not None and len(occ.events):
+        starts = occ.events[occ.events[:, 5] == 1]
+        traced = set(w.cu.tolist())
+        for se in sorted(set(w.se.tolist()) | set(starts[:, 0].tolist())):
+            m = starts[:, 0] == se
+            cus, cnt = np.unique(starts[m, 2], return_counts=True)
+            if len(cnt) == 0:
+                share[int(se)] = None
+                continue
+            med = float(np.median(cnt))
+            mine = sum(int(c) for cu, c in zip(cus.tolist(), cnt.tolist()) if cu in traced)
+            share[int(se)] = mine / med if med else None
+        low = [se for se, v in share.items() if v is not None and v < 0.5]
+        if low:
+            flags.append(
+                f"the traced CU received fewer than half the median waves of its SE's CUs in SE {low} "
+                "(occupancy.json): too few waves there to be representative"
+            )
+    return Phases(phase, exec_index, kernel, dists, loops, short, threshold, share, flags)

@@ -1,0 +1,81 @@
+"""Pipe utilization per SIMD over the traced window.
+
+Each executed instruction occupies its pipe during its issue part
+``[time + stall, time + duration)``. IMMED/message instructions (waits,
+barriers, ``s_nop``, ``s_endpgm``) occupy their pipe for one time quantum
+only, as the viewer draws them (att-format.md §4.9): their "issue" is either
+0 or, for ``s_endpgm``, the tail until the wave ends. Busy = the union of the
+pipe's intervals over all waves on the SIMD; window = first wave begin to last
+wave end on that SIMD.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attlens.analysis.intervals import union_length
+
+PIPES = ("VALU", "MFMA", "VMEM", "LDS", "SALU/SMEM", "BRANCH", "IMMED/MSG")
+_CLASS_PIPE = {
+    "valu": "VALU",
+    "mfma": "MFMA",
+    "vmem_load": "VMEM",
+    "vmem_store": "VMEM",
+    "vmem_atomic": "VMEM",
+    "lds": "LDS",
+    "lds_crosslane": "LDS",
+    "salu": "SALU/SMEM",
+    "smem": "SALU/SMEM",
+    "branch": "BRANCH",
+}
+
+
+def pipe_of_class(cls: str) -> str:
+    return _CLASS_PIPE.get(cls, "IMMED/MSG")
+
+
+@dataclass
+class PipeUtilization:
+    per_simd: list[dict]  # {se, cu, simd, window, pipes: {PIPE: {issue_cycles, busy_cycles, busy_share}}}
+    kernel: dict[str, dict]  # PIPE -> {issue_cycles, busy_cycles, busy_share}
+    total_window: int
+
+
+def compute_pipes(dispatch) -> PipeUtilization:
+    recs, w = dispatch.records, dispatch.waves
+    quantum = (dispatch.arch.facts or {}).get("time_quantum", 4 if dispatch.index.gfxip in (None, 9) else 1)
+    pipe_id_by_pc = np.array([PIPES.index(pipe_of_class(c)) if c else PIPES.index("IMMED/MSG") for c in dispatch.static.cls], dtype=np.int64)
+    pipe = pipe_id_by_pc[recs.pc]
+    start = recs.time + recs.stall
+    end = recs.time + recs.duration
+    immed = pipe == PIPES.index("IMMED/MSG")
+    end = np.where(immed, start + quantum, end)
+    issue = end - start
+    simd_key = (w.se.astype(np.int64) * 1_000_000 + w.cu.astype(np.int64) * 16 + w.simd)[recs.wave]
+    rows = []
+    tot = {p: [0, 0] for p in PIPES}
+    total_window = 0
+    for key in np.unique(simd_key):
+        m = simd_key == key
+        se, rest = divmod(int(key), 1_000_000)
+        cu, simd = divmod(rest, 16)
+        wm = (w.se == se) & (w.cu == cu) & (w.simd == simd)
+        window = int(w.end[wm].max() - w.begin[wm].min())
+        total_window += window
+        pipes = {}
+        p_m, s_m, e_m, i_m = pipe[m], start[m], end[m], issue[m]
+        for pi, name in enumerate(PIPES):
+            sel = p_m == pi
+            busy = union_length(s_m[sel], e_m[sel])
+            iss = int(i_m[sel].sum())
+            pipes[name] = {"issue_cycles": iss, "busy_cycles": busy, "busy_share": busy / window if window else None}
+            tot[name][0] += iss
+            tot[name][1] += busy
+        rows.append({"se": se, "cu": cu, "simd": simd, "window": window, "pipes": pipes})
+    kernel = {
+        p: {"issue_cycles": v[0], "busy_cycles": v[1], "busy_share": v[1] / total_window if total_window else None}
+        for p, v in tot.items()
+    }
+    return PipeUtilization(rows, kernel, total_window)

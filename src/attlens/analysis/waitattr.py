@@ -1,0 +1,130 @@
+"""Attribution of wait cycles to the memory ops that were waited on.
+
+Every (wait execution, producer) pair from :mod:`attlens.analysis.waitdeps`
+gets an even, whole-cycle share of the wait's stall and latency (remainder to
+the oldest producers), so each wait's stall is charged in full. From the pairs:
+per producer instruction, the total wait it caused, the load-to-use distance
+(instructions and cycles from its issue to the wait) and the memory ops
+outstanding at the wait; per wait instruction, whom it waited on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class WaitPairs:
+    """One row per (wait execution, producer)."""
+
+    wait_rec: np.ndarray
+    prod_rec: np.ndarray
+    stall_share: np.ndarray  # int64
+    latency_share: np.ndarray
+    distance_instr: np.ndarray  # wait record - producer record (same wave)
+    distance_cycles: np.ndarray  # wait attempt time - producer issue time
+    outstanding: np.ndarray  # ops outstanding (all counters) at the wait
+    first_of_wait: np.ndarray  # row indices of the first pair of each wait execution
+
+
+def split_waits(dispatch, deps) -> WaitPairs:
+    recs = dispatch.records
+    prod = deps.producers
+    counts = deps.entry_stop - deps.entry_start
+    wait_of = np.repeat(deps.entry_wait, counts)
+    outstanding = np.repeat(deps.entry_outstanding, counts)
+    if len(prod) == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return WaitPairs(z, z, z, z, z, z, z, z)
+    # A wait naming two counters can yield adjacent entries: group by execution.
+    new_group = np.r_[True, wait_of[1:] != wait_of[:-1]]
+    gstart = np.flatnonzero(new_group)
+    gid = np.cumsum(new_group) - 1
+    n_in = np.diff(np.r_[gstart, len(prod)])[gid]
+    rank = np.arange(len(prod)) - gstart[gid]
+    s_tot, d_tot = recs.stall[wait_of], recs.duration[wait_of]
+    return WaitPairs(
+        wait_rec=wait_of,
+        prod_rec=prod,
+        stall_share=s_tot // n_in + (rank < s_tot % n_in),
+        latency_share=d_tot // n_in + (rank < d_tot % n_in),
+        distance_instr=wait_of - prod,
+        distance_cycles=recs.time[wait_of] - (recs.time[prod] + recs.stall[prod]),
+        outstanding=outstanding,
+        first_of_wait=gstart,
+    )
+
+
+@dataclass
+class ProducerStats:
+    pc: int
+    isa: str
+    source: str | None
+    wait_class: str
+    waited_cycles: int  # stall charged to it
+    share_of_wait: float  # of all charged wait cycles
+    pairs: int  # times a wait resolved it
+    executions: int  # its hit count
+    distance_instr_median: float
+    distance_instr_min: int
+    distance_cycles_median: float
+    outstanding_mean: float
+    waits: dict[int, int]  # wait pc -> cycles charged
+
+
+@dataclass
+class WaitAttribution:
+    pairs: WaitPairs
+    producers: list[ProducerStats]  # sorted by waited cycles
+    total_charged: int
+    by_wait_pc: dict[int, dict[int, int]]  # wait pc -> producer pc -> cycles
+
+
+def attribute_waits(dispatch, deps, pairs: WaitPairs | None = None) -> WaitAttribution:
+    from attlens.analysis.taxonomy import producer_wait_class
+
+    pairs = pairs if pairs is not None else split_waits(dispatch, deps)
+    recs, st, code = dispatch.records, dispatch.static, dispatch.code
+    total = int(pairs.stall_share.sum())
+    out: list[ProducerStats] = []
+    by_wait_pc: dict[int, dict[int, int]] = {}
+    if len(pairs.prod_rec):
+        ppc = recs.pc[pairs.prod_rec].astype(np.int64)
+        wpc = recs.pc[pairs.wait_rec].astype(np.int64)
+        # wait pc x producer pc matrix, sparse
+        key = wpc * code.size + ppc
+        uk, inv = np.unique(key, return_inverse=True)
+        cyc = np.bincount(inv, weights=pairs.stall_share).round().astype(np.int64)
+        for k, c in zip(uk.tolist(), cyc.tolist()):
+            by_wait_pc.setdefault(k // code.size, {})[k % code.size] = c
+        hit = np.bincount(recs.pc, minlength=code.size)
+        order = np.argsort(ppc, kind="stable")
+        ppc_s = ppc[order]
+        bounds = np.flatnonzero(np.r_[True, ppc_s[1:] != ppc_s[:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            rows = order[a:b]
+            pc = int(ppc_s[a])
+            waited = int(pairs.stall_share[rows].sum())
+            waits = {wp: cy[pc] for wp, cy in by_wait_pc.items() if pc in cy}
+            own = st.own_source[pc]
+            out.append(
+                ProducerStats(
+                    pc=pc,
+                    isa=code.isa[pc],
+                    source=str(own) if own else None,
+                    wait_class=producer_wait_class(st.mnemonic[pc]),
+                    waited_cycles=waited,
+                    share_of_wait=waited / total if total else 0.0,
+                    pairs=len(rows),
+                    executions=int(hit[pc]),
+                    distance_instr_median=float(np.median(pairs.distance_instr[rows])),
+                    distance_instr_min=int(pairs.distance_instr[rows].min()),
+                    distance_cycles_median=float(np.median(pairs.distance_cycles[rows])),
+                    outstanding_mean=float(pairs.outstanding[rows].mean()),
+                    waits=dict(sorted(waits.items(), key=lambda kv: -kv[1])),
+                )
+            )
+    out.sort(key=lambda p: (-p.waited_cycles, p.pc))
+    return WaitAttribution(pairs, out, total, by_wait_pc)

@@ -1,0 +1,77 @@
+"""Wave states from each wave's ``timeline`` (att-format.md §2.3, §2.4).
+
+States are the decoder's enum: 1 IDLE, 2 EXEC, 3 WAIT, 4 STALL (0 EMPTY never
+occurs in practice). The timeline is contiguous from the wave's ``begin``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attlens.model.dispatch import STATE_NAMES
+
+STATES = (1, 2, 3, 4)
+
+
+@dataclass
+class WaveStates:
+    per_wave: np.ndarray  # (n_waves, 5) cycles in state 0..4
+    lifetime: np.ndarray  # end - begin per wave
+    kernel: dict[str, int]  # state name -> cycles over all waves
+    kernel_share: dict[str, float]  # weighted by wave lifetime (Σ state / Σ timeline)
+    per_simd: list[dict]  # [{se, cu, simd, waves, STATE: cycles...}]
+    overhang: np.ndarray  # Σ timeline - lifetime per wave (0 or 4 on gfx9)
+
+
+def compute_wave_states(dispatch) -> WaveStates:
+    tl = dispatch.timeline
+    w = dispatch.waves
+    n = w.count
+    per_wave = np.zeros((n, 5), dtype=np.int64)
+    state = np.clip(tl.state.astype(np.int64), 0, 4)
+    np.add.at(per_wave, (tl.wave, state), tl.duration)
+    lifetime = w.end - w.begin
+    total = per_wave.sum(axis=0)
+    denom = max(int(total.sum()), 1)
+    kernel = {STATE_NAMES[s]: int(total[s]) for s in STATES}
+    share = {STATE_NAMES[s]: int(total[s]) / denom for s in STATES}
+    rows = []
+    keys = np.stack([w.se, w.cu, w.simd], axis=1)
+    for key in sorted({tuple(k) for k in keys.tolist()}):
+        m = (w.se == key[0]) & (w.cu == key[1]) & (w.simd == key[2])
+        agg = per_wave[m].sum(axis=0)
+        rows.append({"se": key[0], "cu": key[1], "simd": key[2], "waves": int(m.sum()),
+                     **{STATE_NAMES[s]: int(agg[s]) for s in STATES}})
+    return WaveStates(per_wave, lifetime, kernel, share, rows, per_wave.sum(axis=1) - lifetime)
+
+
+def state_counts_over_time(dispatch, state: int, aligned_offsets: dict[int, int] | None = None):
+    """Number of waves in ``state`` as an event-driven step function: each
+    timeline segment adds +1 at its start and -1 at its end; one point per
+    distinct time holding the value after all events at that time. Without
+    offsets this mixes the SEs' unaligned clocks exactly like the decoder's
+    ``wstates<N>.json``; with ``aligned_offsets`` (SE -> cycles) it does not.
+    Returns (times, counts)."""
+    tl = dispatch.timeline
+    w = dispatch.waves
+    # segment start = wave begin + cumulative duration before it within the wave
+    csum = np.cumsum(tl.duration)
+    first = w.tl_start
+    starts_in_wave = csum - tl.duration
+    wave_offset = np.where(first < len(csum), np.r_[0, csum][first], 0)
+    base = w.begin[tl.wave] - wave_offset[tl.wave]
+    seg_start = base + starts_in_wave
+    if aligned_offsets:
+        shift = np.array([aligned_offsets.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
+        seg_start = seg_start + shift[tl.wave]
+    m = tl.state == state
+    s, d = seg_start[m], tl.duration[m]
+    times = np.concatenate([s, s + d])
+    delta = np.concatenate([np.ones(len(s), dtype=np.int64), -np.ones(len(s), dtype=np.int64)])
+    order = np.argsort(times, kind="stable")
+    times, delta = times[order], delta[order]
+    running = np.cumsum(delta)
+    last_of_time = np.r_[times[1:] != times[:-1], True]
+    return times[last_of_time], running[last_of_time]
