@@ -41,6 +41,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", type=int, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
 
+    p = sub.add_parser("waves", help="wave states, clock alignment, pipe utilization, phases and per-execution stalls", epilog=EPILOG)
+    _add_capture_args(p)
+    p.add_argument("--topk", type=int, default=10, metavar="N", help="instructions in the per-execution table (default 10)")
+    p.add_argument("--no-per-wave", action="store_true", help="omit the per-wave list from --json")
+    p.add_argument("--no-color", action="store_true")
+
+    p = sub.add_parser("deps", help="memory -> wait dependencies: who waits on whom, top producers", epilog=EPILOG)
+    _add_capture_args(p)
+    sel = p.add_mutually_exclusive_group()
+    sel.add_argument("--line", metavar="FILE:LINE", help="only producers and waits on this source line (path suffix is enough)")
+    sel.add_argument("--pc", type=int, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
+    p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json)")
+    p.add_argument("--no-color", action="store_true")
+
+    p = sub.add_parser("export", help="export a capture as a Chrome/Perfetto trace (ui.perfetto.dev)", epilog=EPILOG)
+    p.add_argument("path", help="a capture directory")
+    p.add_argument("--perfetto", required=True, metavar="OUT.json", help="output file (written atomically)")
+    p.add_argument("--rocprof-dir", metavar="DIR")
+    p.add_argument("--max-waves", type=int, metavar="N", help="export only the first N waves (by start time)")
+    p.add_argument("--window", metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
+    p.add_argument("--json", action="store_true", help="print a summary object")
+
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
     p.add_argument("--out", metavar="DIR", help="write the capture here (default: a new temporary directory)")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
@@ -124,7 +146,110 @@ def cmd_demo(args) -> int:
     return 0
 
 
-COMMANDS = {"analyze": cmd_analyze, "demo": cmd_demo}
+def _one_capture(args):
+    from attlens.analysis.analyze import analyze
+    from attlens.model.loader import load, resolve_capture_dirs
+
+    dirs = resolve_capture_dirs(args.path, all_captures=getattr(args, "all", False))
+    return [analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=False) for d in dirs]
+
+
+def _exit_code(results) -> int:
+    from attlens.errors import EXIT_OK, EXIT_PARTIAL
+
+    return EXIT_PARTIAL if any(r.dispatch.partial for r in results) else EXIT_OK
+
+
+def cmd_waves(args) -> int:
+    from attlens.analysis.waves import analyze_waves
+    from attlens.report.waves_out import render_waves, waves_to_dict
+
+    results = _one_capture(args)
+    objs = []
+    for i, r in enumerate(results):
+        wa = analyze_waves(r, top=max(args.topk, 1))
+        if args.json:
+            objs.append(waves_to_dict(r, wa, per_wave=not args.no_per_wave))
+        else:
+            from attlens.report.terminal import make_console
+
+            console = make_console(args.no_color)
+            if i:
+                console.rule()
+            render_waves(r, wa, console, topk=max(args.topk, 1))
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        print(dumps(objs[0] if not args.all else {"schema": "attlens.waves_many", "schema_version": 1, "captures": objs}))
+    return _exit_code(results)
+
+
+def cmd_deps(args) -> int:
+    from attlens.analysis.waitattr import attribute_waits
+    from attlens.errors import UsageError
+    from attlens.report.waves_out import deps_to_dict, render_deps, select_deps
+
+    results = _one_capture(args)
+    objs = []
+    for i, r in enumerate(results):
+        att = attribute_waits(r.dispatch, r.deps, r.pairs)
+        if args.pc is not None and not (0 <= args.pc < r.dispatch.code.size and r.dispatch.code.instruction_mask[args.pc]):
+            raise UsageError(f"--pc {args.pc}: no instruction with that pc index (0..{r.dispatch.code.size - 1})")
+        producers, waits = select_deps(r, att, pc=args.pc, line=args.line)
+        if args.line is not None and not producers and not waits:
+            raise UsageError(f"--line {args.line}: no memory op or wait on that line (try a longer or shorter path suffix)")
+        if args.json:
+            objs.append(deps_to_dict(r, att, producers, waits, None if args.topk == 0 else args.topk))
+        else:
+            from attlens.report.terminal import make_console
+
+            console = make_console(args.no_color)
+            if i:
+                console.rule()
+            title = f" (pc {args.pc})" if args.pc is not None else (f" (line {args.line})" if args.line else "")
+            render_deps(r, att, producers, waits, console, topk=max(args.topk, 1), title=title)
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        print(dumps(objs[0] if not args.all else {"schema": "attlens.deps_many", "schema_version": 1, "captures": objs}))
+    return _exit_code(results)
+
+
+def cmd_export(args) -> int:
+    from attlens.analysis.clock import compute_clock
+    from attlens.errors import UsageError
+    from attlens.report.perfetto import build_trace, write_trace
+
+    window = None
+    if args.window:
+        try:
+            a, b = (int(x) for x in args.window.split(":"))
+        except ValueError:
+            raise UsageError(f"--window {args.window}: expected A:B in cycles, e.g. 0:200000") from None
+        if b <= a:
+            raise UsageError(f"--window {args.window}: B must be larger than A")
+        window = (a, b)
+    if args.max_waves is not None and args.max_waves < 1:
+        raise UsageError("--max-waves must be at least 1")
+    args.all = False
+    r = _one_capture(args)[0]
+    clock = compute_clock(r.dispatch)
+    trace = build_trace(r, clock, max_waves=args.max_waves, window=window)
+    size = write_trace(trace, args.perfetto)
+    meta = trace["metadata"]
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        print(dumps({"schema": "attlens.export", "schema_version": 1, "output": str(args.perfetto), "bytes": size,
+                     "events": len(trace["traceEvents"]), "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
+                     "time_unit": meta["time_unit"]}))
+    else:
+        print(f"wrote {args.perfetto}: {len(trace['traceEvents']):,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
+              f"{size / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
+    return _exit_code([r])
+
+
+COMMANDS = {"analyze": cmd_analyze, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:
