@@ -226,3 +226,13 @@ def test_parent_folder_lists_captures(shared):
     waves = sorted(c.waves for c in exc.value.candidates)
     assert waves == [4, 8, 32, 32]
     assert all(c.instructions == 2069 for c in exc.value.candidates)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=trace_id)
+def test_stored_waitcnt_arrays_are_kept(path):
+    """The loader keeps each wave file's own waitcnt array (parsed lazily)."""
+    require_shared()
+    d, _ = loaded(path)
+    *_, stored = _reference_sums(path)
+    for w, name in enumerate(d.waves.filenames):
+        assert d.waves.stored_waitcnt(w) == stored[name]

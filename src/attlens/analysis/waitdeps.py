@@ -112,33 +112,48 @@ class _Counter:
 
 
 def _simulate_gfx9(events, fields_of, out):
-    lgkm, vm = _Counter(), _Counter()
+    # The hot loop of the whole analysis (one iteration per memory op or wait):
+    # the counter logic of _Counter is inlined with local names on purpose.
+    lg: deque[int] = deque()
+    vm: deque[int] = deque()
+    lg_in = vm_in = True
     flat: list[int] = []
+    lg_pop, vm_pop, lg_push, vm_push = lg.popleft, vm.popleft, lg.append, vm.append
+    emit = out.append
     for rec, act, pc in events:
         if act == ACT_WAIT:
             f = fields_of[pc]
-            outstanding = len(lgkm.fifo) + len(vm.fifo) + len(flat)
-            for name, ctr in (("lgkmcnt", lgkm), ("vmcnt", vm)):
-                if name not in f:
-                    continue
-                popped = ctr.resolve(f[name])
-                if not ctr.in_order:
-                    continue
-                got = flat + popped
-                flat = []
-                if got:
-                    out.append((rec, got, outstanding))
-        elif act == ACT_SMEM:
-            lgkm.fifo.append(rec)
-            lgkm.in_order = False
-        elif act == ACT_LGKM or act == ACT_MSG or act == ACT_SENDMSG_RTN:
-            lgkm.fifo.append(rec)
+            outstanding = len(lg) + len(vm) + len(flat)
+            n = f.get("lgkmcnt")
+            if n is not None:  # lgkm first, as the decoder's writer does
+                if n == 0:
+                    lg_in = True
+                if lg_in:
+                    k = len(lg) - n
+                    got = flat + [lg_pop() for _ in range(k)] if k > 0 else flat
+                    flat = []
+                    if got:
+                        emit((rec, got, outstanding))
+            n = f.get("vmcnt")
+            if n is not None:
+                if n == 0:
+                    vm_in = True
+                if vm_in:
+                    k = len(vm) - n
+                    got = flat + [vm_pop() for _ in range(k)] if k > 0 else flat
+                    flat = []
+                    if got:
+                        emit((rec, got, outstanding))
         elif act == ACT_VM_LOAD or act == ACT_VM_STORE:
-            vm.fifo.append(rec)
+            vm_push(rec)
+        elif act == ACT_LGKM or act == ACT_MSG or act == ACT_SENDMSG_RTN:
+            lg_push(rec)
+        elif act == ACT_SMEM:
+            lg_push(rec)
+            lg_in = False
         elif act == ACT_FLAT_LOAD or act == ACT_FLAT_STORE:
             flat.append(rec)
-            lgkm.in_order = False
-            vm.in_order = False
+            lg_in = vm_in = False
 
 
 def _simulate_gfx10(events, fields_of, out):

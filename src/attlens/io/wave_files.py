@@ -23,8 +23,29 @@ from attlens.io.filenames_json import WaveEntry
 
 _INSTR_KEY = b'"instructions":['
 _TIMELINE_KEY = b'"timeline":['
+_WAITCNT_KEY = b'"waitcnt":['
 _ALLOWED_DELETE = b"0123456789,[]- \t\r\n"
 _BRACKETS_TO_SPACE = bytes.maketrans(b"[]", b"  ")
+
+
+class LazyJson:
+    """A JSON value kept as bytes until first used (the stored ``waitcnt``
+    arrays are only needed to cross-check the counter simulation)."""
+
+    __slots__ = ("_raw", "_value")
+
+    def __init__(self, raw: bytes):
+        self._raw = raw
+        self._value = None
+
+    def get(self):
+        if self._value is None:
+            try:
+                self._value = orjson.loads(self._raw)
+            except orjson.JSONDecodeError:
+                self._value = []
+            self._raw = b""
+        return self._value
 
 
 class WaveFileError(Exception):
@@ -42,7 +63,7 @@ class RawWave:
     end: int
     instructions: np.ndarray  # (n, 5) int64
     timeline: np.ndarray  # (m, 2) int64
-    waitcnt: list  # [[waitcnt_pc, [[mem_pc, 0], ...]], ...] as stored
+    waitcnt: "list | LazyJson"  # [[waitcnt_pc, [[mem_pc, 0], ...]], ...] as stored
     extra: dict = field(default_factory=dict)
 
 
@@ -137,15 +158,34 @@ def parse_wave_bytes(data: bytes, entry: WaveEntry) -> RawWave:
     if span_i is None or span_t is None:
         return _full_parse(data, entry)
     # Replace both arrays by [] and let orjson check everything else.
-    (a0, a1), (b0, b1) = sorted([span_i, span_t])
-    rest = data[:a0] + b"[]" + data[a1:b0] + b"[]" + data[b1:]
+    spans = [span_i, span_t]
+    # The writer puts "waitcnt" last in "wave" (keys in sorted order), so when
+    # the file ends right after it the array can be cut out and parsed lazily.
+    lazy = None
+    end = len(data.rstrip())
+    k = data.find(_WAITCNT_KEY)
+    if k > max(span_i[1], span_t[1]) and data[end - 2 : end] == b"}}":
+        seg = data[k + len(_WAITCNT_KEY) - 1 : end - 2]
+        if seg.endswith(b"]") and not seg.translate(None, _ALLOWED_DELETE):
+            spans.append((k + len(_WAITCNT_KEY) - 1, end - 2))
+            lazy = LazyJson(seg)
+    spans.sort()
+    parts, prev = [], 0
+    for a, b in spans:
+        parts.append(data[prev:a])
+        parts.append(b"[]")
+        prev = b
+    parts.append(data[prev:])
     try:
-        doc = orjson.loads(rest)
+        doc = orjson.loads(b"".join(parts))
     except orjson.JSONDecodeError:
         return _full_parse(data, entry)
     instr = _to_int_array(data[span_i[0] : span_i[1]], 5, "instructions")
     tl = _to_int_array(data[span_t[0] : span_t[1]], 2, "timeline")
-    return _from_doc(doc, entry, instr, tl)
+    wave = _from_doc(doc, entry, instr, tl)
+    if lazy is not None:
+        wave.waitcnt = lazy
+    return wave
 
 
 def read_wave_files(directory: Path, entries: list[WaveEntry], workers: int = 1):

@@ -73,7 +73,12 @@ class Waves:
     tl_start: np.ndarray  # offsets into Timeline
     tl_stop: np.ndarray
     filenames: list[str]
-    stored_waitcnt: list[list]  # the wave files' own waitcnt arrays
+    _stored_waitcnt: list  # the wave files' own waitcnt arrays (lists, or lazily parsed)
+
+    def stored_waitcnt(self, wave: int) -> list:
+        """The ``waitcnt`` array stored in wave file ``wave`` (parsed on first use)."""
+        v = self._stored_waitcnt[wave]
+        return v if isinstance(v, list) else v.get()
 
     @property
     def count(self) -> int:

@@ -247,7 +247,7 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
         tl_start=tl_stop - tl_counts,
         tl_stop=tl_stop,
         filenames=[w.entry.filename for w in kept],
-        stored_waitcnt=[w.waitcnt for w in kept],
+        _stored_waitcnt=[w.waitcnt for w in kept],
     )
     timeline = Timeline(
         state=alltl[:, 0].astype(np.int8),

@@ -290,7 +290,9 @@ def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: in
                     t0 = end + 20
         events.sort(key=lambda e: (e[0], e[4]))
         occupancy[str(se)] = events
-        realtime[f"SE{se}"] = [[se_clock0, 10_000_000], [se_end + 100, 10_000_000 + (se_end + 100 - se_clock0) // 20]]
+        # As on real MI350X captures, at the same instant each later SE's clock
+        # reads ~750 cycles lower; 10 M cycles per 500 k realtime ticks = 2 GHz.
+        realtime[f"SE{se}"] = [[500 - 750 * se + 1000, 10_000_000], [500 - 750 * se + 10_001_000, 10_500_000]]
 
     code_rows = [[f"; {kernel.name}", 0, 0, "", 3, 0x1700, 0, 0, 0, 0]]
     vaddr = 0x1700
