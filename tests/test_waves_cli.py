@@ -41,6 +41,9 @@ def test_planted_load_to_use_distance(toy):
     assert wait["charged_cycles"] == wait["stall"]
     # the wait resolved exactly the one load outstanding on vmcnt (the ds_read was waited on at line 22)
     assert prod["outstanding_mean"] == 1.0
+    lines = {x["source"]: x for x in doc["producer_lines"]}
+    assert lines[prod["source"]]["waited_cycles"] == prod["waited_cycles"]
+    assert sum(x["waited_cycles"] for x in doc["producer_lines"]) == doc["total_charged_cycles"]
 
 
 def test_deps_selection(toy):

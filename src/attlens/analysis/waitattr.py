@@ -81,6 +81,16 @@ class WaitAttribution:
     total_charged: int
     by_wait_pc: dict[int, dict[int, int]]  # wait pc -> producer pc -> cycles
 
+    def by_producer_line(self) -> list[tuple[str, int, int]]:
+        """[(source line of the producers, wait cycles charged, producers on it)], largest first."""
+        agg: dict[str, list[int]] = {}
+        for p in self.producers:
+            key = p.source or "(no source)"
+            a = agg.setdefault(key, [0, 0])
+            a[0] += p.waited_cycles
+            a[1] += 1
+        return sorted(((k, v[0], v[1]) for k, v in agg.items()), key=lambda x: -x[1])
+
 
 def attribute_waits(dispatch, deps, pairs: WaitPairs | None = None) -> WaitAttribution:
     from attlens.analysis.taxonomy import producer_wait_class

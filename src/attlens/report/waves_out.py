@@ -204,6 +204,10 @@ def deps_to_dict(result, att, producers, waits, topk: int | None) -> dict:
         "total_charged_cycles": att.total_charged,
         "wait_executions_resolved": int(len(att.pairs.first_of_wait)),
         "producers": [_producer(p) for p in (producers if k is None else producers[:k])],
+        "producer_lines": [
+            {"source": src, "waited_cycles": cyc, "share_of_wait": round(cyc / att.total_charged, 6) if att.total_charged else None, "producers": n}
+            for src, cyc, n in att.by_producer_line()
+        ][: k or None],
         "waits": wait_rows if k is None else wait_rows[:k],
     }
 
@@ -218,6 +222,12 @@ def render_deps(result, att, producers, waits, console, topk: int = 10, title: s
     for p in producers[:topk]:
         t.add_row(str(p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instr_median:,.0f}/{p.distance_instr_min}",
                   f"{p.distance_cycles_median:,.0f}", f"{p.outstanding_mean:.1f}", p.wait_class, escape(p.isa[:56]), escape(_short_source(p.source)))
+    console.print(t)
+    t = Table(title=f"Source lines whose memory ops were waited on (top {topk})", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=60)
+    for c in ("source", "waited on", "share", "producers"):
+        t.add_column(c, justify="left" if c == "source" else "right")
+    for src, cyc, n in att.by_producer_line()[:topk]:
+        t.add_row(escape(_short_source(src) if src != "(no source)" else src), _n(cyc), _pct(cyc / att.total_charged if att.total_charged else None), str(n))
     console.print(t)
     t = Table(title=f"Top {topk} waits and whom they waited on", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=len(f"Top {topk} waits and whom they waited on") + 2)
     for c in ("wait pc", "stall", "charged", "instruction", "producers (pc: cycles)"):
