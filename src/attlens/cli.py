@@ -39,7 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-exposed", action="store_true", help="skip the hidden-latency model (faster; no exposed column)")
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
     p.add_argument("--context", type=int, default=2, metavar="N", help="source lines of context with --detail (default 2)")
+    p.add_argument("--no-plan", action="store_true", help="skip the short 'top findings' block")
     p.add_argument("--no-color", action="store_true", help="plain text output")
+
+    p = sub.add_parser("plan", help="an evidence-backed, prioritized optimization plan", epilog=EPILOG)
+    _add_capture_args(p)
+    p.add_argument("--format", choices=("text", "md"), default="text", help="text (default) or Markdown")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the plan to FILE (atomically) instead of stdout")
+    p.add_argument("--disable", metavar="RULE[,RULE]", default="", help="rules to skip (ids from `attlens rules`)")
+    p.add_argument("--only", metavar="RULE[,RULE]", default="", help="run only these rules")
+    p.add_argument("--no-color", action="store_true")
+
+    p = sub.add_parser("rules", help="list the plan's rules with their triggers, evidence and limits", epilog=EPILOG)
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("waves", help="wave states, clock alignment, pipe utilization, phases and per-execution stalls", epilog=EPILOG)
     _add_capture_args(p)
@@ -117,7 +129,14 @@ def cmd_analyze(args) -> int:
         for i, r in enumerate(results):
             if i:
                 console.rule()
-            render_analysis(r, console, topk=max(args.topk, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort)
+            findings = None
+            if not args.no_plan:
+                from attlens.analysis.plan import make_plan
+                from attlens.report.plan_out import top_findings_lines
+
+                findings = top_findings_lines(make_plan(r)) or ["no rule fired"]
+                findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
+            render_analysis(r, console, topk=max(args.topk, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort, findings=findings)
     return EXIT_PARTIAL if any(r.dispatch.partial for r in results) else EXIT_OK
 
 
@@ -215,6 +234,82 @@ def cmd_deps(args) -> int:
     return _exit_code(results)
 
 
+def _write_atomic(path: str, text: str) -> None:
+    from pathlib import Path
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+
+
+def _rule_set(text: str) -> set[str]:
+    return {x.strip() for x in text.split(",") if x.strip()}
+
+
+def cmd_plan(args) -> int:
+    import io
+
+    from attlens.analysis.analyze import analyze
+    from attlens.analysis.plan import make_plan
+    from attlens.model.loader import load, resolve_capture_dirs
+    from attlens.report.plan_out import plan_to_dict, plan_to_markdown, render_plan
+
+    dirs = resolve_capture_dirs(args.path, all_captures=args.all)
+    results, plans = [], []
+    for d in dirs:
+        r = analyze(load(d, rocprof_dir=args.rocprof_dir))
+        results.append(r)
+        plans.append(make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)))
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        objs = [plan_to_dict(r, p) for r, p in zip(results, plans)]
+        text = dumps(objs[0] if not args.all else {"schema": "attlens.plan_many", "schema_version": 1, "captures": objs}) + "\n"
+    elif args.format == "md":
+        text = "\n\n".join(plan_to_markdown(r, p) for r, p in zip(results, plans))
+    else:
+        from rich.console import Console
+
+        from attlens.report.terminal import make_console
+
+        if args.output:
+            buf = io.StringIO()
+            console = Console(file=buf, width=200, no_color=True, highlight=False)
+        else:
+            console = make_console(args.no_color)
+        for i, (r, p) in enumerate(zip(results, plans)):
+            if i:
+                console.rule()
+            render_plan(r, p, console)
+        text = buf.getvalue() if args.output else None
+    if args.output:
+        _write_atomic(args.output, text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    elif text is not None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return _exit_code(results)
+
+
+def cmd_rules(args) -> int:
+    from attlens.analysis.plan import load_rules
+
+    rules = load_rules()
+    if args.json:
+        from attlens.report.json_out import dumps
+        from attlens.report.plan_out import rules_to_dict
+
+        print(dumps(rules_to_dict(rules)))
+        return 0
+    for r in rules.values():
+        print(f"{r.id}  ({r.kind}) — {r.title}")
+        print(f"    trigger:  {r.trigger}")
+        print(f"    evidence: {r.evidence}")
+        print(f"    limits:   {r.limits}")
+    return 0
+
+
 def cmd_export(args) -> int:
     from attlens.analysis.clock import compute_clock
     from attlens.errors import UsageError
@@ -249,7 +344,7 @@ def cmd_export(args) -> int:
     return _exit_code([r])
 
 
-COMMANDS = {"analyze": cmd_analyze, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
+COMMANDS = {"analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -214,10 +214,12 @@ def compute_occupancy(dispatch) -> OccupancyResult:
     if wgs and wpw and cus and theo:
         wg_per_cu = max((theo * simds) // wpw, 1)
         out.resident_workgroup_capacity = cus * wg_per_cu
-        out.grid_limited = wgs < out.resident_workgroup_capacity
+        # Every workgroup resident at once (a single round): more waves per
+        # SIMD cannot run anything more for this dispatch.
+        out.grid_limited = wgs <= out.resident_workgroup_capacity
         if out.grid_limited:
             out.explanation.append(
-                f"grid-limited: {wgs} workgroups, but {cus} CUs could hold {out.resident_workgroup_capacity} at once "
+                f"grid-limited: {wgs} workgroups, and {cus} CUs can hold {out.resident_workgroup_capacity} at once "
                 f"({wg_per_cu} per CU); more occupancy per CU cannot help, more work per dispatch (or smaller workgroups) can"
             )
     if traced_max is not None and theo and traced_max < theo:

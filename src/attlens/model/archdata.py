@@ -46,7 +46,8 @@ _GFX12_WAITCNT = {
 #   shader_engines    SEs of the reference product (metadata overrides)
 #   time_quantum      ATT timestamps are multiples of this many cycles
 #   waitcnt_max       largest value of each waitcnt field
-#   mfma_issue_cycles issue cycles of a 16x16 / 32x32 MFMA pass (dependent-chain rule)
+#   mfma_passes       passes of a dependent MFMA result by block shape (4 cycles each);
+#                     a dependent MFMA or VALU read must be at least that far behind
 ARCH_TABLE: dict[str, dict] = {
     "gfx90a": {
         "family": "CDNA2",
@@ -69,6 +70,7 @@ ARCH_TABLE: dict[str, dict] = {
         "shader_engines": 8,
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
+        "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
     },
     "gfx942": {
         "family": "CDNA3",
@@ -91,6 +93,7 @@ ARCH_TABLE: dict[str, dict] = {
         "shader_engines": 32,
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
+        "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
     },
     "gfx950": {
         "family": "CDNA4",
@@ -113,6 +116,7 @@ ARCH_TABLE: dict[str, dict] = {
         "shader_engines": 32,
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
+        "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
     },
     "gfx11": {
         "family": "RDNA3 / RDNA3.5",
@@ -135,6 +139,7 @@ ARCH_TABLE: dict[str, dict] = {
         "shader_engines": None,
         "time_quantum": 1,
         "waitcnt_max": _GFX11_WAITCNT,
+        "mfma_passes": {"16x16": 4},
     },
     "gfx12": {
         "family": "RDNA4",
@@ -157,6 +162,7 @@ ARCH_TABLE: dict[str, dict] = {
         "shader_engines": None,
         "time_quantum": 1,
         "waitcnt_max": _GFX12_WAITCNT,
+        "mfma_passes": {"16x16": 4},
     },
 }
 
