@@ -81,7 +81,8 @@ def render_plan(result, plan, console, max_findings: int | None = None) -> None:
     for i, f in enumerate(fs, 1):
         color = {"HIGH": "red", "MED": "yellow", "LOW": "green"}[f.severity]
         at_stake = f"{f.cycles_at_stake:,} cycles at stake ({f.share:.1%})" if f.kind == "performance" else "capture quality"
-        console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {escape("[" + f.rule + "]")} · {at_stake} · confidence {f.confidence:.2f}")
+        tag = escape("[" + f.rule + "]")
+        console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {tag} · {at_stake} · confidence {f.confidence:.2f}")
         for line in _evidence_lines(f.evidence):
             console.print(f"     {escape(line)}")
         console.print(f"   [bold]change:[/bold] {escape(f.change)}")
