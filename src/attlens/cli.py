@@ -75,6 +75,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
     p.add_argument("--json", action="store_true", help="print a summary object")
 
+    def capture_opts(p):
+        p.add_argument("--out", default="attlens-profile", metavar="DIR", help="output folder (default ./attlens-profile)")
+        p.add_argument("--iteration", type=int, metavar="K", help="trace the K-th dispatch per kernel id (default: a steady-state one)")
+        p.add_argument("--target-cu", type=int, default=1, metavar="N", help="CU traced in each selected SE (default 1)")
+        p.add_argument("--se-mask", default="0xf", metavar="MASK", help="shader engines to trace (default 0xf)")
+        p.add_argument("--simd-select", default="0xf", metavar="MASK", help="SIMDs to trace (default 0xf)")
+        p.add_argument("--buffer-size", default="0x6000000", metavar="BYTES", help="ATT buffer (default 0x6000000 = 96 MiB)")
+        p.add_argument("--att-library-path", metavar="DIR", help="directory holding librocprof-trace-decoder.so")
+        p.add_argument("--rocprofv3", metavar="PATH", help="rocprofv3 executable (default: from PATH)")
+        p.add_argument("--timeout", type=float, default=3600, metavar="S", help="per rocprofv3 run (default 3600 s)")
+        p.add_argument("--no-noise-check", action="store_true", help="capture one dispatch, not two")
+        p.add_argument("--no-source-env", action="store_true", help="do not set the line-info/JIT-cache environment (docs/capture.md)")
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--no-color", action="store_true")
+        p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- program and arguments")
+
+    p = sub.add_parser("profile", help="discover kernels, capture a steady-state dispatch with rocprofv3 --att, analyze it", epilog=EPILOG)
+    p.add_argument("--kernel", metavar="REGEX", help="kernel to trace (default: the largest total time, runtime helpers excluded)")
+    p.add_argument("--exclude", metavar="REGEX", help="kernels never picked by default (default: docs/capture.md)")
+    capture_opts(p)
+
+    p = sub.add_parser("capture", help="capture one known kernel (job file + rocprofv3 --att + output discovery)", epilog=EPILOG)
+    p.add_argument("--kernel", required=True, metavar="NAME", help="the exact kernel name (as in attlens kernels)")
+    capture_opts(p)
+
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
     p.add_argument("--out", metavar="DIR", help="write the capture here (default: a new temporary directory)")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")
@@ -310,6 +335,48 @@ def cmd_rules(args) -> int:
     return 0
 
 
+def _profile_options(args):
+    from attlens.capture.profile import ProfileOptions
+
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    return ProfileOptions(
+        command=cmd,
+        out_dir=args.out,
+        kernel_regex=getattr(args, "kernel", None) if args.command == "profile" else None,
+        kernel_name=args.kernel if args.command == "capture" else None,
+        iteration=args.iteration,
+        exclude=getattr(args, "exclude", None),
+        target_cu=args.target_cu,
+        se_mask=args.se_mask,
+        simd_select=args.simd_select,
+        buffer_size=args.buffer_size,
+        att_library_path=args.att_library_path,
+        rocprofv3=args.rocprofv3,
+        timeout=args.timeout,
+        noise_check=not args.no_noise_check,
+        source_env=not args.no_source_env,
+    )
+
+
+def cmd_profile(args) -> int:
+    from attlens.capture.profile import capture_only, profile
+    from attlens.report.profile_out import profile_to_dict, render_profile
+
+    opts = _profile_options(args)
+    res = profile(opts) if args.command == "profile" else capture_only(opts)
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        print(dumps(profile_to_dict(res)))
+    else:
+        from attlens.report.terminal import make_console
+
+        render_profile(res, make_console(args.no_color))
+    return 0 if res.analysis is None else _exit_code([res.analysis])
+
+
 def cmd_export(args) -> int:
     from attlens.analysis.clock import compute_clock
     from attlens.errors import UsageError
@@ -344,7 +411,7 @@ def cmd_export(args) -> int:
     return _exit_code([r])
 
 
-COMMANDS = {"analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
+COMMANDS = {"profile": cmd_profile, "capture": cmd_profile, "analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

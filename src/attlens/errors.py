@@ -18,6 +18,12 @@ EXIT_SEVERAL_CAPTURES = 5  # a folder with several captures: pass one, or --all
 EXIT_EMPTY_CAPTURE = 6  # a capture with no waves or no instructions (shell directory)
 EXIT_CORRUPT = 7  # a required file is truncated, invalid or inconsistent
 EXIT_PARTIAL = 8  # analysis printed, but some input was skipped (see warnings)
+# capture workflow (attlens profile / capture / pmc)
+EXIT_NO_ROCPROFV3 = 10  # rocprofv3 not on PATH (or --rocprofv3 does not run)
+EXIT_NO_DECODER = 11  # rocprofv3 cannot find librocprof-trace-decoder.so
+EXIT_KERNEL_NOT_FOUND = 12  # no kernel matched, or the program ran no kernel
+EXIT_NO_WAVES = 13  # the capture ran but no wave landed on the traced CU
+EXIT_PROFILER_FAILED = 14  # rocprofv3 (or the program under it) failed or timed out
 
 
 class AttlensError(Exception):
@@ -62,3 +68,23 @@ class EmptyCapture(AttlensError):
 
 class CorruptCapture(AttlensError):
     exit_code = EXIT_CORRUPT
+
+
+class NoRocprofv3(AttlensError):
+    exit_code = EXIT_NO_ROCPROFV3
+
+
+class NoDecoder(AttlensError):
+    exit_code = EXIT_NO_DECODER
+
+
+class KernelNotFound(AttlensError):
+    exit_code = EXIT_KERNEL_NOT_FOUND
+
+
+class NoWaves(AttlensError):
+    exit_code = EXIT_NO_WAVES
+
+
+class ProfilerFailed(AttlensError):
+    exit_code = EXIT_PROFILER_FAILED

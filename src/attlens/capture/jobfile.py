@@ -1,0 +1,151 @@
+"""The rocprofv3 job file (``input.yaml``) for an ATT capture.
+
+Facts (rocprofv3-interfaces.md §2.5-2.8): only the top-level ``jobs`` list is
+read (a top-level ``pmc:`` is silently ignored); keys inside a job are the
+option names with ``-`` → ``_``; unknown keys are silently ignored, so attlens
+validates its own job against the documented key set; the kernel regex is
+ECMAScript ``regex_search`` (substring), so it is anchored; the iteration
+range is a *set* built from integers and ``A-B`` ranges (``"[6, [8-8]]"`` is
+{6, 8}, not a range).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import yaml
+
+from attlens.errors import UsageError
+
+# Job keys attlens may write, with their types (the documented subset it uses).
+JOB_KEYS: dict[str, type | tuple] = {
+    "kernel_include_regex": str,
+    "kernel_exclude_regex": str,
+    "kernel_iteration_range": str,
+    "truncate_kernels": bool,
+    "mangled_kernels": bool,
+    "output_file": str,
+    "output_directory": str,
+    "output_format": list,
+    "advanced_thread_trace": bool,
+    "att_target_cu": int,
+    "att_shader_engine_mask": str,
+    "att_simd_select": str,
+    "att_buffer_size": str,
+    "att_library_path": (str, list),
+    "kernel_trace": bool,
+    "stats": bool,
+    "pmc": list,
+}
+_ECMA_SPECIAL = set("\\^$.|?*+()[]{}")
+_RANGE_TOKEN = re.compile(r"^\d+(-\d+)?$")
+
+
+def ecma_escape(text: str) -> str:
+    """Escape a literal for a C++ std::regex (ECMAScript) pattern."""
+    return "".join("\\" + c if c in _ECMA_SPECIAL else c for c in text)
+
+
+def anchored_regex(kernel_name: str) -> str:
+    return "^" + ecma_escape(kernel_name) + "$"
+
+
+def parse_iteration_range(text: str) -> set[int]:
+    """The set rocprofv3 builds from a kernel_iteration_range string (§2.6)."""
+    out: set[int] = set()
+    for tok in re.split(r"[\[\],\s]+", text):
+        if not tok:
+            continue
+        if not _RANGE_TOKEN.match(tok):
+            raise UsageError(f"iteration range {text!r}: {tok!r} is neither an integer nor A-B (no spaces around '-')")
+        if "-" in tok:
+            a, b = (int(x) for x in tok.split("-"))
+            if b < a:
+                raise UsageError(f"iteration range {text!r}: {tok} is empty")
+            out.update(range(a, b + 1))
+        else:
+            out.add(int(tok))
+    if not out:
+        raise UsageError(f"iteration range {text!r} is empty")
+    return out
+
+
+def format_iterations(iterations: list[int]) -> str:
+    return "[" + ", ".join(str(i) for i in sorted(set(iterations))) + "]"
+
+
+def hexstr(value: int | str) -> str:
+    if isinstance(value, str):
+        v = int(value, 16) if value.lower().startswith("0x") else int(value)
+    else:
+        v = int(value)
+    return hex(v)
+
+
+def att_job(
+    kernel_name: str,
+    iterations: list[int],
+    output_directory: str,
+    output_file: str = "att",
+    target_cu: int = 1,
+    se_mask: int | str = 0xF,
+    simd_select: int | str = 0xF,
+    buffer_size: int | str = 0x6000000,
+    library_path: str | None = None,
+) -> dict:
+    job = {
+        "kernel_include_regex": anchored_regex(kernel_name),
+        "kernel_iteration_range": format_iterations(iterations),
+        "truncate_kernels": False,
+        "output_file": output_file,
+        "output_directory": str(output_directory),
+        "output_format": ["json", "csv"],
+        "advanced_thread_trace": True,
+        "att_target_cu": int(target_cu),
+        "att_shader_engine_mask": hexstr(se_mask),
+        "att_simd_select": hexstr(simd_select),
+        "att_buffer_size": hexstr(buffer_size),
+    }
+    if library_path:
+        job["att_library_path"] = str(library_path)
+    validate_job_file({"jobs": [job]})
+    return job
+
+
+def validate_job_file(doc: dict) -> None:
+    """Check a job file against the documented schema; raise UsageError."""
+    if not isinstance(doc, dict) or set(doc) != {"jobs"}:
+        raise UsageError("job file: the top level must hold only 'jobs' (other top-level keys, e.g. 'pmc', are ignored by rocprofv3)")
+    jobs = doc["jobs"]
+    if not isinstance(jobs, list) or not jobs:
+        raise UsageError("job file: 'jobs' must be a non-empty list")
+    for i, job in enumerate(jobs):
+        if not isinstance(job, dict):
+            raise UsageError(f"job file: job {i} is not a mapping")
+        for key, value in job.items():
+            if "-" in key:
+                raise UsageError(f"job file: key {key!r} uses '-', rocprofv3 only reads '_' spellings")
+            if key not in JOB_KEYS:
+                raise UsageError(f"job file: unknown key {key!r} (rocprofv3 would silently ignore it)")
+            want = JOB_KEYS[key]
+            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+                raise UsageError(f"job file: {key} must be {want}, got {type(value).__name__}")
+        if "kernel_iteration_range" in job:
+            parse_iteration_range(job["kernel_iteration_range"])
+        if "pmc" in job and "pmc_groups" in job:
+            raise UsageError("job file: pmc and pmc_groups together are fatal in rocprofv3")
+        if job.get("advanced_thread_trace") and "pmc" in job and job.get("att_perfcounters"):
+            raise UsageError("job file: att_perfcounters with pmc is fatal in rocprofv3")
+
+
+def write_job_file(path: Path, jobs: list[dict]) -> Path:
+    doc = {"jobs": jobs}
+    validate_job_file(doc)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

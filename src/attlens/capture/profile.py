@@ -1,0 +1,320 @@
+"""``attlens profile``: preflight → discovery → kernel and iteration choice →
+job file → capture → output discovery → analysis. ``attlens capture`` runs
+the job-file and capture steps alone for a known kernel.
+
+Every rocprofv3 run is an argument list (no shell) with a timeout, its
+stdout/stderr kept under ``<out>/logs/``. Nothing that holds waves is ever
+moved or deleted; empty shell directories are moved to ``empty_shells/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attlens.capture import outputs
+from attlens.capture.jobfile import att_job, write_job_file
+from attlens.capture.runner import Run, find_rocprofv3, last_error_line, run
+from attlens.errors import KernelNotFound, NoDecoder, NoWaves, ProfilerFailed, UsageError
+
+# Targets where ATT and hardware counters are not available through rocprofv3
+# (consumer RDNA parts such as the gfx1151 APU): timing-only fallback.
+NO_ATT_TARGETS = re.compile(r"^gfx1(0|1|2)\d\d")
+
+
+@dataclass
+class ProfileOptions:
+    command: list[str]
+    out_dir: Path
+    kernel_regex: str | None = None
+    kernel_name: str | None = None  # exact name (capture)
+    iteration: int | None = None
+    exclude: str | None = None  # None: the documented default of capture.kernels
+    target_cu: int = 1
+    se_mask: int | str = 0xF
+    simd_select: int | str = 0xF
+    buffer_size: int | str = 0x6000000
+    att_library_path: str | None = None
+    rocprofv3: str | None = None
+    timeout: float = 3600.0
+    noise_check: bool = True
+    source_env: bool = True
+
+
+@dataclass
+class ProfileResult:
+    out_dir: Path
+    rocprofv3: str | None = None
+    version: str | None = None
+    target: str | None = None
+    att_available: bool = True
+    att_unavailable_reason: str | None = None
+    kernels: object = None  # the kernel table
+    kernel: dict | None = None
+    kernel_reason: str = ""
+    dispatches: int | None = None
+    iterations: list[int] = field(default_factory=list)
+    iteration_reason: str = ""
+    job_file: Path | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+    captures: list = field(default_factory=list)  # CaptureDir of real captures
+    shells_moved: list[Path] = field(default_factory=list)
+    best: Path | None = None
+    noise: dict | None = None
+    analysis: object = None
+    steps: list[dict] = field(default_factory=list)
+    next_commands: list[str] = field(default_factory=list)
+
+    def step(self, name: str, status: str, detail: str) -> None:
+        self.steps.append({"step": name, "status": status, "detail": detail})
+
+
+def fresh_out_dir(out: Path) -> tuple[Path, str | None]:
+    """``out`` if absent or empty, else the first free ``out-2``, ``out-3`` …:
+    a previous run's captures are never overwritten."""
+    out = Path(out)
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return out, None
+    n = 2
+    while True:
+        cand = out.with_name(f"{out.name}-{n}")
+        if not cand.exists():
+            return cand, f"{out} already holds results: writing to {cand}"
+        n += 1
+
+
+def _version(exe: str, res: ProfileResult) -> None:
+    r = run([exe, "--version"], res.out_dir / "logs", "version", timeout=60)
+    text = r.stdout + "\n" + r.stderr
+    m = re.search(r"version:\s*([0-9][\w.\-]*)", text)
+    res.version = m.group(1) if m else None
+    res.step("preflight", "ok", f"{exe} version {res.version or 'unknown'}")
+
+
+def check_decoder(exe: str, opts: ProfileOptions, res: ProfileResult) -> None:
+    argv = [exe, "--att"]
+    if opts.att_library_path:
+        argv += ["--att-library-path", opts.att_library_path]
+    argv += ["--echo", "--", "true"]
+    r = run(argv, res.out_dir / "logs", "decoder_check", timeout=120)
+    if r.returncode != 0:
+        raise NoDecoder(
+            f"rocprofv3 cannot find the thread-trace decoder: {last_error_line(r.stderr)}",
+            hint="install rocprof-trace-decoder (ROCm ≥ 7.13 bundles it) and pass --att-library-path DIR (the directory holding librocprof-trace-decoder.so)",
+        )
+    res.step("preflight", "ok", "trace decoder found (rocprofv3 --att --echo)")
+
+
+def _discovered(r: Run, disc: Path) -> dict[str, Path]:
+    files: dict[str, Path] = {}
+    for f in r.opened_files() + sorted(disc.rglob("*")):
+        for key in ("kernel_trace.csv", "kernel_stats.csv", "agent_info.csv", "results.json"):
+            if f.name.endswith(key) and f.is_file() and key not in files:
+                files[key] = f
+    return files
+
+
+def _target(files: dict[str, Path]) -> str | None:
+    from attlens.io.rocprof_csv import read_agent_info
+
+    if "agent_info.csv" not in files:
+        return None
+    names = sorted({a["name"] for a in read_agent_info(files["agent_info.csv"]) if a["type"] == "GPU" and a["name"]})
+    return names[0] if len(names) == 1 else (", ".join(names) if names else None)
+
+
+def _choose_iterations(res: ProfileResult, opts: ProfileOptions, trace_rows: list[dict]) -> None:
+    name = res.kernel["name"]
+    per_id: dict[int, int] = {}
+    for row in trace_rows:
+        if row["kernel_name"] == name:
+            per_id[row["kernel_id"]] = per_id.get(row["kernel_id"], 0) + 1
+    n = max(per_id.values()) if per_id else 0
+    res.dispatches = n
+    ids = ", ".join(f"{k}: {v}" for k, v in sorted(per_id.items()))
+    if opts.iteration is not None:
+        if opts.iteration < 1:
+            raise UsageError("--iteration counts from 1")
+        k = opts.iteration
+        res.iteration_reason = f"iteration {k} as requested (dispatches per Kernel_Id: {ids or 'unknown'})"
+        if n and k > n:
+            raise KernelNotFound(f"{name} ran only {n} time(s) per Kernel_Id in the discovery run; iteration {k} does not exist")
+    elif n <= 1:
+        k = 1
+        res.iteration_reason = "the kernel ran once: iteration 1 (no warm-up to skip)"
+    else:
+        k = max(2, n // 2)
+        res.iteration_reason = f"steady state: iteration {k} of {n} per Kernel_Id (warm-up dispatches skipped; per Kernel_Id: {ids})"
+    iters = [k]
+    if opts.noise_check and n >= k + 1:
+        iters.append(k + 1)
+        res.iteration_reason += f"; iteration {k + 1} too, as a noise-floor check"
+    res.iterations = iters
+
+
+def _source_env(opts: ProfileOptions, res: ProfileResult) -> dict:
+    env = dict(os.environ)
+    if opts.source_env:
+        # Line info for JIT frameworks, with caches isolated so a binary built
+        # without it is not reused (docs/capture.md).
+        extra = {
+            "FLYDSL_DEBUG_ENABLE_DEBUG_INFO": "1",
+            "FLYDSL_RUNTIME_CACHE_DIR": str(res.out_dir / "jit_cache" / "flydsl"),
+            "TRITON_CACHE_DIR": str(res.out_dir / "jit_cache" / "triton"),
+        }
+        env.update(extra)
+        res.environment = extra
+    return env
+
+
+def capture_known_kernel(exe: str, opts: ProfileOptions, res: ProfileResult) -> None:
+    """Steps 4-5: job file, capture, output discovery, shells, best capture, noise."""
+    att_dir = res.out_dir / "att"
+    job = att_job(
+        res.kernel["name"], res.iterations, str(att_dir), "att", opts.target_cu, opts.se_mask, opts.simd_select, opts.buffer_size,
+        opts.att_library_path,
+    )
+    res.job_file = write_job_file(res.out_dir / "input.yaml", [job])
+    res.step("job file", "ok", f"{res.job_file} (regex {job['kernel_include_regex']}, iterations {job['kernel_iteration_range']})")
+    env = _source_env(opts, res)
+    r = run([exe, "-i", str(res.job_file), "--", *opts.command], res.out_dir / "logs", "capture", timeout=opts.timeout, env=env)
+    if r.returncode != 0:
+        err = last_error_line(r.stderr)
+        if "trace-decoder" in err:
+            raise NoDecoder(f"capture failed: {err}", hint="pass --att-library-path DIR")
+        raise ProfilerFailed(f"capture run exited with {r.returncode}: {err} (logs in {res.out_dir / 'logs'})")
+    found = [outputs.inspect(p) for p in outputs.find_capture_dirs(att_dir, r.opened_files())]
+    res.shells_moved = outputs.set_aside_shells(found)
+    real = [c for c in found if not c.is_shell]
+    res.captures = real
+    shells = f"; {len(res.shells_moved)} empty shell director{'y' if len(res.shells_moved) == 1 else 'ies'} moved to empty_shells/" if res.shells_moved else ""
+    if not found:
+        raise KernelNotFound(
+            f"the capture run wrote no ui_output directory: no dispatch of {res.kernel['name']} matched iteration(s) {res.iterations}",
+            hint="check the kernel name and --iteration against `attlens kernels` of the discovery run",
+        )
+    if not real:
+        raise NoWaves(
+            f"no wave ran on the traced CU (target CU {opts.target_cu}, SE mask {job['att_shader_engine_mask']}){shells}",
+            hint="widen --se-mask, change --target-cu, or enlarge the grid so the traced CU receives work",
+        )
+    best = outputs.best_capture(real)
+    res.best = best.path
+    res.step("capture", "ok", f"{len(real)} capture(s) with waves{shells}; best: {best.path.name} ({best.waves} waves, {best.instructions} instructions, {best.mapped_lines} with source lines)")
+
+
+def noise_check(res: ProfileResult) -> None:
+    """Two dispatches of the same kernel: compare their stall breakdowns."""
+    import attlens
+    from attlens.analysis.taxonomy import CLASSES
+
+    by_dispatch = {}
+    for c in res.captures:
+        by_dispatch.setdefault(c.dispatch_id, c)
+    if len(by_dispatch) < 2:
+        return
+    a, b = list(by_dispatch.values())[:2]
+    ra, rb = (attlens.analyze(attlens.load(c.path), exposed=False) for c in (a, b))
+
+    def shares(r):
+        t = max(r.breakdown.total_stall, 1)
+        return {c: r.breakdown.by_class_stall[c] / t for c in CLASSES}
+
+    sa, sb = shares(ra), shares(rb)
+    diff = {c: round(sb[c] - sa[c], 6) for c in CLASSES if sa[c] or sb[c]}
+    per_wave = [r.breakdown.total_stall / max(r.dispatch.waves.count, 1) for r in (ra, rb)]
+    res.noise = {
+        "dispatches": [a.dispatch_id, b.dispatch_id],
+        "max_class_share_difference": max((abs(v) for v in diff.values()), default=0.0),
+        "class_share_difference": diff,
+        "stall_per_wave": [round(x, 1) for x in per_wave],
+        "stall_per_wave_relative_difference": round(abs(per_wave[1] - per_wave[0]) / max(per_wave[0], 1e-9), 6),
+    }
+    res.step("noise check", "ok", f"dispatches {a.dispatch_id} and {b.dispatch_id}: class shares differ by at most {res.noise['max_class_share_difference']:.1%}, stall per wave by {res.noise['stall_per_wave_relative_difference']:.1%}")
+
+
+def _analyze_best(res: ProfileResult) -> None:
+    import attlens
+
+    res.analysis = attlens.analyze(attlens.load(res.best))
+    res.next_commands = [f"attlens plan {res.best}", f"attlens analyze {res.best} --detail", f"attlens waves {res.best}"]
+    res.step("analysis", "ok", f"{res.analysis.dispatch.waves.count} waves, {res.analysis.hotspots.executed} instructions executed")
+
+
+def profile(opts: ProfileOptions) -> ProfileResult:
+    from attlens.capture.kernels import kernel_table, pick_kernel
+    from attlens.io.rocprof_csv import read_kernel_trace
+
+    if not opts.command:
+        raise UsageError("no program to profile: give it after --, e.g. attlens profile -- python app.py")
+    exe = find_rocprofv3(opts.rocprofv3)
+    out, note = fresh_out_dir(opts.out_dir)
+    res = ProfileResult(out_dir=out)
+    res.out_dir.mkdir(parents=True, exist_ok=True)
+    if note:
+        res.step("output", "ok", note)
+    res.rocprofv3 = exe
+    _version(exe, res)
+
+    disc = res.out_dir / "discovery"
+    argv = [exe, "--kernel-trace", "--stats", "-f", "csv", "json", "-d", str(disc), "-o", "discover", "--", *opts.command]
+    r = run(argv, res.out_dir / "logs", "discovery", timeout=opts.timeout)
+    if r.returncode != 0:
+        raise ProfilerFailed(f"discovery run exited with {r.returncode}: {last_error_line(r.stderr)} (logs in {res.out_dir / 'logs'})")
+    files = _discovered(r, disc)
+    if "kernel_trace.csv" not in files and "kernel_stats.csv" not in files:
+        raise KernelNotFound("the program ran no GPU kernel under rocprofv3 (no kernel_trace.csv was written)")
+    res.target = _target(files)
+    res.kernels = kernel_table(disc, **({} if opts.exclude is None else {"exclude": opts.exclude}))
+    res.step("discovery", "ok", f"{len(res.kernels.rows) if hasattr(res.kernels, 'rows') else len(res.kernels)} kernels on {res.target or 'unknown target'}")
+
+    if res.target and NO_ATT_TARGETS.match(res.target):
+        res.att_available = False
+        res.att_unavailable_reason = (
+            f"{res.target} is a consumer RDNA part: rocprofv3 offers no thread trace (ATT) or hardware counters on it; "
+            "showing the kernel timing from the discovery run instead"
+        )
+        res.step("capture", "skipped", res.att_unavailable_reason)
+        return res
+    check_decoder(exe, opts, res)
+
+    try:
+        row, reason = pick_kernel(res.kernels, opts.kernel_regex)
+    except LookupError as exc:
+        raise KernelNotFound(str(exc)) from None
+    res.kernel = row if isinstance(row, dict) else row.__dict__
+    res.kernel_reason = reason
+    res.step("kernel", "ok", reason)
+    trace_rows = read_kernel_trace(files["kernel_trace.csv"]) if "kernel_trace.csv" in files else []
+    _choose_iterations(res, opts, trace_rows)
+    res.step("iteration", "ok", res.iteration_reason)
+    capture_known_kernel(exe, opts, res)
+    noise_check(res)
+    _analyze_best(res)
+    return res
+
+
+def capture_only(opts: ProfileOptions) -> ProfileResult:
+    if not opts.command:
+        raise UsageError("no program: give it after --")
+    if not opts.kernel_name:
+        raise UsageError("attlens capture needs --kernel NAME (the exact kernel name; see attlens kernels)")
+    exe = find_rocprofv3(opts.rocprofv3)
+    out, note = fresh_out_dir(opts.out_dir)
+    res = ProfileResult(out_dir=out)
+    res.out_dir.mkdir(parents=True, exist_ok=True)
+    if note:
+        res.step("output", "ok", note)
+    res.rocprofv3 = exe
+    check_decoder(exe, opts, res)
+    res.kernel = {"name": opts.kernel_name}
+    res.kernel_reason = "given with --kernel"
+    k = opts.iteration or 1
+    res.iterations = [k, k + 1] if opts.noise_check else [k]
+    res.iteration_reason = f"iteration {k}" + (f" and {k + 1} (noise check)" if opts.noise_check else "")
+    capture_known_kernel(exe, opts, res)
+    noise_check(res)
+    _analyze_best(res)
+    return res
