@@ -89,16 +89,30 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--no-source-env", action="store_true", help="do not set the line-info/JIT-cache environment (docs/capture.md)")
         p.add_argument("--json", action="store_true")
         p.add_argument("--no-color", action="store_true")
-        p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- program and arguments")
 
-    p = sub.add_parser("profile", help="discover kernels, capture a steady-state dispatch with rocprofv3 --att, analyze it", epilog=EPILOG)
+    p = sub.add_parser("profile", help="discover kernels, capture a steady-state dispatch with rocprofv3 --att, analyze it",
+                       usage="attlens profile [options] -- PROGRAM [ARGS ...]", epilog=EPILOG)
     p.add_argument("--kernel", metavar="REGEX", help="kernel to trace (default: the largest total time, runtime helpers excluded)")
     p.add_argument("--exclude", metavar="REGEX", help="kernels never picked by default (default: docs/capture.md)")
     capture_opts(p)
 
-    p = sub.add_parser("capture", help="capture one known kernel (job file + rocprofv3 --att + output discovery)", epilog=EPILOG)
+    p = sub.add_parser("capture", help="capture one known kernel (job file + rocprofv3 --att + output discovery)",
+                       usage="attlens capture --kernel NAME [options] -- PROGRAM [ARGS ...]", epilog=EPILOG)
     p.add_argument("--kernel", required=True, metavar="NAME", help="the exact kernel name (as in attlens kernels)")
     capture_opts(p)
+
+    p = sub.add_parser("pmc", help="L2/HBM efficiency from hardware counters: plan passes, run them, or read outputs", epilog=EPILOG)
+    p.add_argument("path", nargs="?", help="counter_collection.csv, pmc_perf.csv, or a folder holding them (omit to run -- CMD)")
+    p.add_argument("--target", metavar="GFX", help="gfx942 / gfx950 / MI300X / MI350X ... (default: from agent_info.csv or sysinfo.csv)")
+    p.add_argument("--plan", action="store_true", help="only print the counter passes (rocprofv3 jobs) for --target")
+    p.add_argument("--ideal-bytes", type=float, metavar="B", help="bytes the kernel must move per dispatch (for over-fetch)")
+    p.add_argument("--duration-us", type=float, metavar="US", help="kernel duration from a kernel-trace run (PMC runs serialize dispatches)")
+    p.add_argument("--kernel", metavar="NAME", help="with -- CMD: count only this kernel (exact name)")
+    p.add_argument("--out", default="attlens-pmc", metavar="DIR", help="with -- CMD: output folder")
+    p.add_argument("--rocprofv3", metavar="PATH")
+    p.add_argument("--timeout", type=float, default=3600, metavar="S")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-color", action="store_true")
 
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
     p.add_argument("--out", metavar="DIR", help="write the capture here (default: a new temporary directory)")
@@ -338,11 +352,8 @@ def cmd_rules(args) -> int:
 def _profile_options(args):
     from attlens.capture.profile import ProfileOptions
 
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
     return ProfileOptions(
-        command=cmd,
+        command=list(args.cmd),
         out_dir=args.out,
         kernel_regex=getattr(args, "kernel", None) if args.command == "profile" else None,
         kernel_name=args.kernel if args.command == "capture" else None,
@@ -375,6 +386,59 @@ def cmd_profile(args) -> int:
 
         render_profile(res, make_console(args.no_color))
     return 0 if res.analysis is None else _exit_code([res.analysis])
+
+
+def cmd_pmc(args) -> int:
+    from pathlib import Path
+
+    from attlens.capture.pmc_run import detect_target, read_pmc_outputs, run_passes
+    from attlens.errors import UsageError
+
+    cmd = list(args.cmd)
+    if args.plan:
+        from attlens.analysis.pmc import job_pmc_lists
+
+        if not args.target:
+            raise UsageError("--plan needs --target")
+        jobs = job_pmc_lists(args.target)
+        if args.json:
+            from attlens.report.json_out import dumps
+
+            print(dumps({"schema": "attlens.pmc_plan", "schema_version": 1, "target": args.target, "passes": [j["pmc"] for j in jobs]}))
+        else:
+            for i, j in enumerate(jobs, 1):
+                print(f"pass {i}: {' '.join(j['pmc'])}")
+        return 0
+    if cmd:
+        if not args.target:
+            raise UsageError("running counter passes needs --target (the counter set depends on it)")
+        from attlens.capture.profile import fresh_out_dir
+
+        out, _note = fresh_out_dir(Path(args.out))
+        path = run_passes(cmd, out, args.target, args.kernel, True, args.rocprofv3, args.timeout)
+    elif args.path:
+        path = Path(args.path)
+    else:
+        raise UsageError("give a counter_collection.csv / pmc_perf.csv / folder, or a program after --")
+    pivot, source = read_pmc_outputs(path)
+    target = args.target or detect_target(path)
+    if not target:
+        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950")
+    from attlens.analysis.pmc import analyze_dispatches
+
+    durations = {d: args.duration_us * 1000 for d in pivot} if args.duration_us else None
+    results = analyze_dispatches(pivot, target, ideal_bytes=args.ideal_bytes, durations_ns=durations)
+    if args.json:
+        from attlens.report.json_out import dumps
+        from attlens.report.pmc_out import pmc_to_dict
+
+        print(dumps(pmc_to_dict(results, source=source)))
+    else:
+        from attlens.report.pmc_out import render_pmc
+        from attlens.report.terminal import make_console
+
+        render_pmc(results, make_console(args.no_color))
+    return 0
 
 
 def cmd_export(args) -> int:
@@ -411,12 +475,19 @@ def cmd_export(args) -> int:
     return _exit_code([r])
 
 
-COMMANDS = {"profile": cmd_profile, "capture": cmd_profile, "analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
+COMMANDS = {"pmc": cmd_pmc, "profile": cmd_profile, "capture": cmd_profile, "analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after "--" is the program to run (profile, capture, pmc).
+    cmd: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, cmd = argv[:i], argv[i + 1 :]
     args = parser.parse_args(argv)
+    args.cmd = cmd
     if not args.command:
         parser.print_help()
         return 2

@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from attlens.errors import CorruptCapture
+from attlens.errors import CorruptCapture, InputNotFound
 
 _AGENT = re.compile(r"^\s*(?:(Agent|GPU|CPU)\s+)?(\d+)\s*$")
 
@@ -116,3 +116,212 @@ def read_kernel_trace(path: Path) -> list[dict]:
             }
         )
     return out
+
+
+# --- additions: checked opening, stats, counter collection -------------------------
+
+# Column aliases: direct rocprofv3 CSV name first, then the ``rocpd summary`` /
+# 7.0 ``kernel_summary`` spellings (rocprofv3-interfaces.md §3.3, §4.3).
+_STATS_COLUMNS = {
+    "name": ("Name", "name", "NAME"),
+    "calls": ("Calls", "calls", "total_calls", "CALLS"),
+    "total_ns": ("TotalDurationNs", "DURATION (nsec)", "Total_Duration_Ns"),
+    "average_ns": ("AverageNs", "AVERAGE (nsec)", "Average_Ns"),
+    "percentage": ("Percentage", "PERCENT (INC)", "percentage"),
+    "min_ns": ("MinNs", "MIN (nsec)", "Min_Ns"),
+    "max_ns": ("MaxNs", "MAX (nsec)", "Max_Ns"),
+    "stddev": ("StdDev", "STD_DEV", "Std_Dev"),
+}
+
+
+def _check_file(path: Path) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise InputNotFound(f"{path}: file not found")
+    if not path.is_file():
+        raise InputNotFound(f"{path}: not a file")
+    return path
+
+
+def read_header(path: Path) -> list[str]:
+    """The stripped header names of a CSV file ([] for an empty file)."""
+    path = _check_file(path)
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    try:
+        with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+            first = next(csv.reader(fh), None)
+    except csv.Error as exc:
+        raise CorruptCapture(f"{path.name}: unreadable CSV ({exc})") from None
+    except OSError as exc:
+        raise CorruptCapture(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return [f.strip() for f in first] if first else []
+
+
+def read_checked_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict[str, str]]:
+    """``read_rows`` after checking that the file exists and that every column of
+    ``required`` (each entry may be ``"A|B"`` = A or B) is in the header."""
+    header = read_header(path)
+    if not header:
+        raise CorruptCapture(f"{Path(path).name}: empty file (expected a {what})")
+    have = set(header)
+    missing = [r.replace("|", " or ") for r in required if not any(alt in have for alt in r.split("|"))]
+    if missing:
+        raise CorruptCapture(f"{Path(path).name}: not a {what} (missing column {', '.join(missing)})")
+    try:
+        return read_rows(Path(path))
+    except OSError as exc:
+        raise CorruptCapture(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _pick(row: dict, names: tuple[str, ...]):
+    for n in names:
+        v = row.get(n)
+        if v is not None:
+            return v
+    return None
+
+
+def read_kernel_stats(path: Path) -> list[dict]:
+    """``*_kernel_stats.csv`` (also ``domain_stats.csv`` and the other
+    ``*_stats.csv``): one row per name, in file order (total time, descending).
+
+    Keys: name, calls, total_ns, average_ns, percentage, min_ns, max_ns,
+    stddev. Missing optional columns give None; numbers accept scientific
+    notation (``2.033e-03``, ``0.00000000e+00``)."""
+    header = read_header(path)
+    required = []
+    for key in ("name", "calls", "total_ns"):
+        if not any(a in header for a in _STATS_COLUMNS[key]):
+            required.append(_STATS_COLUMNS[key][0])
+    if not header:
+        raise CorruptCapture(f"{Path(path).name}: empty file (expected a rocprofv3 *_stats.csv)")
+    if required:
+        raise CorruptCapture(f"{Path(path).name}: not a rocprofv3 stats CSV (missing column {', '.join(required)})")
+    out = []
+    for row in read_rows(Path(path)):
+        name = (_pick(row, _STATS_COLUMNS["name"]) or "").strip()
+        calls = as_int(_pick(row, _STATS_COLUMNS["calls"]))
+        total = as_float(_pick(row, _STATS_COLUMNS["total_ns"]))
+        if not name and calls is None:
+            continue  # blank line
+        average = as_float(_pick(row, _STATS_COLUMNS["average_ns"]))
+        if average is None and total is not None and calls:
+            average = total / calls
+        out.append(
+            {
+                "name": name,
+                "calls": calls,
+                "total_ns": total,
+                "average_ns": average,
+                "percentage": as_float(_pick(row, _STATS_COLUMNS["percentage"])),
+                "min_ns": as_float(_pick(row, _STATS_COLUMNS["min_ns"])),
+                "max_ns": as_float(_pick(row, _STATS_COLUMNS["max_ns"])),
+                "stddev": as_float(_pick(row, _STATS_COLUMNS["stddev"])),
+            }
+        )
+    return out
+
+
+def read_counter_collection(path: Path) -> list[dict]:
+    """``counter_collection.csv`` in its long form: one row per (dispatch, counter).
+
+    Accepts the 19-column 7.x layout, the older 16/17-column ones (no
+    ``Kernel_Id``, ``Accum_VGPR_Count`` or timestamps → None), integer or
+    ``"Agent N"`` agent ids, and the ``rocpd convert`` variant with a leading
+    ``Pid``/``Guid`` column (ignored: columns are read by name). Each row's
+    ``counter_value`` is the value rocprofv3 wrote: already the sum over the
+    counter's hardware instances (rocprofv3-interfaces.md §3.5)."""
+    rows = read_checked_rows(path, ("Dispatch_Id", "Counter_Name", "Counter_Value"), "rocprofv3 counter_collection.csv")
+    out = []
+    for row in rows:
+        kind, agent = parse_agent_id(row.get("Agent_Id"))
+        out.append(
+            {
+                "correlation_id": as_int(row.get("Correlation_Id")),
+                "dispatch_id": as_int(row.get("Dispatch_Id")),
+                "agent": agent,
+                "agent_kind": kind,
+                "queue_id": as_int(row.get("Queue_Id")),
+                "pid": as_int(row.get("Process_Id")),
+                "tid": as_int(row.get("Thread_Id")),
+                "grid_size": as_int(row.get("Grid_Size")),
+                "kernel_id": as_int(row.get("Kernel_Id")),
+                "kernel_name": row.get("Kernel_Name") or "",
+                "workgroup_size": as_int(row.get("Workgroup_Size")),
+                "lds": as_int(row.get("LDS_Block_Size")),
+                "scratch": as_int(row.get("Scratch_Size")),
+                "vgpr": as_int(row.get("VGPR_Count")),
+                "agpr": as_int(row.get("Accum_VGPR_Count")),
+                "sgpr": as_int(row.get("SGPR_Count")),
+                "counter_name": (row.get("Counter_Name") or "").strip(),
+                "counter_value": as_float(row.get("Counter_Value")),
+                "start_ns": as_int(row.get("Start_Timestamp")),
+                "end_ns": as_int(row.get("End_Timestamp")),
+            }
+        )
+    return out
+
+
+_PIVOT_FIELDS = (
+    ("kernel_name", "kernel_name"),
+    ("kernel_id", "kernel_id"),
+    ("grid_size", "grid_size"),
+    ("workgroup_size", "workgroup_size"),
+    ("lds", "lds"),
+    ("scratch", "scratch"),
+    ("vgpr", "vgpr"),
+    ("agpr", "agpr"),
+    ("sgpr", "sgpr"),
+    ("pid", "pid"),
+    ("start_ns", "start_ns"),
+    ("end_ns", "end_ns"),
+)
+
+
+def pivot_counters(rows: list[dict]) -> dict[tuple, dict]:
+    """Long counter rows → ``{(agent, dispatch_id): {"kernel_name", "kernel_id",
+    "grid_size", "workgroup_size", "lds", "scratch", "vgpr", "agpr", "sgpr",
+    "pid", "start_ns", "end_ns", "counters": {name: value}}}``, in first-seen order.
+
+    Nothing is summed: rocprofv3 already wrote one instance-summed value per
+    counter per dispatch. If a counter repeats for the same dispatch (files
+    concatenated from several processes), the first value is kept and the name
+    is listed under ``"repeated"``."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r.get("agent"), r.get("dispatch_id"))
+        d = out.get(key)
+        if d is None:
+            d = {dst: r.get(src) for dst, src in _PIVOT_FIELDS}
+            d["counters"] = {}
+            d["repeated"] = []
+            out[key] = d
+        name = r.get("counter_name") or ""
+        if name in d["counters"]:
+            if name not in d["repeated"]:
+                d["repeated"].append(name)
+            continue
+        d["counters"][name] = r.get("counter_value")
+    return out
+
+
+_TRACE_REQUIRED = ("Kernel_Name", "Start_Timestamp", "End_Timestamp")
+_PID_PREFIX = re.compile(r"^(\d+)_")
+
+
+def read_kernel_trace_checked(path: Path) -> list[dict]:
+    """``read_kernel_trace`` after checking the file exists and has the dispatch
+    columns (a one-line CorruptCapture otherwise)."""
+    header = read_header(path)
+    if not header:
+        raise CorruptCapture(f"{Path(path).name}: empty file (expected a rocprofv3 kernel_trace.csv)")
+    missing = [c for c in _TRACE_REQUIRED if c not in header]
+    if missing:
+        raise CorruptCapture(f"{Path(path).name}: not a rocprofv3 kernel_trace.csv (missing column {', '.join(missing)})")
+    return read_kernel_trace(Path(path))
+
+
+def pid_from_filename(path: Path) -> int | None:
+    """The process id of ``<pid>_kernel_trace.csv`` (the default ``-o %hostname%/%pid%``), else None."""
+    m = _PID_PREFIX.match(Path(path).name)
+    return int(m.group(1)) if m else None
