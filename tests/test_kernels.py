@@ -232,6 +232,17 @@ def test_trace_preferred_over_stats_and_json(tmp_path):
     assert kernel_table(tmp_path).files == [deep / "discover_kernel_trace.csv"]  # depth 5 is not searched
 
 
+def test_stats_crosscheck_note(tmp_path):
+    shared = require_shared()
+    src = shared / "traces/vec_add/rocprofv3"
+    shutil.copy(src / "discover_kernel_trace.csv", tmp_path / "run_kernel_trace.csv")
+    text = (src / "discover_kernel_stats.csv").read_text().replace('"vecAddKernel_0",24,', '"vecAddKernel_0",23,')
+    (tmp_path / "run_kernel_stats.csv").write_text(text)
+    t = kernel_table(tmp_path)
+    assert t.source == "kernel_trace" and t.row("vecAddKernel_0").calls == 24
+    assert t.notes == ["run_kernel_stats.csv disagrees with the trace for 1 kernel(s) (e.g. vecAddKernel_0)"]
+
+
 def test_results_json_source(tmp_path):
     shared = require_shared()
     from test_readers import _inject_records

@@ -101,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", required=True, metavar="NAME", help="the exact kernel name (as in attlens kernels)")
     capture_opts(p)
 
+    p = sub.add_parser("kernels", help="kernel table (time, calls, ids, resources) from rocprofv3 outputs", epilog=EPILOG)
+    p.add_argument("path", nargs="+", help="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")
+    p.add_argument("--exclude", metavar="REGEX", help="flag these kernels as runtime helpers (default: docs/capture.md; '' flags none)")
+    p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown (default 20; --json has all)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-color", action="store_true")
+
     p = sub.add_parser("pmc", help="L2/HBM efficiency from hardware counters: plan passes, run them, or read outputs", epilog=EPILOG)
     p.add_argument("path", nargs="?", help="counter_collection.csv, pmc_perf.csv, or a folder holding them (omit to run -- CMD)")
     p.add_argument("--target", metavar="GFX", help="gfx942 / gfx950 / MI300X / MI350X ... (default: from agent_info.csv or sysinfo.csv)")
@@ -388,6 +395,23 @@ def cmd_profile(args) -> int:
     return 0 if res.analysis is None else _exit_code([res.analysis])
 
 
+def cmd_kernels(args) -> int:
+    from attlens.capture.kernels import kernel_table
+    from attlens.report.kernels_out import kernels_to_dict, render_kernels
+
+    paths = args.path if len(args.path) > 1 else args.path[0]
+    table = kernel_table(paths) if args.exclude is None else kernel_table(paths, exclude=args.exclude)
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        print(dumps(kernels_to_dict(table)))
+    else:
+        from attlens.report.terminal import make_console
+
+        render_kernels(table, make_console(args.no_color), top=args.top)
+    return 0
+
+
 def cmd_pmc(args) -> int:
     from pathlib import Path
 
@@ -475,7 +499,7 @@ def cmd_export(args) -> int:
     return _exit_code([r])
 
 
-COMMANDS = {"pmc": cmd_pmc, "profile": cmd_profile, "capture": cmd_profile, "analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
+COMMANDS = {"kernels": cmd_kernels, "pmc": cmd_pmc, "profile": cmd_profile, "capture": cmd_profile, "analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

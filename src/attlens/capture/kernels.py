@@ -31,7 +31,8 @@ to flag nothing, or your own pattern). The default matches:
   pointwise op, fill, copy/cast, compare, index), the random-number
   ``distribution_*`` kernels and ``reduce_kernel`` (sum/max/min/all, as used by
   ``allclose``-style checks);
-- the same names as ``rocprofv3 -T`` (truncated) or ``-M`` (mangled) print them.
+- the same names as ``rocprofv3 -T`` (truncated) or ``-M`` (mangled) print them,
+  except a bare truncated ``reduce_kernel``, too generic a name to exclude.
 
 These are what a test harness around a custom kernel launches to build inputs
 and check results; they are rarely the kernel to trace. PyTorch kernels with
@@ -430,9 +431,12 @@ def _rank(rows: list[KernelRow], grand: float) -> None:
 
 
 def _stats_crosscheck(table: KernelTable, stats_files: list[Path]) -> None:
-    """Compare the trace aggregation with a stats file of the same run."""
+    """Compare the trace aggregation with the stats file of the same run (one
+    trace file only: a stats file covers one process)."""
     from attlens.io.rocprof_csv import read_kernel_stats
 
+    if len(table.files) != 1:
+        return
     trace_dirs = {(f.parent, f.name[: -len("kernel_trace.csv")]) for f in table.files}
     for sf in stats_files:
         if (sf.parent, sf.name[: -len("kernel_stats.csv")]) not in trace_dirs:
@@ -442,8 +446,9 @@ def _stats_crosscheck(table: KernelTable, stats_files: list[Path]) -> None:
         except AttlensError:
             continue
         differ = []
+        by_name = {r.name: r for r in table.rows}
         for s in stats:
-            r = table.row(s["name"])
+            r = by_name.get(s["name"])
             if r is None or r.calls != s["calls"] or (s["total_ns"] is not None and r.total_us is not None and abs(r.total_us * 1000 - s["total_ns"]) > 1):
                 differ.append(s["name"])
         if differ:
