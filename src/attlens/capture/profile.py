@@ -243,19 +243,24 @@ def _analyze_best(res: ProfileResult) -> None:
     res.step("analysis", "ok", f"{res.analysis.dispatch.waves.count} waves, {res.analysis.hotspots.executed} instructions executed")
 
 
+def _start(opts: ProfileOptions) -> tuple[str, ProfileResult]:
+    """rocprofv3 found, a fresh output folder made."""
+    exe = find_rocprofv3(opts.rocprofv3)
+    out, note = fresh_out_dir(opts.out_dir)
+    res = ProfileResult(out_dir=out, rocprofv3=exe)
+    res.out_dir.mkdir(parents=True, exist_ok=True)
+    if note:
+        res.step("output", "ok", note)
+    return exe, res
+
+
 def profile(opts: ProfileOptions) -> ProfileResult:
     from attlens.capture.kernels import kernel_table, pick_kernel
     from attlens.io.rocprof_csv import read_kernel_trace
 
     if not opts.command:
         raise UsageError("no program to profile: give it after --, e.g. attlens profile -- python app.py")
-    exe = find_rocprofv3(opts.rocprofv3)
-    out, note = fresh_out_dir(opts.out_dir)
-    res = ProfileResult(out_dir=out)
-    res.out_dir.mkdir(parents=True, exist_ok=True)
-    if note:
-        res.step("output", "ok", note)
-    res.rocprofv3 = exe
+    exe, res = _start(opts)
     _version(exe, res)
 
     disc = res.out_dir / "discovery"
@@ -301,13 +306,7 @@ def capture_only(opts: ProfileOptions) -> ProfileResult:
         raise UsageError("no program: give it after --")
     if not opts.kernel_name:
         raise UsageError("attlens capture needs --kernel NAME (the exact kernel name; see attlens kernels)")
-    exe = find_rocprofv3(opts.rocprofv3)
-    out, note = fresh_out_dir(opts.out_dir)
-    res = ProfileResult(out_dir=out)
-    res.out_dir.mkdir(parents=True, exist_ok=True)
-    if note:
-        res.step("output", "ok", note)
-    res.rocprofv3 = exe
+    exe, res = _start(opts)
     check_decoder(exe, opts, res)
     res.kernel = {"name": opts.kernel_name}
     res.kernel_reason = "given with --kernel"

@@ -167,5 +167,6 @@ def read_counter_collection(path: str | Path) -> dict[int, dict]:
     p = Path(path)
     if not p.is_file():
         raise InputNotFound(f"{p}: no such counter_collection.csv")
-    header, rows = _rows(p)
-    return pivot_counter_rows((dict(zip(header, r)) for r in rows), source=p.name)
+    from attlens.io.rocprof_csv import read_rows  # the one CSV reader for rocprofv3 files
+
+    return pivot_counter_rows(read_rows(p), source=p.name)
