@@ -24,6 +24,9 @@ EXIT_NO_DECODER = 11  # rocprofv3 cannot find librocprof-trace-decoder.so
 EXIT_KERNEL_NOT_FOUND = 12  # no kernel matched, or the program ran no kernel
 EXIT_NO_WAVES = 13  # the capture ran but no wave landed on the traced CU
 EXIT_PROFILER_FAILED = 14  # rocprofv3 (or the program under it) failed or timed out
+# diff / check
+EXIT_REGRESSION = 20  # attlens check: the metric regressed beyond --max-regression
+EXIT_INCOMPARABLE = 21  # the two captures cannot be compared meaningfully (use --force)
 
 
 class AttlensError(Exception):
@@ -88,3 +91,7 @@ class NoWaves(AttlensError):
 
 class ProfilerFailed(AttlensError):
     exit_code = EXIT_PROFILER_FAILED
+
+
+class Incomparable(AttlensError):
+    exit_code = EXIT_INCOMPARABLE

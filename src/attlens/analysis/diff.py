@@ -1,0 +1,355 @@
+"""Diff two captures of one kernel, robust to rebuilds.
+
+An instruction's pc or address is no identity across builds, so attlens
+compares at the level a developer changes: source lines (matched by file and
+line, tolerant of different checkout prefixes) and, inside each line, the
+instruction sites, matched by sequence alignment of their mnemonics
+(difflib's longest-matching-block alignment), so an inserted or removed
+instruction does not shift every match after it. All cycle figures are
+normalized per traced wave (both raw totals are kept).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from attlens.analysis.taxonomy import CLASSES, WAIT
+from attlens.errors import Incomparable, UsageError
+
+NO_SOURCE = "(no source)"
+
+
+@dataclass
+class Site:
+    mnemonic: str
+    isa: str
+    latency: int
+    stall: int
+    hit: int
+    pc: int
+
+
+@dataclass
+class Side:
+    """One capture reduced to what a diff needs (from a capture or a JSON analysis)."""
+
+    label: str
+    kernel: str
+    target: str | None
+    grid: tuple | None
+    workgroup: tuple | None
+    waves: int
+    shader_engines: list[int]
+    cus: list[int]
+    simds: list[int]
+    total_latency: int
+    total_stall: int
+    class_stall: dict[str, int]
+    class_latency: dict[str, int]
+    line_sites: dict[str, list[Site]]  # "file:line" or NO_SOURCE -> sites in pc order
+    line_class: dict[str, dict[str, int]]  # per line: class -> stall
+
+
+def side_from_result(result, label: str) -> Side:
+    d, s, st = result.dispatch, result.sums, result.dispatch.static
+    lines: dict[str, list[Site]] = {}
+    line_class: dict[str, dict[str, int]] = {}
+    for h in result.hotspots.instructions:  # executed instructions, pc order
+        key = h.source or NO_SOURCE
+        lines.setdefault(key, []).append(Site(h.mnemonic, h.isa, h.latency, h.stall, h.hit, h.pc))
+        lc = line_class.setdefault(key, {})
+        for c, v in h.class_stall.items():
+            lc[c] = lc.get(c, 0) + v
+    b = result.breakdown
+    f = result.quality.facts
+    return Side(label, d.kernel_name, d.arch.target, d.resources.grid, d.resources.workgroup, d.waves.count, f.shader_engines, f.cus, f.simds,
+                b.total_latency, b.total_stall, dict(b.by_class_stall), dict(b.by_class_latency), lines, line_class)
+
+
+def side_from_json(path: Path) -> Side:
+    doc = orjson.loads(Path(path).read_bytes())
+    if doc.get("schema") != "attlens.analyze":
+        raise UsageError(f"{path}: not an attlens.analyze JSON object")
+    if doc["hotspots"].get("topk") is not None:
+        raise UsageError(f"{path}: saved with --topk {doc['hotspots']['topk']}; a diff needs every instruction: save with --topk 0")
+    lines: dict[str, list[Site]] = {}
+    line_class: dict[str, dict[str, int]] = {}
+    for h in sorted(doc["hotspots"]["instructions_by_stall"], key=lambda x: x["pc"]):
+        key = h["source"] or NO_SOURCE
+        lines.setdefault(key, []).append(Site(h["mnemonic"], h["isa"], h["latency"], h["stall"], h["hit"], h["pc"]))
+        lc = line_class.setdefault(key, {})
+        for c, v in h["class_stall"].items():
+            lc[c] = lc.get(c, 0) + v
+    cap, res, tot = doc["capture"], doc["resources"], doc["totals"]
+    cls_s = {c: 0 for c in CLASSES}
+    cls_l = {c: 0 for c in CLASSES}
+    for row in doc["stall_by_class"]:
+        cls_s[row["class"]] = row["stall"]
+        cls_l[row["class"]] = row["latency"]
+    return Side(str(path), cap["kernel"], doc["target"]["name"], tuple(res["grid"]) if res["grid"] else None,
+                tuple(res["workgroup"]) if res["workgroup"] else None, cap["waves"], cap["shader_engines"], cap["cus"], cap["simds"],
+                tot["latency"], tot["stall"], cls_s, cls_l, lines, line_class)
+
+
+def load_side(path: str, rocprof_dir=None) -> Side:
+    p = Path(path)
+    if p.is_file() and p.suffix == ".json":
+        return side_from_json(p)
+    import attlens
+
+    return side_from_result(attlens.analyze(attlens.load(p, rocprof_dir=rocprof_dir), exposed=False), str(p))
+
+
+# ---------------------------------------------------------------- matching
+
+
+def _split(key: str) -> tuple[str, str | None]:
+    f, sep, ln = key.rpartition(":")
+    return (f, ln) if sep and ln.isdigit() else (key, None)
+
+
+def match_files(before: set[str], after: set[str]) -> dict[str, str]:
+    """Map each before-file to an after-file: identical path, else the after-file
+    with the same basename sharing the longest path suffix (different
+    checkouts: /a/repo/k.py vs /b/work/repo/k.py)."""
+    out = {}
+    for f in before:
+        if f in after:
+            out[f] = f
+            continue
+        parts = Path(f).parts
+        best, best_n = None, 0
+        for g in after:
+            gp = Path(g).parts
+            n = 0
+            while n < min(len(parts), len(gp)) and parts[-1 - n] == gp[-1 - n]:
+                n += 1
+            if n > best_n:
+                best, best_n = g, n
+        if best is not None:
+            out[f] = best
+    return out
+
+
+@dataclass
+class SiteChange:
+    line: str
+    before: Site | None
+    after: Site | None
+    moved_from: str | None = None  # matched in the second pass: the before-side line
+
+    @property
+    def kind(self) -> str:
+        if self.before and self.after:
+            return "moved" if self.moved_from is not None else "matched"
+        return "removed" if self.before else "added"
+
+
+@dataclass
+class LineChange:
+    line: str  # the after-side key when matched, else the side's own key
+    before_line: str | None
+    latency_before: float  # per wave
+    latency_after: float
+    stall_before: float
+    stall_after: float
+    dominant_before: str | None
+    dominant_after: str | None
+
+    @property
+    def delta(self) -> float:
+        return self.latency_after - self.latency_before
+
+    @property
+    def relative(self) -> float | None:
+        return None if not self.latency_before else self.delta / self.latency_before
+
+
+@dataclass
+class DiffResult:
+    before: Side
+    after: Side
+    comparability: list[dict]  # {field, before, after, blocking}
+    forced: bool
+    normalization: str
+    classes: list[dict]
+    lines: list[LineChange]
+    sites: list[SiteChange]
+    site_totals: dict
+    noise_floor: float | None
+    noise_source: str | None
+    verdict: dict = field(default_factory=dict)
+
+
+def comparability(a: Side, b: Side) -> list[dict]:
+    rows = []
+    for name, x, y, blocking in (
+        ("kernel", a.kernel, b.kernel, True),
+        ("target", a.target, b.target, True),
+        ("grid", a.grid, b.grid, False),
+        ("workgroup", a.workgroup, b.workgroup, False),
+        ("traced shader engines", a.shader_engines, b.shader_engines, False),
+        ("traced CUs", a.cus, b.cus, False),
+        ("traced SIMDs", a.simds, b.simds, False),
+        ("traced waves", a.waves, b.waves, False),
+    ):
+        if x != y and not (x is None or y is None):
+            rows.append({"field": name, "before": x, "after": y, "blocking": blocking})
+    return rows
+
+
+def _dominant(cls: dict[str, int]) -> str | None:
+    cls = {k: v for k, v in cls.items() if v}
+    return max(cls, key=cls.get) if cls else None
+
+
+def diff(a: Side, b: Side, force: bool = False, noise_floor: float | None = None, noise_source: str | None = None) -> DiffResult:
+    comp = comparability(a, b)
+    blocking = [c for c in comp if c["blocking"]]
+    if blocking and not force:
+        what = "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking)
+        raise Incomparable(f"the captures are not comparable ({what})", hint="pass --force to diff anyway")
+    wa, wb = max(a.waves, 1), max(b.waves, 1)
+
+    classes = []
+    for c in CLASSES:
+        x, y = a.class_stall.get(c, 0) / wa, b.class_stall.get(c, 0) / wb
+        lx, ly = a.class_latency.get(c, 0) / wa, b.class_latency.get(c, 0) / wb
+        if x or y or lx or ly:
+            classes.append({"class": c, "stall_before": x, "stall_after": y, "stall_delta": y - x, "stall_relative": (y - x) / x if x else None,
+                            "latency_before": lx, "latency_after": ly, "latency_delta": ly - lx})
+    classes.sort(key=lambda r: -abs(r["stall_delta"]))
+
+    # lines: map files, then (file, line)
+    fa = {_split(k)[0] for k in a.line_sites if k != NO_SOURCE}
+    fb = {_split(k)[0] for k in b.line_sites if k != NO_SOURCE}
+    fmap = match_files(fa, fb)
+
+    def mapped(key: str) -> str:
+        if key == NO_SOURCE:
+            return key
+        f, ln = _split(key)
+        return f"{fmap[f]}:{ln}" if f in fmap and ln is not None else key
+
+    a_by_after = {}
+    for k in a.line_sites:
+        a_by_after.setdefault(mapped(k), []).append(k)
+    lines, sites = [], []
+    keys = sorted(set(a_by_after) | set(b.line_sites))
+    for key in keys:
+        a_keys = a_by_after.get(key, [])
+        a_sites = [s for k in a_keys for s in a.line_sites[k]]
+        b_sites = b.line_sites.get(key, [])
+        a_cls: dict[str, int] = {}
+        for k in a_keys:
+            for c, v in a.line_class.get(k, {}).items():
+                a_cls[c] = a_cls.get(c, 0) + v
+        lines.append(LineChange(
+            key if b_sites else (a_keys[0] if a_keys else key),
+            a_keys[0] if a_keys else None,
+            sum(s.latency for s in a_sites) / wa, sum(s.latency for s in b_sites) / wb,
+            sum(s.stall for s in a_sites) / wa, sum(s.stall for s in b_sites) / wb,
+            _dominant(a_cls), _dominant(b.line_class.get(key, {})),
+        ))
+        sm = difflib.SequenceMatcher(a=[s.mnemonic for s in a_sites], b=[s.mnemonic for s in b_sites], autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                sites.extend(SiteChange(key, a_sites[i], b_sites[j]) for i, j in zip(range(i1, i2), range(j1, j2)))
+            else:
+                sites.extend(SiteChange(key, a_sites[i], None) for i in range(i1, i2))
+                sites.extend(SiteChange(key, None, b_sites[j]) for j in range(j1, j2))
+    lines.sort(key=lambda l: -abs(l.delta))
+    sites = _rematch_moved(sites)
+
+    tot = {
+        "matched": sum(1 for s in sites if s.kind == "matched"),
+        "moved": sum(1 for s in sites if s.kind == "moved"),
+        "added": sum(1 for s in sites if s.kind == "added"),
+        "removed": sum(1 for s in sites if s.kind == "removed"),
+        "latency_before": sum(s.before.latency for s in sites if s.before),
+        "latency_after": sum(s.after.latency for s in sites if s.after),
+    }
+    res = DiffResult(a, b, comp, bool(blocking), "cycles per traced wave (each side's totals divided by its traced waves)",
+                     classes, lines, sites, tot, noise_floor, noise_source)
+    res.verdict = verdict(res)
+    return res
+
+
+def _rematch_moved(sites: list[SiteChange]) -> list[SiteChange]:
+    """Second pass: align the sites left unmatched by the per-line pass across
+    the whole kernel (pc order), so instructions whose source location changed
+    between builds (a compiler location fix) still pair up, as "moved"."""
+    removed = sorted((s for s in sites if s.kind == "removed"), key=lambda s: s.before.pc)
+    added = sorted((s for s in sites if s.kind == "added"), key=lambda s: s.after.pc)
+    if not removed or not added:
+        return sites
+    sm = difflib.SequenceMatcher(a=[s.before.mnemonic for s in removed], b=[s.after.mnemonic for s in added], autojunk=False)
+    paired_r, paired_a, new = set(), set(), []
+    for blk in sm.get_matching_blocks():
+        for i, j in zip(range(blk.a, blk.a + blk.size), range(blk.b, blk.b + blk.size)):
+            r, a = removed[i], added[j]
+            paired_r.add(id(r))
+            paired_a.add(id(a))
+            new.append(SiteChange(a.line, r.before, a.after, moved_from=r.line))
+    keep = [s for s in sites if id(s) not in paired_r and id(s) not in paired_a]
+    return keep + new
+
+
+def verdict(res: DiffResult) -> dict:
+    a, b = res.before, res.after
+    ta, tb = a.total_latency / max(a.waves, 1), b.total_latency / max(b.waves, 1)
+    rel = (tb - ta) / ta if ta else None
+    improvements = [l for l in res.lines if l.delta < 0][:5]
+    regressions = sorted((l for l in res.lines if l.delta > 0), key=lambda l: -l.delta)[:5]
+    moved = []
+    for l in res.lines[:10]:
+        if l.dominant_before and l.dominant_after and l.dominant_before != l.dominant_after and (l.stall_before or l.stall_after):
+            moved.append(f"{os.path.basename(l.line)}: dominant stall moved from {CLASSES.get(l.dominant_before, l.dominant_before)} to {CLASSES.get(l.dominant_after, l.dominant_after)}")
+    significant = None if res.noise_floor is None or rel is None else abs(rel) > res.noise_floor
+    return {
+        "latency_per_wave_before": ta,
+        "latency_per_wave_after": tb,
+        "relative_change": rel,
+        "significant": significant,
+        "noise_floor": res.noise_floor,
+        "summary": ("faster" if rel is not None and rel < 0 else "slower" if rel is not None and rel > 0 else "unchanged")
+        + (f" by {abs(rel):.1%} per wave" if rel else "")
+        + ("" if significant is None else (" (beyond the noise floor)" if significant else " (within the noise floor)")),
+        "top_improvements": [{"line": l.line, "delta_per_wave": l.delta, "relative": l.relative} for l in improvements],
+        "top_regressions": [{"line": l.line, "delta_per_wave": l.delta, "relative": l.relative} for l in regressions],
+        "class_moves": moved,
+    }
+
+
+def noise_between(a: Side, b: Side) -> float:
+    """Relative difference of latency per wave between two captures of the same dispatch range."""
+    ta, tb = a.total_latency / max(a.waves, 1), b.total_latency / max(b.waves, 1)
+    return abs(tb - ta) / ta if ta else 0.0
+
+
+# ---------------------------------------------------------------- check
+
+
+def metric_value(side: Side, metric: str) -> float:
+    w = max(side.waves, 1)
+    if metric == "total":
+        return side.total_latency / w
+    if metric == "stall":
+        return side.total_stall / w
+    if metric.startswith("class:"):
+        name = metric[6:]
+        if name not in CLASSES and name != WAIT:
+            raise UsageError(f"--metric {metric}: unknown class (see docs/taxonomy.md)")
+        return side.class_stall.get(name, 0) / w
+    if metric.startswith("line:"):
+        query = metric[5:]
+        hits = [k for k in side.line_sites if k == query or k.endswith("/" + query.lstrip("/"))]
+        if not hits:
+            raise UsageError(f"--metric {metric}: no such source line in {side.label}")
+        return sum(s.latency for k in hits for s in side.line_sites[k]) / w
+    raise UsageError(f"--metric {metric}: expected total, stall, class:NAME or line:FILE:LINE")
