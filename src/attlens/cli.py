@@ -227,7 +227,11 @@ def cmd_demo(args) -> int:
     console = make_console(args.no_color)
     console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel (docs/demo.md) written to {path}")
     console.print("The planted hotspot is the global-memory wait at toy_kernel.py:24; the analysis below should rank it first.\n")
-    render_analysis(result, console, topk=args.topk, mode="both", detail=True, context=1, detail_k=2)
+    from attlens.analysis.plan import make_plan
+    from attlens.report.plan_out import top_findings_lines
+
+    findings = top_findings_lines(make_plan(result)) + [f"(attlens plan {path} for the evidence and changes)"]
+    render_analysis(result, console, topk=args.topk, mode="both", detail=True, context=1, detail_k=2, findings=findings)
     console.print(f"\nNext: attlens analyze {path} --json")
     return 0
 

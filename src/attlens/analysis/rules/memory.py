@@ -147,7 +147,7 @@ def lds_to_mfma(ctx):
     return [
         ctx.finding(
             "lds-to-mfma",
-            f"{len(rows)} LDS waits feed an MFMA directly",
+            f"{len(rows)} LDS wait(s) feed an MFMA directly",
             cycles,
             0.7,
             {"waits": rows[:5]},
