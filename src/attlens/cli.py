@@ -101,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", required=True, metavar="NAME", help="the exact kernel name (as in attlens kernels)")
     capture_opts(p)
 
+    p = sub.add_parser("report", help="single-file offline HTML report (or a Markdown bundle); an index for several captures", epilog=EPILOG)
+    p.add_argument("path", nargs="*", help="capture directories (or one folder holding several)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="report.html; with --format md a directory; with several captures the index page")
+    p.add_argument("--format", choices=("html", "md"), default="html")
+    p.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="an HTML diff of two captures instead")
+    p.add_argument("--rocprof-dir", metavar="DIR")
+    p.add_argument("--pmc", metavar="PATH", help="counter_collection.csv / pmc_perf.csv of the same kernel to add the L2/HBM block")
+
     p = sub.add_parser("diff", help="compare two captures of a kernel (by source line and aligned instruction sites)", epilog=EPILOG)
     p.add_argument("before", help="capture directory, or an attlens analyze --json --topk 0 file")
     p.add_argument("after", help="capture directory, or an attlens analyze --json --topk 0 file")
@@ -420,6 +428,55 @@ def cmd_profile(args) -> int:
     return 0 if res.analysis is None else _exit_code([res.analysis])
 
 
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from attlens.errors import UsageError
+
+    if args.diff:
+        from attlens.analysis.diff import diff, load_side
+        from attlens.report.diff_out import diff_to_html
+
+        res = diff(load_side(args.diff[0]), load_side(args.diff[1]))
+        _write_atomic(args.output, diff_to_html(res))
+        print(f"wrote {args.output}", file=sys.stderr)
+        return 0
+    if not args.path:
+        raise UsageError("give one or more capture directories (or --diff BEFORE AFTER)")
+    from attlens.model.loader import resolve_capture_dirs
+
+    dirs = [d for p in args.path for d in resolve_capture_dirs(p, all_captures=True)]
+    pmc = None
+    if args.pmc:
+        from attlens.analysis.pmc import analyze_dispatches
+        from attlens.capture.pmc_run import detect_target, read_pmc_outputs
+
+        pivot, _src = read_pmc_outputs(Path(args.pmc))
+        target = detect_target(Path(args.pmc))
+        if not target:
+            raise UsageError(f"{args.pmc}: cannot tell the GPU target of the counters (no agent_info.csv / sysinfo.csv beside them)")
+        pmc = analyze_dispatches(pivot, target)
+    if args.format == "md":
+        if len(dirs) != 1:
+            raise UsageError("--format md writes one capture's bundle: pass one capture")
+        from attlens.analysis.analyze import analyze
+        from attlens.analysis.plan import make_plan
+        from attlens.analysis.waves import analyze_waves
+        from attlens.model.loader import load
+        from attlens.report.markdown import render_markdown_bundle
+
+        r = analyze(load(dirs[0], rocprof_dir=args.rocprof_dir))
+        md, js = render_markdown_bundle(r, make_plan(r), analyze_waves(r), Path(args.output))
+        print(f"wrote {md} and {js}", file=sys.stderr)
+        return _exit_code([r])
+    from attlens.report.html import render_captures
+
+    written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=pmc)
+    for w in written:
+        print(f"wrote {w}", file=sys.stderr)
+    return 0
+
+
 def cmd_diff(args) -> int:
     from attlens.analysis.diff import diff, load_side, noise_between
     from attlens.report.diff_out import diff_to_dict, diff_to_markdown, render_diff
@@ -590,7 +647,7 @@ def cmd_export(args) -> int:
     return _exit_code([r])
 
 
-COMMANDS = {"diff": cmd_diff, "check": cmd_check, "kernels": cmd_kernels, "pmc": cmd_pmc, "profile": cmd_profile, "capture": cmd_profile, "analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
+COMMANDS = {"report": cmd_report, "diff": cmd_diff, "check": cmd_check, "kernels": cmd_kernels, "pmc": cmd_pmc, "profile": cmd_profile, "capture": cmd_profile, "analyze": cmd_analyze, "plan": cmd_plan, "rules": cmd_rules, "waves": cmd_waves, "deps": cmd_deps, "export": cmd_export, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

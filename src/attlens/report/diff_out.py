@@ -121,3 +121,41 @@ def junit_xml(name: str, metric: str, before: float, after: float, change: float
     case += f"<system-out>{quoteattr(f'before={before:.3f} after={after:.3f} change={change} limit={limit}')[1:-1]}</system-out></testcase>"
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
             f'<testsuite name="attlens" tests="1" failures="{0 if passed else 1}" errors="0">{case}</testsuite>\n')
+
+
+def diff_to_html(res, top: int = 30) -> str:
+    """A self-contained HTML page of a diff (no script; every trace string escaped)."""
+    from html import escape as h
+
+    d = diff_to_dict(res, top=top)
+    v = d["verdict"]
+
+    def table(head, rows):
+        out = ["<table><thead><tr>" + "".join(f"<th>{h(x)}</th>" for x in head) + "</tr></thead><tbody>"]
+        for r in rows:
+            out.append("<tr>" + "".join(f"<td>{h('' if x is None else str(x))}</td>" for x in r) + "</tr>")
+        return "".join(out) + "</tbody></table>"
+
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>attlens diff</title><style>",
+        "body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+        ".bad{color:#b00}.good{color:#070}",
+        "</style></head><body>",
+        f"<h1>attlens diff — {h(d['before']['kernel'])}</h1>",
+        f"<p>{h(d['before']['label'])} → {h(d['after']['label'])}<br>{h(d['normalization'])}</p>",
+        f"<p><b>Verdict:</b> {h(v['summary'])} ({h(str(v['latency_per_wave_before']))} → {h(str(v['latency_per_wave_after']))} latency cycles per wave)</p>",
+    ]
+    if d["comparability"]:
+        parts.append("<ul>" + "".join(f"<li>{h(c['field'])}: {h(str(c['before']))} → {h(str(c['after']))}</li>" for c in d["comparability"]) + "</ul>")
+    parts.append("<h2>Per class (stall cycles per wave)</h2>")
+    parts.append(table(["class", "before", "after", "delta", "relative"], [[c["class"], c["stall_before"], c["stall_after"], c["stall_delta"], c["stall_relative"]] for c in d["classes"]]))
+    parts.append("<h2>Per source line (latency cycles per wave)</h2>")
+    parts.append(table(["line", "before", "after", "delta", "dominant before", "dominant after"],
+                       [[l["line"], l["latency_before"], l["latency_after"], l["delta"], l["dominant_before"], l["dominant_after"]] for l in d["lines"]]))
+    st = d["sites"]
+    parts.append(f"<h2>Instruction sites</h2><p>{st['matched']} matched on their line, {st['moved']} moved, {st['added']} added, {st['removed']} removed.</p>")
+    parts.append(table(["from", "to", "sites", "latency after"], [[m["from"], m["to"], m["sites"], m["latency_after"]] for m in st["moved_lines"][:top]]))
+    parts.append(table(["line", "kind", "instruction", "latency"], [[c["line"], c["kind"], (c["after"] or c["before"])["isa"], (c["after"] or c["before"])["latency"]] for c in st["changed"]]))
+    parts.append("</body></html>")
+    return "".join(parts)

@@ -1,0 +1,602 @@
+"""Self-contained HTML report of one capture (``attlens report DIR -o report.html``)
+and the index page of several captures (docs/report.md).
+
+One file, no server, no network: the page's CSS and JavaScript are inlined
+from ``templates/`` and every number is embedded once as JSON inside
+``<script type="application/json">``. Trace strings (kernel names, source
+text, paths) reach the page only inside that JSON block, with ``<``, ``>`` and
+``&`` escaped as ``\\u003c`` ``\\u003e`` ``\\u0026`` so no text can close the
+block, and the page's script puts them in the document with ``textContent``
+only. A Content-Security-Policy allows the page's own script (by its SHA-256)
+and nothing else: no other script, no fetch, no remote font or image.
+
+The wave timeline is downsampled: the traced window is cut into at most
+``TIMELINE_BINS`` bins, each (lane, bin) keeps its dominant wave state and
+instruction class, runs of equal bins are merged and delta-encoded. Occupancy
+over time is the mean number of resident waves (and of waves in each state)
+per bin.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import os
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from attlens import __version__
+from attlens.analysis.stalls import CLASS_IDS
+from attlens.model.dispatch import STATE_NAMES
+
+TIMELINE_BINS = 6000  # horizontal resolution of the downsampled timeline
+MIN_BIN_CYCLES = 4  # never finer than this (gfx9 time quantum)
+MAX_SOURCE_FILE_LINES = 20_000  # show whole snapshot files up to this size
+REPORT_SCHEMA = "attlens.report_data"
+_MARKER = re.compile(r"\{\{([A-Z]+)\}\}")
+
+
+# ---------------------------------------------------------------------------
+# helpers shared with markdown.py
+# ---------------------------------------------------------------------------
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> int:
+    """Write ``data`` to ``path`` through a temporary file in the same folder
+    and ``os.replace``; returns the bytes written."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(raw)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return len(raw)
+
+
+def json_for_script(obj) -> str:
+    """JSON safe to place inside ``<script type="application/json">``: no
+    ``<``, ``>`` or ``&`` survives (``\\u003c`` etc. are the same string to
+    ``JSON.parse``), so ``</script>`` or ``<!--`` in the data cannot end the
+    block. U+2028/U+2029 are escaped too."""
+    text = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode("utf-8")
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _template(name: str) -> str:
+    return resources.files("attlens.report").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def _csp(script: str | None) -> str:
+    parts = ["default-src 'none'", "style-src 'unsafe-inline'", "img-src data:", "base-uri 'none'", "form-action 'none'"]
+    if script is not None:
+        digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+        parts.insert(1, f"script-src 'sha256-{digest}'")
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# data model of the page
+# ---------------------------------------------------------------------------
+
+
+def _isa_table(result) -> dict:
+    """Every listed instruction, columnar."""
+    d = result.dispatch
+    s = result.sums
+    st = d.static
+    code = d.code
+    pcs = np.flatnonzero(code.instruction_mask)
+    hot_cls = {h.pc: h.cls for h in result.hotspots.instructions}
+    classes: list[str] = []
+    cls_idx: dict[str, int] = {}
+
+    def ci(c: str) -> int:
+        c = c or "other"
+        if c not in cls_idx:
+            cls_idx[c] = len(classes)
+            classes.append(c)
+        return cls_idx[c]
+
+    exposed = None if result.hidden is None else result.hidden.exposed[pcs].astype(np.int64).tolist()
+    return {
+        "pc": pcs.tolist(),
+        "vaddr": code.vaddr[pcs].astype(np.int64).tolist(),
+        "text": [code.isa[p] for p in pcs.tolist()],
+        "cls": [ci(hot_cls.get(p, st.cls[p])) for p in pcs.tolist()],
+        "hit": s.hit[pcs].astype(np.int64).tolist(),
+        "latency": s.latency[pcs].astype(np.int64).tolist(),
+        "stall": s.stall[pcs].astype(np.int64).tolist(),
+        "idle": s.idle[pcs].astype(np.int64).tolist(),
+        "exposed": exposed,
+        "waited_on": s.producer_wait[pcs].astype(np.int64).tolist(),
+        "source": [str(st.own_source[p]) if st.own_source[p] else None for p in pcs.tolist()],
+        "classes": classes,
+    }
+
+
+def _source_view(result) -> dict:
+    """Source lines (every line holding a listed instruction) and, per file,
+    the snapshot text when the capture has it."""
+    d = result.dispatch
+    s = result.sums
+    st = d.static
+    code = d.code
+    hidden = result.hidden
+    hot = {ln.source: ln for ln in result.hotspots.lines}
+    groups: dict[str, list[int]] = {}
+    for pc in np.flatnonzero(code.instruction_mask).tolist():
+        own = st.own_source[pc]
+        groups.setdefault(str(own) if own else "(no source)", []).append(pc)
+    lines = []
+    for key, pcs in groups.items():
+        arr = np.array(pcs)
+        own = st.own_source[pcs[0]]
+        h = hot.get(key)
+        lines.append(
+            {
+                "key": key,
+                "file": own.file if own else None,
+                "line": own.line if own else None,
+                "pcs": pcs,
+                "hit": int(s.hit[arr].sum()),
+                "latency": int(s.latency[arr].sum()),
+                "stall": int(s.stall[arr].sum()),
+                "idle": int(s.idle[arr].sum()),
+                "exposed": None if hidden is None else int(hidden.exposed[arr].sum()),
+                "executed": int(np.count_nonzero(s.hit[arr])),
+                "dominant_class": h.dominant_class if h else None,
+                "class_stall": h.class_stall if h else {},
+                "inline_chains": h.inline_chains[:4] if h else [],
+            }
+        )
+    files = []
+    seen = set()
+    from attlens.model.dispatch import SourceLoc
+
+    for ln in lines:
+        f = ln["file"]
+        if f is None or f in seen:
+            continue
+        seen.add(f)
+        text = d.source_text(SourceLoc(f, None)) if f in d.snapshots else None
+        if text is not None and len(text) > MAX_SOURCE_FILE_LINES:
+            text = None
+        files.append({"file": f, "text": text})
+    return {"lines": lines, "files": files}
+
+
+def _deps(waves) -> dict:
+    att = waves.attribution
+    waits = {int(w): sorted(([int(p), int(c)] for p, c in prods.items()), key=lambda x: -x[1]) for w, prods in att.by_wait_pc.items()}
+    producers = {
+        int(p.pc): {
+            "waited": int(p.waited_cycles),
+            "pairs": int(p.pairs),
+            "class": p.wait_class,
+            "dist_instr_median": float(p.distance_instr_median),
+            "dist_cycles_median": float(p.distance_cycles_median),
+            "outstanding_mean": round(float(p.outstanding_mean), 2),
+        }
+        for p in att.producers
+    }
+    return {"total_charged": int(att.total_charged), "waits": waits, "producers": producers}
+
+
+def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int) -> np.ndarray:
+    """Cycles of each (lane, bin, category) covered by the intervals
+    ``[start, end)``; float64 array (n_lanes, n_bins, n_cat)."""
+    m = end > start
+    lane, start, end, cat = lane[m], start[m], end[m], cat[m]
+    size = n_lanes * n_bins * n_cat
+    if len(start) == 0:
+        return np.zeros((n_lanes, n_bins, n_cat), dtype=np.float64)
+    rel_s = start - t0
+    rel_e = end - t0
+    b0 = np.clip(rel_s // width, 0, n_bins - 1)
+    b1 = np.clip((rel_e - 1) // width, 0, n_bins - 1)
+
+    base = (lane * n_bins) * n_cat + cat
+    same = b0 == b1
+    sp = ~same
+    # direct contributions: whole interval inside one bin, or the partial
+    # first and last bins of a spanning interval
+    idx = np.concatenate([base[same] + b0[same] * n_cat, base[sp] + b0[sp] * n_cat, base[sp] + b1[sp] * n_cat])
+    wts = np.concatenate([(rel_e - rel_s)[same], (b0[sp] + 1) * width - rel_s[sp], rel_e[sp] - b1[sp] * width]).astype(np.float64)
+    out = np.bincount(idx, weights=wts, minlength=size)
+    # full bins b0+1 .. b1-1 of spanning intervals: a difference array along the bin axis
+    full = sp & (b1 - b0 > 1)
+    if full.any():
+        didx = np.concatenate([base[full] + (b0[full] + 1) * n_cat, base[full] + b1[full] * n_cat])
+        dw = np.concatenate([np.full(int(full.sum()), float(width)), np.full(int(full.sum()), -float(width))])
+        diff = np.bincount(didx, weights=dw, minlength=size).reshape(n_lanes, n_bins, n_cat)
+        out += np.cumsum(diff, axis=1).reshape(-1)
+    return out.reshape(n_lanes, n_bins, n_cat)
+
+
+def _rle(dominant: np.ndarray) -> dict:
+    """Per lane runs of equal values: delta-encoded starts, values (-1 empty)."""
+    off, starts, vals = [0], [], []
+    for row in dominant:
+        change = np.flatnonzero(row[1:] != row[:-1]) + 1
+        s = np.r_[0, change]
+        starts.extend(np.diff(np.r_[0, s]).tolist())
+        vals.extend(row[s].tolist())
+        off.append(len(vals))
+    return {"off": off, "start": starts, "val": vals}
+
+
+def _timeline(result, waves) -> dict:
+    d = result.dispatch
+    w = d.waves
+    tl = d.timeline
+    recs = d.records
+    clk = waves.clock
+    n = w.count
+    if n == 0:
+        return {"lanes": [], "bins": 0}
+    offsets = clk.offsets or {}
+    shift = np.array([offsets.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
+    begin = w.begin.astype(np.int64) + shift
+    end = w.end.astype(np.int64) + shift
+    keys = sorted({(int(a), int(b), int(c), int(e)) for a, b, c, e in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())})
+    lane_of_key = {k: i for i, k in enumerate(keys)}
+    lane = np.array([lane_of_key[(int(a), int(b), int(c), int(e))] for a, b, c, e in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())], dtype=np.int64)
+    n_lanes = len(keys)
+    t0 = int(begin.min())
+    t1 = int(end.max())
+    span = max(t1 - t0, 1)
+    width = max(MIN_BIN_CYCLES, -(-span // TIMELINE_BINS))
+    n_bins = -(-span // width)
+
+    # timeline segments: contiguous from each wave's begin
+    dur = tl.duration.astype(np.int64)
+    csum = np.cumsum(dur)
+    first = w.tl_start.astype(np.int64)
+    wave_off = np.r_[0, csum][np.minimum(first, len(csum))]
+    seg_wave = tl.wave.astype(np.int64)
+    seg_start = begin[seg_wave] + (csum - dur) - wave_off[seg_wave]
+    state = np.clip(tl.state.astype(np.int64), 0, 4)
+    cov_state = _coverage(lane[seg_wave], seg_start, seg_start + dur, state, n_lanes, n_bins, 5, t0, width)
+
+    # instruction records by class (waits: the class holding most of their cycles)
+    pc_cls = np.array([CLASS_IDS.index(c) if c in CLASS_IDS else CLASS_IDS.index("other") for c in d.static.cls], dtype=np.int64)
+    for h in result.hotspots.instructions:
+        if h.cls in CLASS_IDS:
+            pc_cls[h.pc] = CLASS_IDS.index(h.cls)
+    r_wave = recs.wave.astype(np.int64)
+    r_start = recs.time.astype(np.int64) + shift[r_wave]
+    r_end = r_start + np.maximum(recs.duration.astype(np.int64), 1)
+    rec_cls = pc_cls[recs.pc.astype(np.int64)]
+    present, rec_cls = np.unique(rec_cls, return_inverse=True)  # only the classes that ran
+    cov_cls = _coverage(lane[r_wave], r_start, r_end, rec_cls.reshape(-1), n_lanes, n_bins, len(present), t0, width)
+
+    def dominant(cov):
+        dom = np.argmax(cov, axis=2).astype(np.int64)
+        dom[cov.sum(axis=2) <= 0] = -1
+        return dom
+
+    # occupancy over time: mean resident waves (all lanes) and per state
+    res = _coverage(lane, begin, end, np.zeros(n, dtype=np.int64), n_lanes, n_bins, 1, t0, width).sum(axis=(0, 2))
+    per_state = cov_state.sum(axis=0)  # (bins, 5)
+    scale = 100.0 / width  # stored as hundredths of a wave
+    occupancy = {
+        "resident": np.rint(res * scale).astype(np.int64).tolist(),
+        "states": {STATE_NAMES[s]: np.rint(per_state[:, s] * scale).astype(np.int64).tolist() for s in (1, 2, 3, 4)},
+        "scale": 100,
+    }
+    order = np.lexsort((begin, lane))
+    per_wave = waves.states.per_wave
+    return {
+        "t0": t0,
+        "t1": t1,
+        "bin_cycles": width,
+        "bins": n_bins,
+        "aligned": bool(clk.aligned),
+        "clock_mhz": None if not clk.frequency_hz else round(clk.frequency_hz / 1e6, 3),
+        "clock_note": clk.note,
+        "lanes": [{"se": k[0], "cu": k[1], "simd": k[2], "slot": k[3]} for k in keys],
+        "waves": {
+            "index": order.tolist(),
+            "lane": lane[order].tolist(),
+            "begin": (begin[order] - t0).tolist(),
+            "end": (end[order] - t0).tolist(),
+            "states": [[int(per_wave[i, s]) for s in (1, 2, 3, 4)] for i in order.tolist()],
+            "records": w.n_records[order].astype(np.int64).tolist(),
+        },
+        "state_names": [STATE_NAMES[s] for s in range(5)],
+        "state": _rle(dominant(cov_state)),
+        "class_names": [CLASS_IDS[i] for i in present.tolist()],
+        "cls": _rle(dominant(cov_cls)),
+        "occupancy": occupancy,
+    }
+
+
+def _pmc_dict(pmc, dispatch_id) -> dict | None:
+    """A PmcResult, a list of them, or an ``attlens.pmc`` / per-dispatch dict."""
+    if pmc is None:
+        return None
+    from attlens.analysis.pmc import PmcResult
+    from attlens.report.pmc_out import result_to_dict
+
+    items = pmc
+    if isinstance(pmc, PmcResult):
+        items = [pmc]
+    elif isinstance(pmc, dict):
+        items = pmc.get("dispatches", [pmc])
+    rows = [result_to_dict(x) if isinstance(x, PmcResult) else x for x in items]
+    if not rows:
+        return None
+    for r in rows:
+        if dispatch_id is not None and r.get("dispatch_id") == dispatch_id:
+            return r
+    return rows[0]
+
+
+def reproduce_commands(path: str) -> list[str]:
+    q = _shell_quote(path)
+    return [
+        f"attlens analyze {q} --json > analysis.json",
+        f"attlens plan {q} --format md -o PLAN.md",
+        f"attlens waves {q}",
+        f"attlens deps {q}",
+        f"attlens report {q} -o report.html",
+        f"attlens report {q} --format md -o report/",
+    ]
+
+
+def _shell_quote(s: str) -> str:
+    import shlex
+
+    return shlex.quote(str(s))
+
+
+def build_report_data(result, plan, waves, pmc=None, topk: int = 20) -> dict:
+    """Everything the page shows, as one JSON-able dict."""
+    from attlens.report.json_out import analysis_to_dict
+    from attlens.report.plan_out import plan_to_dict
+    from attlens.report.waves_out import waves_to_dict
+
+    d = result.dispatch
+    analysis = analysis_to_dict(result, topk)
+    wd = waves_to_dict(result, waves, per_wave=False)
+    return {
+        "schema": REPORT_SCHEMA,
+        "schema_version": 1,
+        "attlens_version": __version__,
+        "analysis": analysis,
+        "plan": plan_to_dict(result, plan),
+        "waves": {k: wd[k] for k in ("clock", "states", "pipes", "phases", "flags")},
+        "headline": headline(result),
+        "isa": _isa_table(result),
+        "source": _source_view(result),
+        "deps": _deps(waves),
+        "timeline": _timeline(result, waves),
+        "pmc": _pmc_dict(pmc, d.resources.dispatch_id),
+        "reproduce": reproduce_commands(str(d.path)),
+    }
+
+
+def headline(result) -> dict:
+    """The headline numbers (same values as the JSON analysis)."""
+    b = result.breakdown
+    o = result.occupancy
+    cycles = b.total_latency + b.total_idle
+    return {
+        "total_cycles": cycles,
+        "latency": b.total_latency,
+        "stall": b.total_stall,
+        "idle": b.total_idle,
+        "issue": b.total_issue,
+        "stall_share": b.total_stall / b.total_latency if b.total_latency else None,
+        "hidden_share": None if result.hidden is None else round(result.hidden.hidden_share, 6),
+        "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
+        "limiters": o.limiters,
+        "observed_max_waves_per_simd": o.observed_max_per_simd_traced,
+    }
+
+
+# ---------------------------------------------------------------------------
+# pages
+# ---------------------------------------------------------------------------
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """Replace every ``{{NAME}}`` marker in one pass: text inserted for one
+    marker is never searched for another (trace text may contain ``{{...}}``)."""
+    return _MARKER.sub(lambda m: values[m.group(1)], template)
+
+
+def render_html_text(result, plan, waves, pmc=None) -> str:
+    data = build_report_data(result, plan, waves, pmc)
+    script = _template("report.js")
+    if "</script" in script.lower():  # pragma: no cover - template invariant
+        raise ValueError("report.js must not contain </script")
+    kernel = result.dispatch.kernel_name or "(unnamed kernel)"
+    return _fill(
+        _template("report.html"),
+        {
+            "TITLE": html.escape(f"attlens report — {kernel}", quote=True),
+            "CSP": html.escape(_csp(script), quote=True),
+            "STYLE": _template("report.css"),
+            "SCRIPT": script,
+            "DATA": json_for_script(data),
+        },
+    )
+
+
+def render_html(result, plan, waves, out_path, pmc=None) -> int:
+    """Write the self-contained HTML report of one capture atomically;
+    returns its size in bytes.
+
+    ``result``: :func:`attlens.analyze`; ``plan``: :func:`attlens.analysis.plan.make_plan`;
+    ``waves``: :func:`attlens.analysis.waves.analyze_waves`; ``pmc``: optional
+    ``PmcResult`` (or a list of them, or an ``attlens.pmc`` dict) for the L2/HBM block."""
+    return write_atomic(out_path, render_html_text(result, plan, waves, pmc))
+
+
+def index_entry(result, plan, href: str) -> dict:
+    """One row of :func:`render_index`: headline numbers and top finding of a
+    capture whose report is at ``href`` (relative to the index page)."""
+    d = result.dispatch
+    b = result.breakdown
+    o = result.occupancy
+    top_cls = max(((c, v) for c, v in b.by_class_stall.items() if v), key=lambda kv: kv[1], default=None)
+    f = plan.findings[0] if plan.findings else None
+    return {
+        "href": href,
+        "kernel": d.kernel_name,
+        "path": str(d.path),
+        "dispatch_id": d.resources.dispatch_id,
+        "target": d.arch.target,
+        "waves": d.waves.count,
+        "total_cycles": b.total_latency + b.total_idle,
+        "latency": b.total_latency,
+        "stall": b.total_stall,
+        "stall_share": b.total_stall / b.total_latency if b.total_latency else None,
+        "top_class": None if top_cls is None else top_cls[0],
+        "top_class_share": None if top_cls is None or not b.total_stall else top_cls[1] / b.total_stall,
+        "occupancy_theoretical": o.theoretical_waves_per_simd,
+        "occupancy_limiters": o.limiters,
+        "occupancy_observed": o.observed_max_per_simd_traced,
+        "top_finding": None
+        if f is None
+        else {"severity": f.severity, "title": f.title, "rule": f.rule, "share": f.share if f.kind == "performance" else None},
+        "findings": len(plan.findings),
+        "warnings": len(result.warnings),
+    }
+
+
+def _fmt_int(x) -> str:
+    return "n/a" if x is None else f"{x:,}"
+
+
+def _fmt_pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _safe_href(href: str) -> str:
+    """A relative link (quoted per path segment); anything with a scheme or
+    an absolute path is made a file-relative path."""
+    from urllib.parse import quote
+
+    href = str(href).replace("\\", "/")
+    return "/".join(quote(seg, safe="") for seg in href.split("/") if seg not in ("", "."))
+
+
+def render_index_text(entries, title: str = "attlens reports") -> str:
+    e = html.escape
+    rows = []
+    for i, x in enumerate(entries, 1):
+        if x.get("error"):
+            rows.append(
+                f'<tr class="err"><td>{i}</td><td colspan="8">{e(str(x.get("path", "")))}</td><td>{e(str(x["error"]))}</td></tr>'
+            )
+            continue
+        f = x.get("top_finding")
+        finding = "no rule fired" if not f else f'<span class="sev sev-{e(f["severity"])}">{e(f["severity"])}</span> {e(f["title"])} <code>[{e(f["rule"])}]</code>' + (
+            f' — {_fmt_pct(f["share"])} of cycles' if f.get("share") is not None else "")
+        occ = "n/a" if x.get("occupancy_theoretical") is None else f'{x["occupancy_theoretical"]} ({e(", ".join(x.get("occupancy_limiters") or []))})'
+        top = "-" if not x.get("top_class") else f'{e(x["top_class"])} {_fmt_pct(x.get("top_class_share"))}'
+        rows.append(
+            "<tr>"
+            f"<td>{i}</td>"
+            f'<td><a class="report-link" href="{e(_safe_href(x["href"]), quote=True)}">{e(x["kernel"] or "(unnamed kernel)")}</a>'
+            f'<div class="path">{e(x["path"])}</div></td>'
+            f'<td>{e(x.get("target") or "unknown")}</td>'
+            f'<td class="num">{_fmt_int(x.get("waves"))}</td>'
+            f'<td class="num">{_fmt_int(x.get("total_cycles"))}</td>'
+            f'<td class="num">{_fmt_int(x.get("stall"))}</td>'
+            f'<td class="num">{_fmt_pct(x.get("stall_share"))}</td>'
+            f"<td>{top}</td>"
+            f'<td class="num">{occ} / {_fmt_int(x.get("occupancy_observed"))}</td>'
+            f"<td>{finding}</td>"
+            "</tr>"
+        )
+    return _fill(
+        _template("index.html"),
+        {
+            "CSP": e(_csp(None), quote=True),
+            "STYLE": _template("report.css"),
+            "VERSION": e(__version__),
+            "COUNT": str(len(entries)),
+            "TITLE": e(title),
+            "ROWS": "\n".join(rows),
+        },
+    )
+
+
+def render_index(entries, out_path, title: str = "attlens reports") -> int:
+    """Write the index page of several captures atomically; ``entries`` are
+    :func:`index_entry` dicts (or ``{"path", "error"}`` for a capture that
+    could not be read). Returns its size in bytes."""
+    return write_atomic(out_path, render_index_text(entries, title))
+
+
+# ---------------------------------------------------------------------------
+# convenience for the CLI
+# ---------------------------------------------------------------------------
+
+
+def report_name(result, used: set[str] | None = None) -> str:
+    """A file name for a capture's report: ``<kernel>-d<dispatch>.html``,
+    made of safe characters and unique within ``used``."""
+    d = result.dispatch
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", d.kernel_name or "kernel")[:60].strip("._") or "kernel"
+    did = d.resources.dispatch_id
+    name = f"{base}-d{did}" if did is not None else base
+    cand, k = name + ".html", 2
+    while used is not None and cand in used:
+        cand, k = f"{name}-{k}.html", k + 1
+    if used is not None:
+        used.add(cand)
+    return cand
+
+
+def render_captures(dirs, out_path, rocprof_dir=None, pmc=None) -> list[Path]:
+    """Load, analyze and report capture directories. One directory: its
+    report at ``out_path``. Several: each report beside ``out_path`` (named by
+    :func:`report_name`) and the index page at ``out_path``. A capture that
+    fails to load is listed in the index with its error (single capture: the
+    error is raised). Returns the files written, the index last."""
+    from attlens.analysis.analyze import analyze
+    from attlens.analysis.plan import make_plan
+    from attlens.analysis.waves import analyze_waves
+    from attlens.errors import AttlensError
+    from attlens.model.loader import load
+
+    dirs = list(dirs)
+    out = Path(out_path)
+    if len(dirs) == 1:
+        r = analyze(load(dirs[0], rocprof_dir=rocprof_dir))
+        render_html(r, make_plan(r), analyze_waves(r), out, pmc=pmc)
+        return [out]
+    written, entries, used = [], [], {out.name}
+    for p in dirs:
+        try:
+            r = analyze(load(p, rocprof_dir=rocprof_dir))
+        except AttlensError as exc:
+            entries.append({"path": str(p), "error": exc.message})
+            continue
+        plan = make_plan(r)
+        name = report_name(r, used)
+        render_html(r, plan, analyze_waves(r), out.parent / name)
+        written.append(out.parent / name)
+        entries.append(index_entry(r, plan, name))
+    render_index(entries, out)
+    written.append(out)
+    return written

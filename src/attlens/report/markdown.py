@@ -1,0 +1,290 @@
+"""Markdown report of one capture (``attlens report DIR --format md -o OUT/``):
+``report.md`` in the shape kernel teams already write by hand, and the JSON
+analysis (``attlens.analyze`` v1) beside it as ``analysis.json``.
+
+Sections: capture, headline, wave states, stall by class, occupancy, top
+source lines, top instructions with disassembly context, pc range → source,
+recommendations (the plan's findings with their evidence), pipe utilization,
+warnings, and the commands to reproduce. Every number is the one in
+``analysis.json`` (or, for wave states and pipes, ``attlens waves --json``).
+
+Trace strings (kernel names, paths, ISA, source) are written in code spans or
+fenced blocks, whose fences are longer than any backtick run in the text;
+plain-text strings have ``<``, ``>``, ``&`` and ``|`` escaped so a Markdown
+renderer shows them literally.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from attlens import __version__
+from attlens.report.html import reproduce_commands, write_atomic
+
+TOP_LINES = 10
+TOP_INSTRUCTIONS = 10
+CONTEXT = 4  # listed instructions before/after a hot one
+MAX_RANGES = 400  # rows of the pc range → source table
+JSON_TOPK = 20
+
+
+def _n(x) -> str:
+    return "n/a" if x is None else f"{x:,}"
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _text(s) -> str:
+    """Plain text: shown literally by a Markdown renderer."""
+    s = str(s).replace("\r", " ").replace("\n", " ")
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = re.sub(r"([\\`*_\[\]|#])", r"\\\1", s)
+    return s
+
+
+def _code(s, table: bool = False) -> str:
+    """An inline code span holding ``s`` literally (in a table, ``|`` is escaped
+    as GFM requires even inside code spans)."""
+    s = str(s).replace("\r", " ").replace("\n", " ")
+    if s == "":
+        return "``"
+    run = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or run else ""
+    out = f"{fence}{pad}{s}{pad}{fence}"
+    return out.replace("|", "\\|") if table else out
+
+
+def _fence(lines: list[str], lang: str = "") -> list[str]:
+    body = "\n".join(lines)
+    run = max((len(m) for m in re.findall(r"`{3,}", body)), default=0)
+    f = "`" * max(3, run + 1)
+    return [f + lang, *lines, f]
+
+
+def _table(header: list[str], rows: list[list[str]], align: str) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _short(src: str | None) -> str:
+    if not src:
+        return "-"
+    f, _, ln = src.rpartition(":")
+    return f"{f.rsplit('/', 1)[-1]}:{ln}" if f else src
+
+
+def pc_ranges(result) -> list[dict]:
+    """Runs of consecutive listed instructions (pc order) with the same own
+    source location: ``[{first_pc, last_pc, first_vaddr, last_vaddr,
+    instructions, source, stall, latency, hit}]``."""
+    import numpy as np
+
+    d = result.dispatch
+    s = result.sums
+    pcs = np.flatnonzero(d.code.instruction_mask).tolist()
+    out: list[dict] = []
+    for pc in pcs:
+        own = d.static.own_source[pc]
+        src = str(own) if own else None
+        cur = out[-1] if out else None
+        if cur is not None and cur["source"] == src:
+            cur["last_pc"] = pc
+            cur["last_vaddr"] = int(d.code.vaddr[pc])
+            cur["instructions"] += 1
+        else:
+            cur = {"first_pc": pc, "last_pc": pc, "first_vaddr": int(d.code.vaddr[pc]), "last_vaddr": int(d.code.vaddr[pc]),
+                   "instructions": 1, "source": src, "stall": 0, "latency": 0, "hit": 0}
+            out.append(cur)
+        cur["stall"] += int(s.stall[pc])
+        cur["latency"] += int(s.latency[pc])
+        cur["hit"] += int(s.hit[pc])
+    return out
+
+
+def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str:
+    """The Markdown report as a string. ``analysis``: the ``analysis_to_dict``
+    object written beside it (computed when not given)."""
+    from attlens.report.json_out import analysis_to_dict
+    from attlens.report.plan_out import _evidence_lines
+
+    a = analysis if analysis is not None else analysis_to_dict(result, JSON_TOPK)
+    d = result.dispatch
+    c, t, tot, o, q = a["capture"], a["target"], a["totals"], a["occupancy"], a["quality"]
+    L: list[str] = []
+    L += [f"# attlens report — {_code(c['kernel'] or '(unnamed kernel)')}", ""]
+    tgt = t["name"] or "unknown"
+    if t["family"]:
+        tgt += f" ({t['family']}" + (f", {t['product']}" if t["product"] else "") + ")"
+    L += [
+        f"- **Capture:** {_code(c['path'])}",
+        f"- **Dispatch:** {c['dispatch_id'] if c['dispatch_id'] is not None else 'n/a'} (agent handle {c['agent_handle'] if c['agent_handle'] is not None else 'n/a'})",
+        f"- **Target:** {_text(tgt)} — from {_text(t['source'])}: {_text(t['reason'] or '')}",
+        f"- **Traced:** {_n(c['waves'])} waves on CU {','.join(map(str, c['cus']))} of SE {','.join(map(str, c['shader_engines']))}, "
+        f"SIMD {','.join(map(str, c['simds']))}; {_n(c['records'])} instruction records"
+        + (f"; shader clock {c['shader_clock_mhz']:,.0f} MHz" if c["shader_clock_mhz"] else ""),
+        f"- **Source lines:** "
+        + (f"{_pct(q['mapped_latency_share'])} of cycles on instructions with a source line" if q["has_source_lines"] else "none (built without line info)"),
+        f"- **attlens:** {__version__}",
+        "",
+    ]
+
+    # headline
+    cycles = tot["latency"] + tot["idle"]
+    L += ["## Headline", ""]
+    rows = [
+        ["total cycles (latency + idle)", _n(cycles)],
+        ["latency", _n(tot["latency"])],
+        ["stall", _n(tot["stall"])],
+        ["stall share of latency", _pct(tot["stall_share_of_latency"])],
+        ["idle", _n(tot["idle"])],
+        ["issue (latency − stall)", _n(tot["issue"])],
+    ]
+    if a.get("latency_hiding"):
+        rows.append(["hidden by other waves' work", _pct(a["latency_hiding"]["hidden_share"])])
+    theo = o["theoretical_waves_per_simd"]
+    rows.append(["occupancy, theoretical (waves/SIMD)", "n/a" if theo is None else f"{theo} ({', '.join(o['limiters']) or '-'})"])
+    rows.append(["occupancy, observed peak on the traced CU", _n(o["observed_max_waves_per_simd_traced_cu"])])
+    L += _table(["metric", "value"], rows, "lr") + [""]
+    if plan.findings:
+        f = plan.findings[0]
+        L += [f"Top finding: **{f.severity}** {_text(f.title)} ({_code(f.rule)})" + (f", {_pct(f.share)} of cycles at stake." if f.kind == "performance" else "."), ""]
+
+    # wave states
+    st = waves.states
+    L += ["## Wave states", "", "All traced waves, weighted by lifetime (from each wave's timeline).", ""]
+    L += _table(["state", "cycles", "share"], [[s, _n(st.kernel[s]), _pct(st.kernel_share[s])] for s in ("EXEC", "WAIT", "STALL", "IDLE")], "lrr") + [""]
+
+    # per class
+    L += ["## Stall by class", ""]
+    L += _table(
+        ["class", "stall", "stall share", "latency", "latency share", "records", "meaning"],
+        [[_code(r["class"], True), _n(r["stall"]), _pct(r["stall_share"]), _n(r["latency"]), _pct(r["latency_share"]), _n(r["records"]), _text(r["description"])]
+         for r in a["stall_by_class"]],
+        "lrrrrrl",
+    ) + [""]
+
+    # occupancy
+    L += ["## Occupancy", ""]
+    if not o["available"] and o["reason"]:
+        L += [f"Theoretical occupancy unavailable: {_text(o['reason'])}", ""]
+    if o["limits"]:
+        L += _table(["resource", "waves/SIMD", "detail"], [[l["name"], "-" if l["waves_per_simd"] is None else str(l["waves_per_simd"]), _text(l["detail"])] for l in o["limits"]], "lrl") + [""]
+    L += [f"Observed peak waves per SIMD: {_n(o['observed_max_waves_per_simd_traced_cu'])} on the traced CU"
+          + (f" (mean peak {o['observed_mean_peak_waves_per_simd_traced_cu']:.2f})" if o["observed_mean_peak_waves_per_simd_traced_cu"] is not None else "")
+          + f", {_n(o['observed_max_waves_per_simd_all_cus'])} over all CUs of the traced SEs.", ""]
+    for x in o["explanation"] or []:
+        L += [f"- {_text(x)}"]
+    if o["explanation"]:
+        L += [""]
+
+    # top lines
+    lines = a["hotspots"]["lines_by_stall"][:TOP_LINES]
+    L += [f"## Top {len(lines)} source lines by stall", ""]
+    L += _table(
+        ["#", "source", "stall", "stall share", "latency", "idle", "dominant class", "instructions (executed/listed)"],
+        [[str(i), _code(ln["source"], True), _n(ln["stall"]), _pct(ln["stall_share"]), _n(ln["latency"]), _n(ln["idle"]), _code(ln["dominant_class"], True), f"{ln['executed']}/{ln['instructions']}"]
+         for i, ln in enumerate(lines, 1)],
+        "rlrrrrlr",
+    ) + [""]
+
+    # top instructions with disassembly context
+    instrs = a["hotspots"]["instructions_by_stall"][:TOP_INSTRUCTIONS]
+    L += [f"## Top {len(instrs)} instructions by stall", ""]
+    L += _table(
+        ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source"],
+        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _n(h["stall"]), _pct(h["stall_share"]), _n(h["idle"]), _code(_short(h["source"]), True)]
+         for i, h in enumerate(instrs, 1)],
+        "rrllrrrrrl",
+    ) + [""]
+    listed = [p for p in range(d.code.size) if d.code.instruction_mask[p]]
+    pos = {p: i for i, p in enumerate(listed)}
+    for i, h in enumerate(instrs, 1):
+        k = pos.get(h["pc"])
+        if k is None:
+            continue
+        L += [f"### {i}. pc {h['pc']} — {_code(h['isa'])}", ""]
+        waits = _waited_on(waves, h["pc"])
+        body = []
+        for p in listed[max(0, k - CONTEXT): k + CONTEXT + 1]:
+            mark = ">>" if p == h["pc"] else "  "
+            src = d.static.own_source[p]
+            body.append(f"{mark} {p:>6}  stall {int(result.sums.stall[p]):>12,}  {d.code.isa[p]:<56}  ; {_short(str(src)) if src else '-'}")
+        L += _fence(body, "asm") + [""]
+        own = d.static.own_source[h["pc"]]
+        text = d.source_text(own) if own is not None and own.line else None
+        if text is not None and 1 <= own.line <= len(text):
+            L += [f"Source {_code(_short(str(own)))}: {_code(text[own.line - 1].strip())}", ""]
+        if h["inline_chain"]:
+            L += [f"Inlined at: {_code(' -> '.join(h['inline_chain']))}", ""]
+        if waits:
+            L += ["Waited on: " + ", ".join(f"pc {p} {_code(d.code.isa[p])} ({cyc:,} cycles)" for p, cyc in waits[:4]) + ("; …" if len(waits) > 4 else ""), ""]
+
+    # pc range -> source
+    ranges = pc_ranges(result)
+    L += ["## PC range → source", "", f"{len(ranges):,} runs of consecutive instructions with the same source location (pc order)"
+          + (f"; the first {MAX_RANGES} are listed." if len(ranges) > MAX_RANGES else "."), ""]
+    L += _table(
+        ["pcs", "vaddr", "instructions", "source", "stall", "latency"],
+        [[f"{r['first_pc']}–{r['last_pc']}" if r["last_pc"] != r["first_pc"] else str(r["first_pc"]),
+          f"0x{r['first_vaddr']:x}–0x{r['last_vaddr']:x}" if r["last_pc"] != r["first_pc"] else f"0x{r['first_vaddr']:x}",
+          str(r["instructions"]), _code(r["source"] or "(no source)", True), _n(r["stall"]), _n(r["latency"])] for r in ranges[:MAX_RANGES]],
+        "llrlrr",
+    ) + [""]
+
+    # recommendations
+    L += ["## Recommendations", "", "The plan's findings, capture-quality ones first, then by cycles at stake × confidence (docs/rules.md).", ""]
+    if not plan.findings:
+        L += ["No rule fired: no pattern above its threshold.", ""]
+    for i, f in enumerate(plan.findings, 1):
+        stake = f"{f.cycles_at_stake:,} cycles at stake ({_pct(f.share)})" if f.kind == "performance" else "capture quality"
+        L += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule {_code(f.rule)} · {stake} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
+        L += _fence(_evidence_lines(f.evidence)) + [""]
+        L += [f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]
+    for rid, err in plan.errors.items():
+        L += [f"- rule {_code(rid)} failed: {_text(err)}"]
+
+    # pipes
+    L += ["## Pipe utilization", "", "Share of the traced window each pipe was busy, over all traced SIMDs.", ""]
+    L += _table(["pipe", "issue cycles", "busy cycles", "busy share"],
+                [[p, _n(v["issue_cycles"]), _n(v["busy_cycles"]), _pct(v["busy_share"])] for p, v in waves.pipes.kernel.items()], "lrrr") + [""]
+
+    # warnings
+    warns = list(a["warnings"]) + list(waves.phases.flags)
+    if warns:
+        L += ["## Warnings", ""] + [f"- {_text(w)}" for w in warns] + [""]
+
+    # reproduce
+    L += ["## Reproduce", ""]
+    L += _fence(reproduce_commands(c["path"]), "sh") + [""]
+    L += ["`analysis.json` beside this file is `attlens analyze --json --topk 20` of the same capture.", ""]
+    return "\n".join(L)
+
+
+def _waited_on(waves, pc: int) -> list[tuple[int, int]]:
+    prods = waves.attribution.by_wait_pc.get(pc)
+    if not prods:
+        return []
+    return sorted(((int(p), int(c)) for p, c in prods.items()), key=lambda x: -x[1])
+
+
+def render_markdown_bundle(result, plan, waves, out_dir) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``analysis.json`` (``attlens.analyze`` v1, top
+    20 per ranking) into ``out_dir`` (created), each atomically. Returns
+    their paths."""
+    from attlens.report.json_out import analysis_to_dict, dumps
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    analysis = analysis_to_dict(result, JSON_TOPK)
+    md, js = out / "report.md", out / "analysis.json"
+    write_atomic(js, dumps(analysis) + "\n")
+    write_atomic(md, report_to_markdown(result, plan, waves, analysis))
+    return md, js
+
+
+__all__ = ["render_markdown_bundle", "report_to_markdown", "pc_ranges"]

@@ -1,0 +1,54 @@
+"""attlens report from the command line."""
+
+import json
+import subprocess
+import sys
+
+from attlens.synth import default_kernel, write_capture
+from conftest import require_shared
+
+
+def run(*args, code=0):
+    p = subprocess.run([sys.executable, "-m", "attlens", *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in p.stdout + p.stderr
+    assert p.returncode == code, p.stderr
+    return p
+
+
+def test_report_html_md_index_and_diff(tmp_path):
+    a = write_capture(tmp_path / "a")
+    k = default_kernel()
+    k.body[5].stall = 100
+    b = write_capture(tmp_path / "b", k, dispatch_id=8)
+    out = tmp_path / "out"
+    run("report", a, "-o", out / "a.html")
+    html = (out / "a.html").read_text()
+    assert html.startswith("<!doctype html") or html.lower().startswith("<!doctype html")
+    assert "http://" not in html.split("</head>")[0] and "https://" not in html.split("</head>")[0]  # nothing fetched
+    run("report", a, "--format", "md", "-o", out / "md")
+    doc = json.loads((out / "md" / "analysis.json").read_text())
+    assert doc["schema"] == "attlens.analyze"
+    assert f"{doc['totals']['stall']:,}" in (out / "md" / "report.md").read_text()
+    p = run("report", a, b, "-o", out / "index.html")
+    assert p.stderr.count("wrote") == 3
+    run("report", "--diff", a, b, "-o", out / "diff.html")
+    d = (out / "diff.html").read_text()
+    assert "toy_kernel.py:25" in d and "<script" not in d
+    assert "give one or more" in run("report", "-o", out / "x.html", code=2).stderr
+
+
+def test_diff_html_escapes_trace_strings(tmp_path):
+    k = default_kernel()
+    k.name = "evil</script><img src=x onerror=alert(1)>"
+    a = write_capture(tmp_path / "a", k)
+    b = write_capture(tmp_path / "b", k, dispatch_id=8)
+    run("report", "--diff", a, b, "-o", tmp_path / "d.html")
+    d = (tmp_path / "d.html").read_text()
+    assert "<img src=x" not in d and "&lt;img src=x" in d
+
+
+def test_report_real_capture_size(tmp_path):
+    shared = require_shared()
+    out = tmp_path / "vec.html"
+    run("report", shared / "traces/vec_add/big/ui_output_agent_14705_dispatch_25", "-o", out)
+    assert 10_000 < out.stat().st_size < 10_000_000

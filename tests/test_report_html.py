@@ -1,0 +1,234 @@
+"""The self-contained HTML report and the multi-capture index (no browser:
+tests/browser/ drives Chromium on the same pages)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html as _html
+import re
+
+import numpy as np
+import orjson
+import pytest
+
+import attlens
+from attlens.analysis.plan import make_plan
+from attlens.analysis.waves import analyze_waves
+from attlens.report.html import (
+    _coverage,
+    build_report_data,
+    index_entry,
+    json_for_script,
+    render_captures,
+    render_html,
+    render_html_text,
+    render_index,
+)
+from attlens.report.json_out import analysis_to_dict
+from attlens.synth import write_capture
+from attlens.synth.toy import Op, default_kernel
+from conftest import loaded, require_shared
+
+EVIL_NAME = "k</script><script>window.__pwned=1</script><img src=x onerror='window.__pwned=2'><!--{{DATA}}\u2028&amp;"
+EVIL_LINE = "wait_global()  # </script><script>window.__pwned=3</script><b>bold</b> & <i>"
+EVIL_PATH = "/tmp/<img src=x onerror='window.__pwned=5'>.py:7"
+EVIL_ISA = "v_pk_add_f32 v[10:11], v[0:1], v[2:3] ; </SCRIPT ><script>window.__pwned=4</script>"
+
+
+def crafted_kernel():
+    """The demo kernel with markup and script tags in its name, a source
+    line, a source path and an instruction's text."""
+    k = default_kernel()
+    k.name = EVIL_NAME
+    lines = k.source_text.split("\n")
+    lines[23] = EVIL_LINE  # toy_kernel.py:24, the planted hotspot
+    k.source_text = "\n".join(lines)
+    k.body[5] = Op(EVIL_ISA, 25, size=8, source=EVIL_PATH)
+    return k
+
+
+def _pipeline(path):
+    r = attlens.analyze(attlens.load(path))
+    return r, make_plan(r), analyze_waves(r)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return _pipeline(write_capture(tmp_path_factory.mktemp("toy")))
+
+
+@pytest.fixture(scope="module")
+def evil(tmp_path_factory):
+    return _pipeline(write_capture(tmp_path_factory.mktemp("evil"), crafted_kernel()))
+
+
+def embedded_data(page: str) -> dict:
+    m = re.search(r'<script type="application/json" id="attlens-data">(.*?)</script>', page, re.S)
+    assert m, "no data block"
+    return orjson.loads(m.group(1))
+
+
+def test_render_writes_atomically_and_returns_size(toy, tmp_path):
+    out = tmp_path / "sub" / "report.html"
+    n = render_html(*toy, out)
+    assert out.is_file() and n == out.stat().st_size
+    assert sorted(p.name for p in out.parent.iterdir()) == ["report.html"], "no temporary file left behind"
+    n2 = render_html(*toy, out)  # overwrite in place
+    assert n2 == n
+
+
+def test_embedded_data_equals_json_analysis(toy):
+    r, plan, wa = toy
+    data = embedded_data(render_html_text(r, plan, wa))
+    assert data["analysis"] == orjson.loads(orjson.dumps(analysis_to_dict(r, 20), option=orjson.OPT_NON_STR_KEYS))
+    h, t = data["headline"], data["analysis"]["totals"]
+    assert h["latency"] == t["latency"] and h["stall"] == t["stall"] and h["idle"] == t["idle"]
+    assert h["total_cycles"] == t["latency"] + t["idle"] == data["plan"]["totals"]["cycles"]
+    isa = data["isa"]
+    assert len(isa["pc"]) == r.hotspots.listed
+    assert sum(isa["stall"]) == t["stall"] and sum(isa["latency"]) == t["latency"] and sum(isa["idle"]) == t["idle"]
+    # every listed pc is on exactly one source line
+    pcs = [p for ln in data["source"]["lines"] for p in ln["pcs"]]
+    assert sorted(pcs) == sorted(isa["pc"])
+    # the planted hotspot: the wait on toy_kernel.py:24 is the hottest line
+    hot = max(data["source"]["lines"], key=lambda ln: ln["stall"])
+    assert hot["key"].endswith("toy_kernel.py:24")
+    # memory -> wait: the planted wait waited on the global load
+    wait_pc = next(p for p, txt in zip(isa["pc"], isa["text"]) if txt == "s_waitcnt vmcnt(0)")
+    prods = data["deps"]["waits"][str(wait_pc)]
+    assert any(isa["text"][isa["pc"].index(p)].startswith("buffer_load_dwordx4") for p, _ in prods)
+
+
+def test_timeline_downsampling_is_consistent(toy):
+    r, plan, wa = toy
+    tl = build_report_data(r, plan, wa)["timeline"]
+    d = r.dispatch
+    w = d.waves
+    assert len(tl["lanes"]) == len(set(zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())))
+    assert sorted(tl["waves"]["index"]) == list(range(w.count))
+    for layer in (tl["state"], tl["cls"]):
+        off = layer["off"]
+        assert len(off) == len(tl["lanes"]) + 1 and off[-1] == len(layer["val"]) == len(layer["start"])
+        for a, b in zip(off, off[1:]):
+            starts = np.cumsum(layer["start"][a:b])
+            assert starts[0] == 0 and np.all(np.diff(starts) > 0) and starts[-1] < tl["bins"]
+    # mean resident waves x window = sum of wave lifetimes
+    shift = np.array([(wa.clock.offsets or {}).get(int(se), 0) for se in w.se.tolist()])
+    life = int((w.end - w.begin).sum())
+    resident = np.array(tl["occupancy"]["resident"]) / tl["occupancy"]["scale"] * tl["bin_cycles"]
+    assert resident.sum() == pytest.approx(life, rel=0.01)
+    assert tl["t1"] - tl["t0"] == int((w.end + shift).max() - (w.begin + shift).min())
+    assert set(tl["state_names"][1:]) == {"IDLE", "EXEC", "WAIT", "STALL"}
+
+
+def test_coverage_matches_brute_force():
+    rng = np.random.default_rng(1)
+    n, lanes, bins, cats, width, t0 = 300, 3, 17, 4, 7, 100
+    start = rng.integers(t0, t0 + bins * width - 1, n)
+    end = np.minimum(start + rng.integers(0, 60, n), t0 + bins * width)
+    lane = rng.integers(0, lanes, n)
+    cat = rng.integers(0, cats, n)
+    got = _coverage(lane, start, end, cat, lanes, bins, cats, t0, width)
+    want = np.zeros((lanes, bins, cats))
+    for ln, s, e, c in zip(lane, start, end, cat):
+        for t in range(s, e):
+            want[ln, (t - t0) // width, c] += 1
+    np.testing.assert_allclose(got, want)
+
+
+def test_crafted_markup_stays_text(evil):
+    r, plan, wa = evil
+    assert r.dispatch.kernel_name == EVIL_NAME
+    page = render_html_text(r, plan, wa)
+    # exactly the page's own two script elements; no trace text closes or opens one
+    assert len(re.findall(r"<script", page, re.I)) == 2
+    assert len(re.findall(r"</script", page, re.I)) == 2
+    block = re.search(r'<script type="application/json" id="attlens-data">(.*?)</script>', page, re.S).group(1)
+    outside = page.replace(block, "")
+    title = re.search(r"<title>(.*?)</title>", page, re.S).group(1)
+    assert "__pwned" not in outside.replace(title, ""), "trace text only in the title and the data block"
+    assert "<img src=x" not in page and "<b>bold</b>" not in page and "<!--" not in page
+    assert not re.search(r"[<>&\u2028\u2029]", block)
+    # the title is HTML-escaped, and the data block gives back the exact strings
+    assert _html.unescape(title) == f"attlens report — {EVIL_NAME}"
+    data = embedded_data(page)
+    assert data["analysis"]["capture"]["kernel"] == EVIL_NAME
+    assert EVIL_ISA in data["isa"]["text"]
+    assert any(ln["key"] == EVIL_PATH for ln in data["source"]["lines"])
+    text = next(f["text"] for f in data["source"]["files"] if f["file"].endswith("toy_kernel.py"))
+    assert text[23] == EVIL_LINE
+
+
+def test_json_for_script_escapes():
+    s = json_for_script({"a": "</script><!--&\u2028\u2029", "b": [1, 2]})
+    assert "<" not in s and ">" not in s and "&" not in s and "\u2028" not in s
+    assert orjson.loads(s) == {"a": "</script><!--&\u2028\u2029", "b": [1, 2]}
+
+
+def test_page_is_self_contained_and_pins_its_script(toy):
+    page = render_html_text(*toy)
+    # no external resource of any kind
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:|//)""", page, re.I)
+    assert not re.search(r"@import|url\(\s*['\"]?(?:https?:|//)", page, re.I)
+    assert "<link" not in page.lower()
+    # the CSP allows the inline script by its hash and nothing else
+    csp = _html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1))
+    assert "default-src 'none'" in csp and "unsafe-eval" not in csp
+    script = page.rsplit("<script>", 1)[1].split("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp
+
+
+def test_pmc_block(toy):
+    from attlens.analysis.pmc import analyze_pmc
+
+    r, plan, wa = toy
+    counters = {"TCC_HIT_sum": 750.0, "TCC_MISS_sum": 250.0, "TCC_REQ_sum": 1000.0, "TCC_EA0_RDREQ_sum": 200.0,
+                "TCC_EA0_RDREQ_32B_sum": 0.0, "TCC_EA0_RDREQ_64B_sum": 0.0, "TCC_EA0_RDREQ_128B_sum": 200.0,
+                "TCC_EA0_WRREQ_sum": 10.0, "TCC_EA0_WRREQ_64B_sum": 10.0, "GRBM_GUI_ACTIVE": 1000.0}
+    pmc = analyze_pmc(counters, "gfx950", dispatch_id=r.dispatch.resources.dispatch_id)
+    data = embedded_data(render_html_text(r, plan, wa, pmc=pmc))
+    assert data["pmc"]["l2"]["hit_rate"] == pytest.approx(0.75)
+    assert data["pmc"]["dispatch_id"] == r.dispatch.resources.dispatch_id
+    assert embedded_data(render_html_text(r, plan, wa))["pmc"] is None
+
+
+def test_index_page(tmp_path, toy, evil):
+    entries = [index_entry(toy[0], toy[1], "a/toy report.html"), index_entry(evil[0], evil[1], "javascript:alert(1)"),
+               {"path": "/x/<b>broken</b>", "error": "no filenames.json <script>"}]
+    out = tmp_path / "index.html"
+    n = render_index(entries, out)
+    page = out.read_text()
+    assert n == out.stat().st_size
+    assert "<script" not in page.lower() and "<b>broken" not in page and "<img" not in page
+    hrefs = re.findall(r'href="([^"]*)"', page)
+    assert hrefs == ["a/toy%20report.html", "javascript%3Aalert%281%29"]
+    assert _html.escape(EVIL_NAME) in page
+    assert f'{toy[0].breakdown.total_latency + toy[0].breakdown.total_idle:,}' in page
+    assert toy[1].findings[0].title in page
+
+
+def test_render_captures_one_and_several(tmp_path):
+    a = write_capture(tmp_path / "a")
+    b = write_capture(tmp_path / "b", dispatch_id=9)
+    one = render_captures([a], tmp_path / "one.html")
+    assert one == [tmp_path / "one.html"] and one[0].stat().st_size > 0
+    out = render_captures([a, b, tmp_path / "missing"], tmp_path / "site" / "index.html")
+    assert out[-1] == tmp_path / "site" / "index.html"
+    names = sorted(p.name for p in out[:-1])
+    assert names == ["toy_kernel-d7.html", "toy_kernel-d9.html"]
+    page = out[-1].read_text()
+    assert all(f'href="{n}"' in page for n in names) and "missing" in page
+
+
+def test_softmax_report_size(tmp_path):
+    """The 2,056-wave capture: well under the 10 MB budget."""
+    shared = require_shared()
+    path = shared / "traces/softmax/big/ui_output_agent_47920_dispatch_13"
+    d, r = loaded(path)
+    n = render_html(r, make_plan(r), analyze_waves(r), tmp_path / "softmax.html")
+    assert n < 10 * 2**20
+    data = embedded_data((tmp_path / "softmax.html").read_text())
+    assert len(data["timeline"]["waves"]["index"]) == 2056
+    assert data["timeline"]["bins"] <= 6000
