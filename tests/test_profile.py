@@ -156,3 +156,24 @@ def test_capture_known_kernel(env):
     doc = json.loads(attlens(env, "capture", "--kernel", "vecAddKernel_0", "--iteration", "6", "--no-noise-check", "--out", env["tmp"] / "c", "--json", *app_args(env)).stdout)
     assert doc["iterations"] == [6] and len(doc["captures"]) == 1
     assert Path(doc["best_capture"]).name == "ui_output_agent_14705_dispatch_25"  # the 6th vecAddKernel_0 launch
+
+
+def test_pmc_runs_passes_and_merges_them(env):
+    out = env["tmp"] / "pmc"
+    doc = json.loads(attlens(env, "pmc", "--target", "gfx950", "--kernel", "vecAddKernel_0", "--out", out, "--json", *app_args(env)).stdout)
+    job_doc = yaml.safe_load((out / "pmc_input.yaml").read_text())
+    validate_job_file(job_doc)
+    jobs = job_doc["jobs"]
+    assert len(jobs) > 1 and all(sum(1 for c in j["pmc"] if c.startswith("TCC")) <= 4 for j in jobs)
+    assert all(j["kernel_include_regex"] == "^vecAddKernel_0$" for j in jobs)
+    passes = sorted((out / "pmc").glob("pass_*/*counter_collection.csv"))
+    assert len(passes) == len(jobs)
+    wanted = {c for j in jobs for c in j["pmc"]}
+    assert len(doc["dispatches"]) == 3  # the first three vecAddKernel_0 dispatches, every pass merged by dispatch id
+    import zlib
+
+    for d in doc["dispatches"]:
+        # every counter of every pass arrived with the value the fake wrote for this dispatch
+        got = {k.removesuffix("_sum"): v for k, v in d["counters"].items()}
+        for c in wanted:
+            assert got[c.removesuffix("_sum")] == zlib.crc32(f"{d['dispatch_id']}:{c}".encode()) % 100000, c
