@@ -97,7 +97,7 @@ def test_profile_success(env):
 def test_profile_terminal_and_second_run_keeps_the_first(env):
     out = env["tmp"] / "prof"
     p = attlens(env, "profile", "--out", out, *app_args(env))
-    assert "vecAddKernel_0" in p.stdout and "next: attlens plan" in p.stdout
+    assert "vecAddKernel_0" in p.stdout and "next: attlens report" in p.stdout
     first = sorted((out / "att").glob("ui_output_*"))
     p2 = json.loads(attlens(env, "profile", "--out", out, "--json", *app_args(env)).stdout)
     assert p2["out_dir"].endswith("prof-2")

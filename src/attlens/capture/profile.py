@@ -239,7 +239,7 @@ def _analyze_best(res: ProfileResult) -> None:
     import attlens
 
     res.analysis = attlens.analyze(attlens.load(res.best))
-    res.next_commands = [f"attlens plan {res.best}", f"attlens analyze {res.best} --detail", f"attlens waves {res.best}"]
+    res.next_commands = [f"attlens report {res.best} -o {res.out_dir / 'report.html'}", f"attlens plan {res.best}", f"attlens analyze {res.best} --detail"]
     res.step("analysis", "ok", f"{res.analysis.dispatch.waves.count} waves, {res.analysis.hotspots.executed} instructions executed")
 
 
