@@ -314,13 +314,9 @@ def cmd_deps(args) -> int:
 
 
 def _write_atomic(path: str, text: str) -> None:
-    from pathlib import Path
+    from attlens.fsutil import write_atomic
 
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomic(path, text)
 
 
 def _rule_set(text: str) -> set[str]:
@@ -466,7 +462,8 @@ def cmd_report(args) -> int:
         from attlens.report.markdown import render_markdown_bundle
 
         r = analyze(load(dirs[0], rocprof_dir=args.rocprof_dir))
-        md, js = render_markdown_bundle(r, make_plan(r), analyze_waves(r), Path(args.output))
+        waves = analyze_waves(r)
+        md, js = render_markdown_bundle(r, make_plan(r, waves=waves), waves, Path(args.output))
         print(f"wrote {md} and {js}", file=sys.stderr)
         return _exit_code([r])
     from attlens.report.html import render_captures

@@ -56,7 +56,7 @@ class Side:
 
 
 def side_from_result(result, label: str) -> Side:
-    d, s, st = result.dispatch, result.sums, result.dispatch.static
+    d = result.dispatch
     lines: dict[str, list[Site]] = {}
     line_class: dict[str, dict[str, int]] = {}
     for h in result.hotspots.instructions:  # executed instructions, pc order

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attlens.model.isa import mnemonic, operands
+from attlens.model.isa import operands
 
 PHASES = ("straight_line", "before_loop", "loop_first", "loop_steady", "after_loop")
 
@@ -55,6 +55,7 @@ class Phases:
 def _backward_branches(dispatch) -> list[StaticLoop]:
     code, st = dispatch.code, dispatch.static
     loops = []
+    hit = np.bincount(dispatch.records.pc, minlength=code.size)
     vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if code.instruction_mask[pc]}
     for pc in np.flatnonzero(code.instruction_mask).tolist():
         m = st.mnemonic[pc]
@@ -72,12 +73,8 @@ def _backward_branches(dispatch) -> list[StaticLoop]:
         first = vaddr_to_pc.get(target)
         if first is None:
             continue
-        loops.append(StaticLoop(pc, first, pc, bool(dispatch_hit(dispatch, pc))))
+        loops.append(StaticLoop(pc, first, pc, bool(hit[pc])))
     return loops
-
-
-def dispatch_hit(dispatch, pc: int) -> int:
-    return int(np.count_nonzero(dispatch.records.pc == pc))
 
 
 def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
@@ -141,7 +138,6 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
     flags = []
     loops = _backward_branches(dispatch)
     unreached = [lp for lp in loops if not lp.executed]
-    hit = np.bincount(recs.pc, minlength=n_pc)
     if loops and len(unreached) == len(loops):
         lp = max(unreached, key=lambda x: x.last_pc - x.first_pc)
         flags.append(

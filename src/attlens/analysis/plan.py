@@ -66,15 +66,18 @@ def rule(id: str, title: str, kind: str, trigger: str, evidence: str, limits: st
 class PlanContext:
     """Everything a rule may read, computed once."""
 
-    def __init__(self, result):
+    def __init__(self, result, waves=None):
         self.result = result
         self.d = result.dispatch
+        self._waves = waves
 
     @cached_property
     def waves(self):
-        from attlens.analysis.waves import analyze_waves
+        if self._waves is None:
+            from attlens.analysis.waves import analyze_waves
 
-        return analyze_waves(self.result)
+            self._waves = analyze_waves(self.result)
+        return self._waves
 
     @property
     def att(self):
@@ -102,6 +105,11 @@ class PlanContext:
         if h is None or s.stall[pc] == 0:
             return 1.0
         return float(s.stall[pc] - h.hidden_stall[pc]) / float(s.stall[pc])
+
+    def exposed_stall(self, pcs) -> float:
+        """Σ over pcs of their stall that other waves' work did not hide."""
+        s = self.result.sums
+        return sum(int(s.stall[pc]) * self.exposed_fraction(pc) for pc in pcs)
 
     def src(self, pc: int) -> str | None:
         loc = self.d.static.own_source[pc]
@@ -137,7 +145,9 @@ def load_rules() -> dict[str, RuleInfo]:
     return REGISTRY
 
 
-def make_plan(result, disable: set[str] | None = None, only: set[str] | None = None) -> Plan:
+def make_plan(result, disable: set[str] | None = None, only: set[str] | None = None, waves=None) -> Plan:
+    """Run the rules. Pass ``waves`` (an ``analyze_waves`` result) when the
+    caller has it, so the wave-level analyses are not computed twice."""
     rules = load_rules()
     disable = set(disable or ())
     unknown = (disable | set(only or ())) - set(rules)
@@ -145,7 +155,7 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
         from attlens.errors import UsageError
 
         raise UsageError(f"unknown rule(s): {', '.join(sorted(unknown))} (see `attlens rules`)")
-    ctx = PlanContext(result)
+    ctx = PlanContext(result, waves)
     findings, run, errors = [], [], {}
     for rid, info in rules.items():
         if rid in disable or (only and rid not in only):

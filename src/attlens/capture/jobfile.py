@@ -11,11 +11,12 @@ range is a *set* built from integers and ``A-B`` ranges (``"[6, [8-8]]"`` is
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import yaml
+
+from attlens.fsutil import write_atomic
 
 from attlens.errors import UsageError
 
@@ -144,8 +145,5 @@ def write_job_file(path: Path, jobs: list[dict]) -> Path:
     doc = {"jobs": jobs}
     validate_job_file(doc)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, yaml.safe_dump(doc, sort_keys=False))
     return path

@@ -9,7 +9,6 @@ or deleted.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -94,10 +93,3 @@ def best_capture(caps: list[CaptureDir]) -> CaptureDir | None:
     if not real:
         return None
     return max(real, key=lambda c: (c.waves, c.mapped_lines, c.instructions, -(c.dispatch_id or 0)))
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import os
 import re
 from importlib import resources
 from pathlib import Path
@@ -46,20 +45,7 @@ _MARKER = re.compile(r"\{\{([A-Z]+)\}\}")
 # ---------------------------------------------------------------------------
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str) -> int:
-    """Write ``data`` to ``path`` through a temporary file in the same folder
-    and ``os.replace``; returns the bytes written."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(raw)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return len(raw)
+from attlens.fsutil import write_atomic  # noqa: E402,F401  (re-exported for markdown.py)
 
 
 def json_for_script(obj) -> str:
@@ -583,7 +569,8 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None) -> list[Path]:
     out = Path(out_path)
     if len(dirs) == 1:
         r = analyze(load(dirs[0], rocprof_dir=rocprof_dir))
-        render_html(r, make_plan(r), analyze_waves(r), out, pmc=pmc)
+        waves = analyze_waves(r)
+        render_html(r, make_plan(r, waves=waves), waves, out, pmc=pmc)
         return [out]
     written, entries, used = [], [], {out.name}
     for p in dirs:
@@ -592,9 +579,10 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None) -> list[Path]:
         except AttlensError as exc:
             entries.append({"path": str(p), "error": exc.message})
             continue
-        plan = make_plan(r)
+        waves = analyze_waves(r)
+        plan = make_plan(r, waves=waves)
         name = report_name(r, used)
-        render_html(r, plan, analyze_waves(r), out.parent / name)
+        render_html(r, plan, waves, out.parent / name)
         written.append(out.parent / name)
         entries.append(index_entry(r, plan, name))
     render_index(entries, out)

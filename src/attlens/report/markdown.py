@@ -127,7 +127,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         f"- **Traced:** {_n(c['waves'])} waves on CU {','.join(map(str, c['cus']))} of SE {','.join(map(str, c['shader_engines']))}, "
         f"SIMD {','.join(map(str, c['simds']))}; {_n(c['records'])} instruction records"
         + (f"; shader clock {c['shader_clock_mhz']:,.0f} MHz" if c["shader_clock_mhz"] else ""),
-        f"- **Source lines:** "
+        "- **Source lines:** "
         + (f"{_pct(q['mapped_latency_share'])} of cycles on instructions with a source line" if q["has_source_lines"] else "none (built without line info)"),
         f"- **attlens:** {__version__}",
         "",

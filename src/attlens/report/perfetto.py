@@ -14,7 +14,6 @@ so slices nest exactly, as the trace-event format requires.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -114,10 +113,6 @@ def build_trace(result, clock, max_waves: int | None = None, window: tuple[int, 
 
 def write_trace(trace: dict, out: Path) -> int:
     """Write atomically; returns the file size in bytes."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data = orjson.dumps(trace)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, out)
-    return len(data)
+    from attlens.fsutil import write_atomic
+
+    return write_atomic(out, orjson.dumps(trace))

@@ -20,13 +20,14 @@ which therefore collects most of the kernel's stall as a global-memory wait.
 
 from __future__ import annotations
 
-import os
 import random
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+
+from attlens.fsutil import write_atomic
 
 from attlens.model.isa import mnemonic, waitcnt_fields
 
@@ -222,12 +223,6 @@ def _run_wave(kernel: ToyKernel, start: int, rng: random.Random):
     return records, merged, waitcnt, t
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: int = 0, dispatch_id: int = 7, agent_handle: int = 1) -> Path:
     """Write a complete ``ui_output_agent_<h>_dispatch_<d>/`` directory and
     return its path. Every file follows att-format.md; code.json sums are the
@@ -273,7 +268,7 @@ def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: in
                             "waitcnt": waitcnt,
                         },
                     }
-                    _atomic_write(root / name, orjson.dumps(doc))
+                    write_atomic(root / name, orjson.dumps(doc))
                     wave_index.setdefault(str(se), {}).setdefault(str(simd), {}).setdefault(str(slot), {})[str(k)] = [name, begin, end]
                     # writer's aggregation rule (att-format.md §2.2)
                     cursor = begin
@@ -321,9 +316,9 @@ def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: in
             cur = cur.setdefault(p, {})
         cur[parts[-1]] = "source_0_" + parts[-1]
         files["snapshots.json"] = {"/": node}
-        _atomic_write(root / ("source_0_" + parts[-1]), kernel.source_text.encode())
+        write_atomic(root / ("source_0_" + parts[-1]), kernel.source_text.encode())
     for name, doc in files.items():
-        _atomic_write(root / name, orjson.dumps(doc))
+        write_atomic(root / name, orjson.dumps(doc))
     if kernel.target:
         _write_side_files(root.parent, kernel, dispatch_id)
     return root
@@ -339,7 +334,7 @@ def _write_side_files(where: Path, kernel: ToyKernel, dispatch_id: int) -> None:
         [1, 1, '"GPU"', 4, 8, 160, 64, 256, 32, 90500, 2400, f'"{kernel.target}"', '"attlens toy GPU"'],
     ]
     lines = [",".join(f'"{c}"' for c in agent_cols)] + [",".join(str(v) for v in r) for r in agent_rows]
-    _atomic_write(where / "demo_agent_info.csv", ("\n".join(lines) + "\n").encode())
+    write_atomic(where / "demo_agent_info.csv", ("\n".join(lines) + "\n").encode())
     trace_cols = ["Kind", "Agent_Id", "Queue_Id", "Stream_Id", "Thread_Id", "Dispatch_Id", "Kernel_Id", "Kernel_Name",
                   "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "Scratch_Size", "VGPR_Count",
                   "Accum_VGPR_Count", "SGPR_Count", "Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z",
@@ -347,4 +342,4 @@ def _write_side_files(where: Path, kernel: ToyKernel, dispatch_id: int) -> None:
     row = ['"KERNEL_DISPATCH"', '"Agent 1"', 1, 0, 100, dispatch_id, 5, f'"{kernel.name}"', dispatch_id, 1000, 90000,
            kernel.lds_bytes, 0, kernel.vgprs, kernel.agprs, kernel.sgprs, kernel.workgroup, 1, 1, kernel.grid, 1, 1]
     lines = [",".join(f'"{c}"' for c in trace_cols), ",".join(str(v) for v in row)]
-    _atomic_write(where / "demo_kernel_trace.csv", ("\n".join(lines) + "\n").encode())
+    write_atomic(where / "demo_kernel_trace.csv", ("\n".join(lines) + "\n").encode())

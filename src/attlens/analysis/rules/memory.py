@@ -73,7 +73,7 @@ def load_mfma_interleave(ctx):
     if alternations < 0.6 * 2 * min(n_load, n_mfma):
         return []
     loads = [pc for pc, c in seq if c == "vmem_load"]
-    stall = sum(int(ctx.result.sums.stall[pc]) * ctx.exposed_fraction(pc) for pc in loads)
+    stall = ctx.exposed_stall(loads)
     if stall / ctx.total < MIN_SHARE:
         return []
     return [
@@ -102,7 +102,7 @@ def load_mfma_interleave(ctx):
 def vmem_backpressure(ctx):
     pcs = pcs_of_class(ctx, "vmem_load", "vmem_store", "vmem_atomic")
     s = ctx.result.sums
-    stall = sum(int(s.stall[pc]) * ctx.exposed_fraction(pc) for pc in pcs)
+    stall = ctx.exposed_stall(pcs)
     if stall / ctx.total < 0.05:
         return []
     worst = top(pcs, key=lambda p: int(s.stall[p]))

@@ -23,7 +23,7 @@ _SHAPE = re.compile(r"_(\d+x\d+)x\d+")
 def barrier_heavy(ctx):
     pcs = pcs_of_class(ctx, "barrier")
     s = ctx.result.sums
-    cycles = sum(int(s.stall[pc]) * ctx.exposed_fraction(pc) for pc in pcs)
+    cycles = ctx.exposed_stall(pcs)
     if cycles / ctx.total < 0.05:
         return []
     recs, w = ctx.d.records, ctx.d.waves
@@ -84,7 +84,7 @@ def mfma_dependency(ctx):
                 if dist >= passes:  # at least one instruction per pass in between: far enough
                     continue
                 if dst[prev] & reads:
-                    c = int(s.stall[pc]) * ctx.exposed_fraction(pc)
+                    c = ctx.exposed_stall([pc])
                     cycles += c
                     pairs.append({"producer_pc": prev, "dependent_pc": pc, "distance_instructions": dist, "passes_required": passes,
                                   "dependent": code.isa[pc], "stall": int(s.stall[pc])})
