@@ -1,0 +1,167 @@
+"""Commands that run rocprofv3 or read its run outputs: profile, capture, kernels, pmc."""
+
+from __future__ import annotations
+
+from attlens.cli.common import EPILOG, exit_code
+
+
+def _capture_opts(p) -> None:
+    p.add_argument("--out", default="attlens-profile", metavar="DIR", help="output folder (default ./attlens-profile)")
+    p.add_argument("--iteration", type=int, metavar="K", help="trace the K-th dispatch per kernel id (default: a steady-state one)")
+    p.add_argument("--target-cu", type=int, default=1, metavar="N", help="CU traced in each selected SE (default 1)")
+    p.add_argument("--se-mask", default="0xf", metavar="MASK", help="shader engines to trace (default 0xf)")
+    p.add_argument("--simd-select", default="0xf", metavar="MASK", help="SIMDs to trace (default 0xf)")
+    p.add_argument("--buffer-size", default="0x6000000", metavar="BYTES", help="ATT buffer (default 0x6000000 = 96 MiB)")
+    p.add_argument("--att-library-path", metavar="DIR", help="directory holding librocprof-trace-decoder.so")
+    p.add_argument("--rocprofv3", metavar="PATH", help="rocprofv3 executable (default: from PATH)")
+    p.add_argument("--timeout", type=float, default=3600, metavar="S", help="per rocprofv3 run (default 3600 s)")
+    p.add_argument("--no-noise-check", action="store_true", help="capture one dispatch, not two")
+    p.add_argument("--no-source-env", action="store_true", help="do not set the line-info/JIT-cache environment (docs/capture.md)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-color", action="store_true")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("profile", help="discover kernels, capture a steady-state dispatch with rocprofv3 --att, analyze it",
+                       usage="attlens profile [options] -- PROGRAM [ARGS ...]", epilog=EPILOG)
+    p.add_argument("--kernel", metavar="REGEX", help="kernel to trace (default: the largest total time, runtime helpers excluded)")
+    p.add_argument("--exclude", metavar="REGEX", help="kernels never picked by default (default: docs/capture.md)")
+    _capture_opts(p)
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("capture", help="capture one known kernel (job file + rocprofv3 --att + output discovery)",
+                       usage="attlens capture --kernel NAME [options] -- PROGRAM [ARGS ...]", epilog=EPILOG)
+    p.add_argument("--kernel", required=True, metavar="NAME", help="the exact kernel name (as in attlens kernels)")
+    _capture_opts(p)
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("kernels", help="kernel table (time, calls, ids, resources) from rocprofv3 outputs", epilog=EPILOG)
+    p.add_argument("path", nargs="+", help="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")
+    p.add_argument("--exclude", metavar="REGEX", help="flag these kernels as runtime helpers (default: docs/capture.md; '' flags none)")
+    p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown (default 20; --json has all)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-color", action="store_true")
+    p.set_defaults(func=cmd_kernels)
+
+    p = sub.add_parser("pmc", help="L2/HBM efficiency from hardware counters: plan passes, run them, or read outputs", epilog=EPILOG)
+    p.add_argument("path", nargs="?", help="counter_collection.csv, pmc_perf.csv, or a folder holding them (omit to run -- CMD)")
+    p.add_argument("--target", metavar="GFX", help="gfx942 / gfx950 / MI300X / MI350X ... (default: from agent_info.csv or sysinfo.csv)")
+    p.add_argument("--plan", action="store_true", help="only print the counter passes (rocprofv3 jobs) for --target")
+    p.add_argument("--ideal-bytes", type=float, metavar="B", help="bytes the kernel must move per dispatch (for over-fetch)")
+    p.add_argument("--duration-us", type=float, metavar="US", help="kernel duration from a kernel-trace run (PMC runs serialize dispatches)")
+    p.add_argument("--kernel", metavar="NAME", help="with -- CMD: count only this kernel (exact name)")
+    p.add_argument("--out", default="attlens-pmc", metavar="DIR", help="with -- CMD: output folder")
+    p.add_argument("--rocprofv3", metavar="PATH")
+    p.add_argument("--timeout", type=float, default=3600, metavar="S")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-color", action="store_true")
+    p.set_defaults(func=cmd_pmc)
+
+
+def _profile_options(args):
+    from attlens.capture.profile import ProfileOptions
+
+    return ProfileOptions(
+        command=list(args.cmd),
+        out_dir=args.out,
+        kernel_regex=getattr(args, "kernel", None) if args.command == "profile" else None,
+        kernel_name=args.kernel if args.command == "capture" else None,
+        iteration=args.iteration,
+        exclude=getattr(args, "exclude", None),
+        target_cu=args.target_cu,
+        se_mask=args.se_mask,
+        simd_select=args.simd_select,
+        buffer_size=args.buffer_size,
+        att_library_path=args.att_library_path,
+        rocprofv3=args.rocprofv3,
+        timeout=args.timeout,
+        noise_check=not args.no_noise_check,
+        source_env=not args.no_source_env,
+    )
+
+
+def cmd_profile(args) -> int:
+    from attlens.capture.profile import capture_only, profile
+    from attlens.report.profile_out import profile_to_dict, render_profile
+
+    opts = _profile_options(args)
+    res = profile(opts) if args.command == "profile" else capture_only(opts)
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        print(dumps(profile_to_dict(res)))
+    else:
+        from attlens.report.terminal import make_console
+
+        render_profile(res, make_console(args.no_color))
+    return 0 if res.analysis is None else exit_code([res.analysis])
+
+
+def cmd_kernels(args) -> int:
+    from attlens.capture.kernels import kernel_table
+    from attlens.report.kernels_out import kernels_to_dict, render_kernels
+
+    paths = args.path if len(args.path) > 1 else args.path[0]
+    table = kernel_table(paths) if args.exclude is None else kernel_table(paths, exclude=args.exclude)
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        print(dumps(kernels_to_dict(table)))
+    else:
+        from attlens.report.terminal import make_console
+
+        render_kernels(table, make_console(args.no_color), top=args.top)
+    return 0
+
+
+def cmd_pmc(args) -> int:
+    from pathlib import Path
+
+    from attlens.capture.pmc_run import detect_target, read_pmc_outputs, run_passes
+    from attlens.errors import UsageError
+
+    cmd = list(args.cmd)
+    if args.plan:
+        from attlens.analysis.pmc import job_pmc_lists
+
+        if not args.target:
+            raise UsageError("--plan needs --target")
+        jobs = job_pmc_lists(args.target)
+        if args.json:
+            from attlens.report.json_out import dumps
+
+            print(dumps({"schema": "attlens.pmc_plan", "schema_version": 1, "target": args.target, "passes": [j["pmc"] for j in jobs]}))
+        else:
+            for i, j in enumerate(jobs, 1):
+                print(f"pass {i}: {' '.join(j['pmc'])}")
+        return 0
+    if cmd:
+        if not args.target:
+            raise UsageError("running counter passes needs --target (the counter set depends on it)")
+        from attlens.capture.profile import fresh_out_dir
+
+        out, _note = fresh_out_dir(Path(args.out))
+        path = run_passes(cmd, out, args.target, args.kernel, True, args.rocprofv3, args.timeout)
+    elif args.path:
+        path = Path(args.path)
+    else:
+        raise UsageError("give a counter_collection.csv / pmc_perf.csv / folder, or a program after --")
+    pivot, source = read_pmc_outputs(path)
+    target = args.target or detect_target(path)
+    if not target:
+        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950")
+    from attlens.analysis.pmc import analyze_dispatches
+
+    durations = {d: args.duration_us * 1000 for d in pivot} if args.duration_us else None
+    results = analyze_dispatches(pivot, target, ideal_bytes=args.ideal_bytes, durations_ns=durations)
+    if args.json:
+        from attlens.report.json_out import dumps
+        from attlens.report.pmc_out import pmc_to_dict
+
+        print(dumps(pmc_to_dict(results, source=source)))
+    else:
+        from attlens.report.pmc_out import render_pmc
+        from attlens.report.terminal import make_console
+
+        render_pmc(results, make_console(args.no_color))
+    return 0

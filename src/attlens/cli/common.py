@@ -1,0 +1,64 @@
+"""What every command group shares: common options, loading captures for a
+command, exit codes from results, writing outputs, printing errors.
+
+Only argparse-level code lives at module level; everything heavy is imported
+inside the functions so ``attlens --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EPILOG = "Exit codes: docs/exit-codes.md. JSON schema: docs/json-schema.md."
+
+
+def add_capture_args(p: argparse.ArgumentParser) -> None:
+    """The options of every command that reads one capture (or a folder of them)."""
+    p.add_argument("path", help="a ui_output_agent_*_dispatch_* directory, or a folder holding captures")
+    p.add_argument("--all", action="store_true", help="analyze every capture found under PATH")
+    p.add_argument("--rocprof-dir", metavar="DIR", help="rocprofv3 outputs of the same run (agent_info.csv, kernel_trace.csv, results.json)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (docs/json-schema.md) instead of tables")
+
+
+def one_capture(args):
+    """Load and analyze (without the hidden-latency model) the capture(s) of ``args.path``."""
+    from attlens.analysis.analyze import analyze
+    from attlens.model.loader import load, resolve_capture_dirs
+
+    dirs = resolve_capture_dirs(args.path, all_captures=getattr(args, "all", False))
+    return [analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=False) for d in dirs]
+
+
+def exit_code(results) -> int:
+    """0, or 8 when some input of any result was skipped."""
+    from attlens.errors import EXIT_OK, EXIT_PARTIAL
+
+    return EXIT_PARTIAL if any(r.dispatch.partial for r in results) else EXIT_OK
+
+
+def write_atomic(path: str, text: str) -> None:
+    from attlens.fsutil import write_atomic as _write
+
+    _write(path, text)
+
+
+def print_error(exc, as_json: bool) -> None:
+    """One line on stderr (plus the candidates of a folder with several
+    captures); with ``--json`` also the ``attlens.error`` object on stdout."""
+    from attlens.errors import SeveralCaptures
+
+    msg = f"attlens: error: {exc.message}"
+    if exc.hint:
+        msg += f" (hint: {exc.hint})"
+    print(msg, file=sys.stderr)
+    if isinstance(exc, SeveralCaptures) and not as_json:
+        print("captures found:", file=sys.stderr)
+        for c in exc.candidates:
+            waves = "?" if c.waves is None else c.waves
+            instr = "?" if c.instructions is None else c.instructions
+            print(f"  {c.path}  waves={waves} instructions={instr}" + (f"  ({c.error})" if c.error else ""), file=sys.stderr)
+    if as_json:
+        from attlens.report.json_out import dumps, error_to_dict
+
+        print(dumps(error_to_dict(exc)))

@@ -1,0 +1,98 @@
+"""Commands that compare captures: diff and the regression gate check."""
+
+from __future__ import annotations
+
+import sys
+
+from attlens.cli.common import EPILOG, write_atomic
+
+
+def register(sub) -> None:
+    p = sub.add_parser("diff", help="compare two captures of a kernel (by source line and aligned instruction sites)", epilog=EPILOG)
+    p.add_argument("before", help="capture directory, or an attlens analyze --json --topk 0 file")
+    p.add_argument("after", help="capture directory, or an attlens analyze --json --topk 0 file")
+    p.add_argument("--force", action="store_true", help="diff even when kernel or target differ")
+    p.add_argument("--noise-floor", type=float, metavar="PCT", help="relative change (%%) below which a change is noise")
+    p.add_argument("--noise", nargs=2, metavar=("A", "B"), help="two captures of the same dispatch range: their difference is the noise floor")
+    p.add_argument("--top", type=int, default=10, metavar="N")
+    p.add_argument("--format", choices=("text", "md"), default="text")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-color", action="store_true")
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("check", help="gate a capture against a baseline: exit 0 within bounds, 20 on regression", epilog=EPILOG)
+    p.add_argument("capture", help="capture directory or attlens analyze --json --topk 0 file")
+    p.add_argument("--baseline", required=True, metavar="BASELINE")
+    p.add_argument("--max-regression", type=float, default=5.0, metavar="PCT", help="allowed increase in %% (default 5)")
+    p.add_argument("--metric", default="total", metavar="M", help="total | stall | class:NAME | line:FILE:LINE (per traced wave; default total latency)")
+    p.add_argument("--force", action="store_true", help="compare even when kernel or target differ")
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML result")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
+
+
+def cmd_diff(args) -> int:
+    from attlens.analysis.diff import diff, load_side, noise_between
+    from attlens.report.diff_out import diff_to_dict, diff_to_markdown, render_diff
+
+    a, b = load_side(args.before), load_side(args.after)
+    floor, source = None, None
+    if args.noise_floor is not None:
+        floor, source = args.noise_floor / 100, "--noise-floor"
+    elif args.noise:
+        floor, source = noise_between(load_side(args.noise[0]), load_side(args.noise[1])), f"--noise {args.noise[0]} {args.noise[1]}"
+    res = diff(a, b, force=args.force, noise_floor=floor, noise_source=source)
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        text = dumps(diff_to_dict(res, top=None if args.top == 0 else args.top)) + "\n"
+    elif args.format == "md":
+        text = diff_to_markdown(res, top=max(args.top, 1))
+    else:
+        text = None
+        if args.output:
+            import io
+
+            from rich.console import Console
+
+            buf = io.StringIO()
+            render_diff(res, Console(file=buf, width=200, no_color=True, highlight=False), top=max(args.top, 1))
+            text = buf.getvalue()
+        else:
+            from attlens.report.terminal import make_console
+
+            render_diff(res, make_console(args.no_color), top=max(args.top, 1))
+    if args.output:
+        write_atomic(args.output, text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    elif text is not None:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_check(args) -> int:
+    from attlens.analysis.diff import comparability, load_side, metric_value
+    from attlens.errors import EXIT_OK, EXIT_REGRESSION, Incomparable
+
+    cur, base = load_side(args.capture), load_side(args.baseline)
+    blocking = [c for c in comparability(base, cur) if c["blocking"]]
+    if blocking and not args.force:
+        raise Incomparable("not comparable: " + "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking), hint="pass --force")
+    before, after = metric_value(base, args.metric), metric_value(cur, args.metric)
+    change = (after - before) / before * 100 if before else (0.0 if after == 0 else None)
+    passed = change is not None and change <= args.max_regression
+    msg = (f"{args.metric} per wave {before:,.1f} -> {after:,.1f} ({'n/a' if change is None else f'{change:+.2f}%'}; "
+           f"limit +{args.max_regression}%): {'ok' if passed else 'REGRESSION'}")
+    if args.junit:
+        from attlens.report.diff_out import junit_xml
+
+        write_atomic(args.junit, junit_xml(cur.kernel, args.metric, before, after, change, args.max_regression, passed, msg))
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        print(dumps({"schema": "attlens.check", "schema_version": 1, "metric": args.metric, "baseline": before, "current": after,
+                     "change_percent": change, "max_regression_percent": args.max_regression, "passed": passed}))
+    else:
+        print(msg)
+    return EXIT_OK if passed else EXIT_REGRESSION
