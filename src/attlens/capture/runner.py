@@ -1,17 +1,18 @@
-"""Running rocprofv3: argument lists only (never a shell), a timeout, and the
-stderr/stdout of every run kept in the output folder."""
+"""Running rocprofv3: argument lists only (never a shell), a timeout that ends
+rocprofv3 and everything it started (attlens.procutil), and the stderr/stdout
+of every run kept in the output folder."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from attlens.errors import NoRocprofv3, ProfilerFailed
+from attlens.procutil import GroupTimeout, run_group
 
 _OPENED = re.compile(r"Opened result file:\s*(\S+?)(?:\s+\(UUID=[^)]*\))?\s*$")
 
@@ -61,12 +62,12 @@ def run(argv: list[str], log_dir: Path, name: str, timeout: float, cwd: Path | N
     t0 = time.monotonic()
     with out_p.open("wb") as out, err_p.open("wb") as err:
         try:
-            proc = subprocess.run(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
+            rc = run_group(argv, stdout=out, stderr=err, cwd=cwd, env=env, timeout=timeout)
+        except GroupTimeout:
             raise ProfilerFailed(f"{name}: rocprofv3 did not finish within {timeout:.0f} s (logs in {log_dir})", hint="raise --timeout") from None
         except OSError as exc:
             raise NoRocprofv3(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    return Run(argv, proc.returncode, time.monotonic() - t0, out_p, err_p)
+    return Run(argv, rc, time.monotonic() - t0, out_p, err_p)
 
 
 def last_error_line(text: str) -> str:
