@@ -220,3 +220,30 @@ def test_terminal_renderings(capsys):
                          (["captures", cap], "layernorm_kernel_0")):
         assert main([str(a) for a in args] + ["--no-color"]) == 0
         assert needle in capsys.readouterr().out
+
+
+def test_new_objects_validate_against_their_shipped_schemas(capsys):
+    from jsonschema import Draft202012Validator
+
+    from attlens.serve.tools import load_schema, schema_names
+
+    assert set(schema_names()) >= {"hotspots", "asm", "waits", "captures", "occupancy"}
+    shared = require_shared()
+    cap, flash = shared / LAYERNORM, shared / FLASH_SMALL
+    cases = [
+        ("hotspots", ["analyze", cap, "--by", "instruction"]), ("hotspots", ["analyze", cap, "--by", "line", "--topk", "0"]),
+        ("hotspots", ["analyze", cap, "--by", "opcode", "--no-exposed"]), ("asm", ["asm", cap, "--pc", 1, "--around", 30]),
+        ("waits", ["waits", flash, "--steady"]), ("waits", ["waits", cap, "--steady"]), ("captures", ["captures", shared / "traces"]),
+        ("occupancy", ["occupancy", cap]),
+    ]
+    for name, args in cases:
+        schema = load_schema(name)
+        Draft202012Validator.check_schema(schema)
+        doc = cli_json(capsys, *args)
+        errors = sorted(Draft202012Validator(schema).iter_errors(doc), key=str)
+        assert not errors, (name, args, errors[:3])
+        assert load_schema("attlens." + name) == schema
+    # the schemas are not vacuous: a wrong type is caught
+    bad = cli_json(capsys, "waits", cap)
+    bad["sites"][0]["p50"] = "fast"
+    assert list(Draft202012Validator(load_schema("waits")).iter_errors(bad))
