@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -94,7 +95,21 @@ def session(tmp_path_factory):
                         fn.write_text(json.dumps(doc))
                     out[key] = await s.call_tool(tool, arguments)
 
-    anyio.run(run)
+    # In a thread of its own: another test's event loop (Playwright's sync API) may still run in this one.
+    errors: list = []
+
+    def target():
+        try:
+            anyio.run(run)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below in the test's thread
+            errors.append(exc)
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(timeout=300)
+    assert not t.is_alive(), "the MCP session did not finish in 300 s"
+    if errors:
+        raise errors[0]
     return {"answers": out, "questions": {q[0]: q for q in qs}}
 
 
