@@ -353,3 +353,39 @@ def metric_value(side: Side, metric: str) -> float:
             raise UsageError(f"--metric {metric}: no such source line in {side.label}")
         return sum(s.latency for k in hits for s in side.line_sites[k]) / w
     raise UsageError(f"--metric {metric}: expected total, stall, class:NAME or line:FILE:LINE")
+
+
+@dataclass
+class CheckResult:
+    """``attlens check``: one metric of a capture against a baseline."""
+
+    kernel: str
+    metric: str
+    baseline: float
+    current: float
+    change_percent: float | None  # None: the baseline is 0 and the current value is not
+    max_regression_percent: float
+    passed: bool
+
+    @property
+    def message(self) -> str:
+        change = "n/a" if self.change_percent is None else f"{self.change_percent:+.2f}%"
+        return (f"{self.metric} per wave {self.baseline:,.1f} -> {self.current:,.1f} ({change}; "
+                f"limit +{self.max_regression_percent}%): {'ok' if self.passed else 'REGRESSION'}")
+
+    def to_dict(self) -> dict:
+        """The ``attlens.check`` object (``attlens check --json``)."""
+        from attlens.report.diff_out import check_to_dict
+
+        return check_to_dict(self)
+
+
+def check(cur: Side, base: Side, metric: str = "total", max_regression: float = 5.0, force: bool = False) -> CheckResult:
+    """Gate ``cur`` against ``base``: passed when ``metric`` grew by at most ``max_regression`` %."""
+    blocking = [c for c in comparability(base, cur) if c["blocking"]]
+    if blocking and not force:
+        raise Incomparable("not comparable: " + "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking), hint="pass --force")
+    before, after = metric_value(base, metric), metric_value(cur, metric)
+    change = (after - before) / before * 100 if before else (0.0 if after == 0 else None)
+    passed = change is not None and change <= max_regression
+    return CheckResult(cur.kernel, metric, before, after, change, max_regression, passed)

@@ -190,3 +190,97 @@ def compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
         never_executed=listed - executed,
         mix=dict(sorted(mix.items(), key=lambda kv: -kv[1]["records"])),
     )
+
+
+@dataclass
+class OpcodeHotspot:
+    """Every executed instruction with one mnemonic, summed (``analyze --by opcode``)."""
+
+    opcode: str  # mnemonic
+    cls: str  # static taxonomy class (waits: "wait")
+    instructions: int  # distinct executed pcs with this mnemonic
+    hit: int
+    latency: int
+    stall: int
+    idle: int
+    stall_share: float
+    latency_share: float
+    class_stall: dict[str, int]
+    pcs: list[int]  # its pcs, largest stall first
+    exposed: int | None = None
+    hidden: int | None = None
+
+
+def compute_opcode_hotspots(dispatch, hot: Hotspots) -> list[OpcodeHotspot]:
+    """Group the instruction hotspots by mnemonic (by pc order of first appearance)."""
+    groups: dict[str, list[InstructionHotspot]] = {}
+    for h in hot.instructions:
+        groups.setdefault(h.mnemonic, []).append(h)
+    with_exposed = bool(hot.instructions) and hot.instructions[0].exposed is not None
+    total_stall = sum(h.stall for h in hot.instructions)
+    total_lat = sum(h.latency for h in hot.instructions)
+    out = []
+    for m, hs in groups.items():
+        stall, lat = sum(h.stall for h in hs), sum(h.latency for h in hs)
+        cs: Counter = Counter()
+        for h in hs:
+            cs.update(h.class_stall)
+        out.append(
+            OpcodeHotspot(
+                opcode=m,
+                cls=dispatch.static.cls[hs[0].pc],
+                instructions=len(hs),
+                hit=sum(h.hit for h in hs),
+                latency=lat,
+                stall=stall,
+                idle=sum(h.idle for h in hs),
+                stall_share=stall / total_stall if total_stall else 0.0,
+                latency_share=lat / total_lat if total_lat else 0.0,
+                class_stall=dict(cs.most_common()),
+                pcs=[h.pc for h in sorted(hs, key=lambda h: (-h.stall, h.pc))],
+                exposed=sum(h.exposed for h in hs) if with_exposed else None,
+                hidden=sum(h.hidden for h in hs) if with_exposed else None,
+            )
+        )
+    return out
+
+
+def rank_by(items: list, key: str) -> list[int]:
+    """Indices of ``items`` ranked by attribute ``key`` (largest first, ties by position)."""
+    return sorted(range(len(items)), key=lambda i: (-getattr(items[i], key), i))
+
+
+HOTSPOT_GROUPINGS = ("instruction", "line", "opcode")
+HOTSPOT_SORTS = ("stall", "latency", "exposed", "idle")
+
+
+@dataclass
+class HotspotTable:
+    """One ranking: instructions, source lines or opcodes by one measure."""
+
+    by: str  # instruction | line | opcode
+    sort: str  # stall | latency | exposed | idle
+    rows: list  # every row of that grouping, ranked
+    result: object = field(default=None, repr=False)  # the AnalysisResult it came from
+
+    def to_dict(self, top: int | None = None) -> dict:
+        """The ``attlens.hotspots`` object (``attlens analyze --by ... --json``)."""
+        from attlens.report.agent_out import hotspots_to_dict
+
+        return hotspots_to_dict(self, top)
+
+
+def hotspot_table(result, by: str = "instruction", sort: str = "stall") -> HotspotTable:
+    from attlens.errors import UsageError
+
+    if by not in HOTSPOT_GROUPINGS:
+        raise UsageError(f"by={by!r}: expected one of {', '.join(HOTSPOT_GROUPINGS)}")
+    if sort not in HOTSPOT_SORTS:
+        raise UsageError(f"sort={sort!r}: expected one of {', '.join(HOTSPOT_SORTS)}")
+    if sort == "exposed" and result.hidden is None:
+        raise UsageError("sorting by exposed cycles needs the hidden-latency model: drop --no-exposed")
+    hot = result.hotspots
+    items = {"instruction": hot.instructions, "line": hot.lines}.get(by)
+    if items is None:
+        items = compute_opcode_hotspots(result.dispatch, hot)
+    return HotspotTable(by, sort, [items[i] for i in rank_by(items, sort)], result)

@@ -2,7 +2,9 @@
 
 The commands live in one module per group (``analysis_cmds``: one capture;
 ``report_cmds``: reports and the demo; ``compare_cmds``: diff and check;
-``capture_cmds``: rocprofv3 runs and their outputs). Each group's
+``capture_cmds``: rocprofv3 runs and their outputs; ``query_cmds``: asm,
+waits, occupancy, captures; ``agent_cmds``: the MCP server and the agent
+skill). Each group's
 ``register(sub)`` adds its subparsers with ``set_defaults(func=...)``; this
 module only assembles them and turns errors into exit codes.
 
@@ -17,10 +19,10 @@ import os
 import sys
 
 from attlens import __version__
-from attlens.cli import analysis_cmds, capture_cmds, compare_cmds, report_cmds
+from attlens.cli import agent_cmds, analysis_cmds, capture_cmds, compare_cmds, query_cmds, report_cmds
 from attlens.cli.common import EPILOG, print_error
 
-GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds)
+GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, agent_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

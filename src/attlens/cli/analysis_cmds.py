@@ -12,7 +12,8 @@ def register(sub) -> None:
     add_capture_args(p)
     p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
     p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="rank instructions, source lines, or both")
-    p.add_argument("--sort", choices=("stall", "latency", "exposed"), default="stall", help="rank by stall (default), latency, or exposed cycles (not hidden by other waves)")
+    p.add_argument("--sort", choices=("stall", "latency", "exposed", "idle"), default="stall", help="rank by stall (default), latency, exposed cycles (not hidden by other waves), or idle (idle needs --by)")
+    p.add_argument("--by", choices=("instruction", "line", "opcode"), help="one ranking of instructions, source lines or opcodes (--json: an attlens.hotspots object)")
     p.add_argument("--no-exposed", action="store_true", help="skip the hidden-latency model (faster; no exposed column)")
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
     p.add_argument("--context", type=int, default=2, metavar="N", help="source lines of context with --detail (default 2)")
@@ -68,7 +69,13 @@ def cmd_analyze(args) -> int:
         from attlens.errors import UsageError
 
         raise UsageError("--sort exposed needs the hidden-latency model: drop --no-exposed")
+    if args.sort == "idle" and not args.by:
+        from attlens.errors import UsageError
+
+        raise UsageError("--sort idle ranks one table: add --by instruction|line|opcode")
     results = [analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=not args.no_exposed) for d in dirs]
+    if args.by:
+        return _analyze_by(args, results)
     if args.json:
         from attlens.report.json_out import analysis_to_dict, dumps
 
@@ -93,6 +100,28 @@ def cmd_analyze(args) -> int:
                 findings = top_findings_lines(make_plan(r)) or ["no rule fired"]
                 findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
             render_analysis(r, console, topk=max(args.topk, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort, findings=findings)
+    return exit_code(results)
+
+
+def _analyze_by(args, results) -> int:
+    """``analyze --by``: one ranking (``attlens.hotspots``), the MCP ``hotspots`` tool's object."""
+    from attlens.analysis.hotspots import hotspot_table
+
+    tables = [hotspot_table(r, args.by, args.sort) for r in results]
+    if args.json:
+        from attlens.report.json_out import dumps
+
+        objs = [t.to_dict(args.topk) for t in tables]
+        print(dumps(objs[0] if not args.all else {"schema": "attlens.hotspots_many", "schema_version": 1, "captures": objs}))
+    else:
+        from attlens.report.agent_out import render_hotspots
+        from attlens.report.terminal import make_console
+
+        console = make_console(args.no_color)
+        for i, t in enumerate(tables):
+            if i:
+                console.rule()
+            render_hotspots(t, console, top=max(args.topk, 1))
     return exit_code(results)
 
 
@@ -187,19 +216,13 @@ def cmd_waves(args) -> int:
 
 
 def cmd_deps(args) -> int:
-    from attlens.analysis.waitattr import attribute_waits
-    from attlens.errors import UsageError
-    from attlens.report.waves_out import deps_to_dict, render_deps, select_deps
+    from attlens.report.query import select_deps
+    from attlens.report.waves_out import deps_to_dict, render_deps
 
     results = one_capture(args)
     objs = []
     for i, r in enumerate(results):
-        att = attribute_waits(r.dispatch, r.deps, r.pairs)
-        if args.pc is not None and not (0 <= args.pc < r.dispatch.code.size and r.dispatch.code.instruction_mask[args.pc]):
-            raise UsageError(f"--pc {args.pc}: no instruction with that pc index (0..{r.dispatch.code.size - 1})")
-        producers, waits = select_deps(r, att, pc=args.pc, line=args.line)
-        if args.line is not None and not producers and not waits:
-            raise UsageError(f"--line {args.line}: no memory op or wait on that line (try a longer or shorter path suffix)")
+        att, producers, waits = select_deps(r, pc=args.pc, line=args.line)
         if args.json:
             objs.append(deps_to_dict(r, att, producers, waits, None if args.topk == 0 else args.topk))
         else:

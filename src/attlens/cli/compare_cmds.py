@@ -72,27 +72,19 @@ def cmd_diff(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from attlens.analysis.diff import comparability, load_side, metric_value
-    from attlens.errors import EXIT_OK, EXIT_REGRESSION, Incomparable
+    from attlens.analysis.diff import check, load_side
+    from attlens.errors import EXIT_OK, EXIT_REGRESSION
 
-    cur, base = load_side(args.capture), load_side(args.baseline)
-    blocking = [c for c in comparability(base, cur) if c["blocking"]]
-    if blocking and not args.force:
-        raise Incomparable("not comparable: " + "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking), hint="pass --force")
-    before, after = metric_value(base, args.metric), metric_value(cur, args.metric)
-    change = (after - before) / before * 100 if before else (0.0 if after == 0 else None)
-    passed = change is not None and change <= args.max_regression
-    msg = (f"{args.metric} per wave {before:,.1f} -> {after:,.1f} ({'n/a' if change is None else f'{change:+.2f}%'}; "
-           f"limit +{args.max_regression}%): {'ok' if passed else 'REGRESSION'}")
+    res = check(load_side(args.capture), load_side(args.baseline), args.metric, args.max_regression, args.force)
     if args.junit:
         from attlens.report.diff_out import junit_xml
 
-        write_atomic(args.junit, junit_xml(cur.kernel, args.metric, before, after, change, args.max_regression, passed, msg))
+        write_atomic(args.junit, junit_xml(res.kernel, res.metric, res.baseline, res.current, res.change_percent,
+                                           res.max_regression_percent, res.passed, res.message))
     if args.json:
         from attlens.report.json_out import dumps
 
-        print(dumps({"schema": "attlens.check", "schema_version": 1, "metric": args.metric, "baseline": before, "current": after,
-                     "change_percent": change, "max_regression_percent": args.max_regression, "passed": passed}))
+        print(dumps(res.to_dict()))
     else:
-        print(msg)
-    return EXIT_OK if passed else EXIT_REGRESSION
+        print(res.message)
+    return EXIT_OK if res.passed else EXIT_REGRESSION

@@ -159,3 +159,9 @@ def diff_to_html(res, top: int = 30) -> str:
     parts.append(table(["line", "kind", "instruction", "latency"], [[c["line"], c["kind"], (c["after"] or c["before"])["isa"], (c["after"] or c["before"])["latency"]] for c in st["changed"]]))
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def check_to_dict(res) -> dict:
+    return {"schema": "attlens.check", "schema_version": 1, "attlens_version": __version__, "metric": res.metric,
+            "baseline": res.baseline, "current": res.current, "change_percent": res.change_percent,
+            "max_regression_percent": res.max_regression_percent, "passed": res.passed}

@@ -67,6 +67,31 @@ def _line(h) -> dict:
     }
 
 
+def occupancy_to_dict(o) -> dict:
+    """The ``occupancy`` section (also the ``attlens.occupancy`` object's)."""
+    return {
+        "available": o.available,
+        "reason": o.reason,
+        "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
+        "limiters": o.limiters,
+        "limits": [{"name": l.name, "waves_per_simd": l.waves_per_simd, "detail": l.detail} for l in o.limits],
+        "vgpr_alloc": o.vgpr_alloc,
+        "sgpr_alloc": o.sgpr_alloc,
+        "lds_alloc": o.lds_alloc,
+        "waves_per_workgroup": o.waves_per_workgroup,
+        "to_next_wave": o.to_next_wave,
+        "observed_max_waves_per_simd_traced_cu": o.observed_max_per_simd_traced,
+        "observed_mean_peak_waves_per_simd_traced_cu": None
+        if o.observed_mean_peak_per_simd_traced is None
+        else round(o.observed_mean_peak_per_simd_traced, 3),
+        "observed_max_waves_per_simd_all_cus": o.observed_max_per_simd_all_cus,
+        "workgroups": o.workgroups,
+        "resident_workgroup_capacity": o.resident_workgroup_capacity,
+        "grid_limited": o.grid_limited,
+        "explanation": o.explanation,
+    }
+
+
 def analysis_to_dict(result, topk: int | None = 20) -> dict:
     d = result.dispatch
     b = result.breakdown
@@ -171,27 +196,7 @@ def analysis_to_dict(result, topk: int | None = 20) -> dict:
             "exposed": int(result.hidden.exposed.sum()),
             "hidden_share": round(result.hidden.hidden_share, 6),
         },
-        "occupancy": {
-            "available": o.available,
-            "reason": o.reason,
-            "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
-            "limiters": o.limiters,
-            "limits": [{"name": l.name, "waves_per_simd": l.waves_per_simd, "detail": l.detail} for l in o.limits],
-            "vgpr_alloc": o.vgpr_alloc,
-            "sgpr_alloc": o.sgpr_alloc,
-            "lds_alloc": o.lds_alloc,
-            "waves_per_workgroup": o.waves_per_workgroup,
-            "to_next_wave": o.to_next_wave,
-            "observed_max_waves_per_simd_traced_cu": o.observed_max_per_simd_traced,
-            "observed_mean_peak_waves_per_simd_traced_cu": None
-            if o.observed_mean_peak_per_simd_traced is None
-            else round(o.observed_mean_peak_per_simd_traced, 3),
-            "observed_max_waves_per_simd_all_cus": o.observed_max_per_simd_all_cus,
-            "workgroups": o.workgroups,
-            "resident_workgroup_capacity": o.resident_workgroup_capacity,
-            "grid_limited": o.grid_limited,
-            "explanation": o.explanation,
-        },
+        "occupancy": occupancy_to_dict(o),
         "quality": {
             "code_json_consistent": q.code_json.consistent,
             "code_json_mismatching_pcs": q.code_json.mismatching,

@@ -1,0 +1,108 @@
+"""The ISA window around one instruction, with its figures and source lines.
+
+The view a person (or an agent) needs to reason about a hotspot: ``around``
+instructions before and after the pc in listing order (label rows in between
+are kept, they mark branch targets and loop heads), each with its measured
+cycles, its class, its own source line, and for waits the memory ops they
+waited on (for memory ops, the wait cycles they caused). Then the distinct
+source lines of the window, with their text when the capture carries a
+snapshot of the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from attlens.errors import UsageError
+
+
+@dataclass
+class AsmRow:
+    pc: int
+    label: str | None  # label rows: the symbol; instructions: None
+    vaddr: int
+    isa: str
+    mnemonic: str
+    cls: str  # static taxonomy class
+    executed: bool
+    hotspot: object | None  # attlens.analysis.hotspots.InstructionHotspot when executed
+    waits_on: list[tuple[int, int]]  # waits: [(producer pc, cycles charged)]
+    source: str | None
+
+
+@dataclass
+class SourceLine:
+    source: str
+    text: str | None  # None: the capture has no snapshot of the file
+
+
+@dataclass
+class AsmWindow:
+    pc: int
+    around: int
+    rows: list[AsmRow]
+    sources: list[SourceLine]  # distinct own source lines of the window, first appearance order
+    first_pc: int
+    last_pc: int
+    result: object = field(default=None, repr=False)  # the AnalysisResult it came from
+
+    def to_dict(self) -> dict:
+        """The ``attlens.asm`` object (``attlens asm --json``)."""
+        from attlens.report.agent_out import asm_to_dict
+
+        return asm_to_dict(self)
+
+
+def asm_window(result, pc: int, around: int = 10, attribution=None) -> AsmWindow:
+    """``around`` instructions either side of ``pc`` (an instruction's pc index)."""
+    from attlens.analysis.waitattr import attribute_waits
+
+    d = result.dispatch
+    code, st = d.code, d.static
+    mask = code.instruction_mask
+    if not (0 <= pc < code.size and mask[pc]):
+        raise UsageError(f"--pc {pc}: no instruction with that pc index (0..{code.size - 1})")
+    if around < 0:
+        raise UsageError(f"--around {around}: must be 0 or more")
+    lo = pc
+    for _ in range(around):
+        p = lo - 1
+        while p >= 0 and not mask[p]:
+            p -= 1
+        if p < 0:
+            break
+        lo = p
+    hi = pc
+    for _ in range(around):
+        p = hi + 1
+        while p < code.size and not mask[p]:
+            p += 1
+        if p >= code.size:
+            break
+        hi = p
+    # Label rows just before the first instruction belong to it (a loop head).
+    while lo > 0 and code.present[lo - 1] and code.is_label[lo - 1]:
+        lo -= 1
+    att = attribution if attribution is not None else attribute_waits(d, result.deps, result.pairs)
+    hot = {h.pc: h for h in result.hotspots.instructions}
+    rows, sources, seen = [], [], set()
+    for p in range(lo, hi + 1):
+        if not code.present[p]:
+            continue
+        if code.is_label[p]:
+            rows.append(AsmRow(p, code.isa[p].lstrip("; ").strip(), int(code.vaddr[p]), code.isa[p], "", "", False, None, [], None))
+            continue
+        own = st.own_source[p]
+        src = str(own) if own else None
+        h = hot.get(p)
+        waits_on = sorted(att.by_wait_pc.get(p, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        rows.append(AsmRow(p, None, int(code.vaddr[p]), code.isa[p], st.mnemonic[p], st.cls[p], h is not None, h, waits_on, src))
+        if own is not None and src not in seen:
+            seen.add(src)
+            text = None
+            if own.line is not None:
+                lines = d.source_text(own)
+                if lines is not None and 1 <= own.line <= len(lines):
+                    text = lines[own.line - 1]
+            sources.append(SourceLine(src, text))
+    return AsmWindow(pc, around, rows, sources, lo, hi, result)

@@ -1,0 +1,122 @@
+"""How long each wait site waits, per execution.
+
+A wait site is an instruction the taxonomy classes as a wait (``s_waitcnt``,
+gfx12 ``s_wait_*``, ...). One execution of it is one record; what it waited is
+that record's stall (cycles before it issued, att-format.md §2.2). Per site:
+count, mean, population standard deviation, p50/p90/p95 (NumPy's linear
+interpolation between order statistics) and max, plus how many executions did
+not wait at all. Totals say where the time went; the distribution says whether
+a wait is always long (latency not covered) or only sometimes (bursts,
+contention, the cold first iteration).
+
+``steady=True`` keeps only steady-state executions: records in phase
+``loop_steady`` of :mod:`attlens.analysis.phases` (the loop iterations after
+the first, per wave), so the cold first iteration and the code before and after
+the loop do not blur the figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attlens.analysis.taxonomy import WAIT
+
+
+@dataclass
+class WaitSite:
+    pc: int
+    isa: str
+    source: str | None
+    wait_class: str  # class holding most of its stall (wait_global, wait_lds, ...)
+    executions: int
+    zero_wait_executions: int  # executions that issued without stalling
+    total: int  # Σ stall over the counted executions
+    mean: float
+    stddev: float  # population (ddof=0)
+    p50: float
+    p90: float
+    p95: float
+    max: int
+    share_of_wait: float  # of Σ total over all sites
+    share_of_stall: float  # of the kernel's total stall (all records)
+    producers: list[tuple[int, int]]  # [(producer pc, cycles charged)], largest first
+
+
+@dataclass
+class WaitStats:
+    steady: bool  # only loop iterations after the first
+    sites: list[WaitSite]  # by total wait, largest first
+    executions: int
+    total: int
+    kernel_stall: int
+    notes: list[str] = field(default_factory=list)
+    result: object = field(default=None, repr=False)  # the AnalysisResult it came from
+
+    def to_dict(self, top: int | None = None) -> dict:
+        """The ``attlens.waits`` object (``attlens waits --json``)."""
+        from attlens.report.agent_out import waits_to_dict
+
+        return waits_to_dict(self, top)
+
+
+def compute_wait_stats(result, steady: bool = False, attribution=None) -> WaitStats:
+    """Per wait site distribution of the wait per execution.
+
+    ``attribution`` (an :func:`attlens.analysis.waitattr.attribute_waits`
+    result) adds each site's top producers; it is computed when not given.
+    """
+    from attlens.analysis.waitattr import attribute_waits
+
+    d = result.dispatch
+    recs, st, code = d.records, d.static, d.code
+    is_wait = np.array([c == WAIT for c in st.cls], dtype=bool)
+    mask = is_wait[recs.pc]
+    notes: list[str] = []
+    if steady:
+        from attlens.analysis.phases import PHASES, compute_phases
+
+        ph = compute_phases(d)
+        mask &= ph.phase == PHASES.index("loop_steady")
+        if not mask.any():
+            notes.append("no wait ran in a steady-state loop iteration (no loop, or every loop ran once): no site to report")
+    rows = np.flatnonzero(mask)
+    pcs = recs.pc[rows].astype(np.int64)
+    stalls = recs.stall[rows]
+    order = np.lexsort((stalls, pcs))
+    pcs, stalls = pcs[order], stalls[order]
+    bounds = np.flatnonzero(np.r_[True, pcs[1:] != pcs[:-1], True]) if len(pcs) else np.zeros(1, dtype=np.int64)
+    total_all = int(stalls.sum())
+    kernel_stall = int(recs.stall.sum())
+    att = attribution if attribution is not None else attribute_waits(d, result.deps, result.pairs)
+    cls_of = {h.pc: h.cls for h in result.hotspots.instructions}
+    sites = []
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        pc = int(pcs[a])
+        s = stalls[a:b]  # sorted ascending
+        tot = int(s.sum())
+        own = st.own_source[pc]
+        prods = att.by_wait_pc.get(pc, {})
+        sites.append(
+            WaitSite(
+                pc=pc,
+                isa=code.isa[pc],
+                source=str(own) if own else None,
+                wait_class=cls_of.get(pc, "wait_unresolved"),
+                executions=b - a,
+                zero_wait_executions=int(np.count_nonzero(s == 0)),
+                total=tot,
+                mean=float(s.mean()),
+                stddev=float(s.std()),
+                p50=float(np.percentile(s, 50)),
+                p90=float(np.percentile(s, 90)),
+                p95=float(np.percentile(s, 95)),
+                max=int(s[-1]),
+                share_of_wait=tot / total_all if total_all else 0.0,
+                share_of_stall=tot / kernel_stall if kernel_stall else 0.0,
+                producers=sorted(prods.items(), key=lambda kv: (-kv[1], kv[0])),
+            )
+        )
+    sites.sort(key=lambda x: (-x.total, x.pc))
+    return WaitStats(steady, sites, len(rows), total_all, kernel_stall, notes, result)

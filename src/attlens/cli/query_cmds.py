@@ -1,0 +1,112 @@
+"""The query verbs a person and an agent ask about one capture (or a folder):
+asm, waits, occupancy, captures. Their ``--json`` objects are what the MCP
+tools of the same names return (docs/agents.md)."""
+
+from __future__ import annotations
+
+from attlens.cli.common import EPILOG, exit_code
+
+
+def _one_capture_args(p) -> None:
+    p.add_argument("path", help="a ui_output_agent_*_dispatch_* directory (or a folder holding one capture)")
+    p.add_argument("--rocprof-dir", metavar="DIR", help="rocprofv3 outputs of the same run")
+    p.add_argument("--json", action="store_true", help="print one JSON object (docs/json-schema.md) instead of tables")
+    p.add_argument("--no-color", action="store_true")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("asm", help="the ISA window around a pc, with per-pc cycles, waits' producers and source lines", epilog=EPILOG)
+    _one_capture_args(p)
+    p.add_argument("--pc", type=int, required=True, metavar="N", help="pc index of the instruction (as in analyze, deps, plan)")
+    p.add_argument("--around", type=int, default=10, metavar="K", help="instructions before and after it (default 10)")
+    p.set_defaults(func=cmd_asm)
+
+    p = sub.add_parser("waits", help="per wait site: count, mean, p50/p90/p95, stddev and max of the wait per execution", epilog=EPILOG)
+    _one_capture_args(p)
+    p.add_argument("--steady", action="store_true", help="only steady-state executions (loop iterations after the first)")
+    p.add_argument("--topk", type=int, default=10, metavar="N", help="sites shown (default 10; 0 = all)")
+    p.set_defaults(func=cmd_waits)
+
+    p = sub.add_parser("occupancy", help="theoretical occupancy, its limiters, and the residency observed", epilog=EPILOG)
+    _one_capture_args(p)
+    p.set_defaults(func=cmd_occupancy)
+
+    p = sub.add_parser("captures", help="list the captures under a folder: kernel, target, waves, dispatch, empty shells", epilog=EPILOG)
+    p.add_argument("path", help="a folder (searched up to four levels down) or a capture directory")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-color", action="store_true")
+    p.set_defaults(func=cmd_captures)
+
+
+def _load(args, exposed: bool = True):
+    from attlens.analysis.analyze import analyze
+    from attlens.model.loader import load, resolve_capture_dirs
+
+    d = resolve_capture_dirs(args.path)[0]
+    return analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=exposed)
+
+
+def _print(obj) -> None:
+    from attlens.report.json_out import dumps
+
+    print(dumps(obj))
+
+
+def _console(args):
+    from attlens.report.terminal import make_console
+
+    return make_console(args.no_color)
+
+
+def cmd_asm(args) -> int:
+    from attlens.analysis.asm import asm_window
+
+    r = _load(args)
+    win = asm_window(r, args.pc, args.around)
+    if args.json:
+        _print(win.to_dict())
+    else:
+        from attlens.report.agent_out import render_asm
+
+        render_asm(win, _console(args))
+    return exit_code([r])
+
+
+def cmd_waits(args) -> int:
+    from attlens.analysis.waitstats import compute_wait_stats
+
+    r = _load(args, exposed=False)
+    ws = compute_wait_stats(r, steady=args.steady)
+    if args.json:
+        _print(ws.to_dict(args.topk))
+    else:
+        from attlens.report.agent_out import render_waits
+
+        render_waits(ws, _console(args), top=max(args.topk, 1))
+    return exit_code([r])
+
+
+def cmd_occupancy(args) -> int:
+    r = _load(args, exposed=False)
+    if args.json:
+        from attlens.report.query import occupancy
+
+        _print(occupancy(r))
+    else:
+        from attlens.report.agent_out import render_occupancy
+
+        render_occupancy(r, _console(args))
+    return exit_code([r])
+
+
+def cmd_captures(args) -> int:
+    from attlens.model.inventory import list_captures
+
+    cl = list_captures(args.path)
+    if args.json:
+        _print(cl.to_dict())
+    else:
+        from attlens.report.agent_out import render_captures
+
+        render_captures(cl, _console(args))
+    return 0

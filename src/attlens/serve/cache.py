@@ -1,0 +1,92 @@
+"""Analyzed captures kept between tool calls, least recently used first out.
+
+The key is the resolved capture directory plus a fingerprint of its files
+(name, size, modification time of every entry), so a directory that was
+captured again is analyzed again instead of served stale. Values are the full
+analysis (with the hidden-latency model) and whatever the tools derived from
+it (wait attribution, wave-level analysis), computed once per capture.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable
+
+
+def fingerprint(directory: Path) -> tuple:
+    entries = []
+    with os.scandir(directory) as it:
+        for e in it:
+            try:
+                st = e.stat()
+            except OSError:
+                continue
+            entries.append((e.name, st.st_size, st.st_mtime_ns))
+    entries.sort()
+    return tuple(entries)
+
+
+class Entry:
+    """One analyzed capture and the things derived from it."""
+
+    def __init__(self, result):
+        self.result = result
+        self._memo: dict = {}
+        self._lock = threading.Lock()
+
+    def memo(self, name: str, make: Callable):
+        with self._lock:
+            if name not in self._memo:
+                self._memo[name] = make()
+            return self._memo[name]
+
+
+class CaptureCache:
+    def __init__(self, size: int = 4, loader: Callable | None = None):
+        self.size = max(int(size), 1)
+        self._loader = loader or _analyze
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict = {}  # key -> lock, so two calls for one capture load it once
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, directory: Path) -> Entry:
+        key = (str(directory), fingerprint(directory))
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return self._items[key]
+            load_lock = self._loading.setdefault(key, threading.Lock())
+        with load_lock:
+            with self._lock:
+                if key in self._items:
+                    self.hits += 1
+                    return self._items[key]
+            try:
+                entry = Entry(self._loader(directory))
+            finally:
+                with self._lock:
+                    self._loading.pop(key, None)
+            with self._lock:
+                self.misses += 1
+                # A re-captured directory replaces its stale entry.
+                for k in [k for k in self._items if k[0] == key[0]]:
+                    del self._items[k]
+                self._items[key] = entry
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+            return entry
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _analyze(directory: Path):
+    import attlens
+
+    return attlens.analyze(attlens.load(directory))

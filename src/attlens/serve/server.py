@@ -1,0 +1,179 @@
+"""The MCP server: :class:`attlens.serve.tools.Tools` registered with the
+official ``mcp`` SDK (``MCPServer``), served over stdio.
+
+Every tool result is the tool's JSON object twice: as the text content
+(exactly what the CLI's ``--json`` prints) and as ``structuredContent`` (the
+same object, parsed). A failure is a tool error (``isError``) whose content is
+the ``attlens.error`` object; an unexpected exception becomes an
+``InternalError`` of that shape and the server keeps serving.
+"""
+
+# No `from __future__ import annotations`: the SDK reads the tools' type hints,
+# which name objects local to build_server().
+import logging
+import sys
+from typing import Annotated, Literal
+
+from attlens import __version__
+from attlens.errors import AttlensError
+from attlens.serve.tools import TOOLS, Tools
+
+log = logging.getLogger("attlens.serve")
+
+INSTRUCTIONS = (
+    "attlens answers questions about AMD GPU thread traces (rocprofv3 ATT captures: ui_output_agent_*_dispatch_* "
+    "directories). Start with list_captures(path) to find captures, then summary or plan on one of them; drill down with "
+    "hotspots, asm (the ISA around a pc), deps and waits (who waits on what, and how long per execution), waves and "
+    "occupancy; compare a re-capture with diff and gate it with check. Every result is a versioned JSON object (schema "
+    "field; schema(name) returns its JSON Schema); null means unavailable, never zero. Paths must be inside the server's "
+    "roots. The attlens skill (`attlens skill`) explains the workflow and the traps."
+)
+
+
+class InternalError(AttlensError):
+    """An unexpected exception inside a tool (a bug in attlens)."""
+
+
+def _missing_sdk():
+    from attlens.errors import UsageError
+
+    return UsageError(
+        "attlens mcp needs the optional MCP support (the official `mcp` Python SDK, version 2 or later)",
+        hint="pip install 'attlens[mcp]'",
+    )
+
+
+def build_server(tools: Tools):
+    """An ``MCPServer`` with every attlens tool registered."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.types import CallToolResult, TextContent
+        from pydantic import Field
+    except ImportError as exc:
+        raise _missing_sdk() from exc
+    import orjson
+
+    from attlens.report.json_out import dumps, error_to_dict
+
+    server = MCPServer(name="attlens", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def answer(fn, *args) -> CallToolResult:
+        try:
+            obj = fn(*args)
+        except AttlensError as exc:
+            err = error_to_dict(exc)
+        except Exception as exc:  # a bug: report it as a tool error, keep serving
+            log.exception("tool %s failed", getattr(fn, "__name__", fn))
+            err = error_to_dict(InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it"))
+        else:
+            text = dumps(obj)
+            # structuredContent is the printed text parsed back: the same keys and values as --json.
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=orjson.loads(text))
+        text = dumps(err)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=err, is_error=True)
+
+    Capture = Annotated[str, Field(description="a capture directory (ui_output_agent_*_dispatch_*) or a folder holding one capture; inside the server's roots")]
+    Top = Annotated[int, Field(description="rows to return (0 = all)")]
+    Pc = Annotated[int, Field(description="pc index of an instruction (as in hotspots, deps, plan)")]
+
+    def register(fn):
+        server.add_tool(fn, name=fn.__name__, description=TOOLS[fn.__name__], structured_output=False)
+        return fn
+
+    @register
+    def list_captures(path: Annotated[str, Field(description="folder to search (default: the first root)")] = ".") -> CallToolResult:
+        return answer(tools.list_captures, path)
+
+    @register
+    def summary(capture: Capture, top: Top = 10) -> CallToolResult:
+        return answer(tools.summary, capture, top)
+
+    @register
+    def hotspots(
+        capture: Capture,
+        by: Literal["instruction", "line", "opcode"] = "instruction",
+        sort: Literal["stall", "latency", "exposed", "idle"] = "stall",
+        top: Top = 10,
+    ) -> CallToolResult:
+        return answer(tools.hotspots, capture, by, sort, top)
+
+    @register
+    def plan(capture: Capture) -> CallToolResult:
+        return answer(tools.plan, capture)
+
+    @register
+    def asm(capture: Capture, pc: Pc, around: Annotated[int, Field(description="instructions before and after the pc")] = 10) -> CallToolResult:
+        return answer(tools.asm, capture, pc, around)
+
+    @register
+    def deps(
+        capture: Capture,
+        pc: Annotated[int | None, Field(description="only this instruction (a wait or a memory op) and its partners")] = None,
+        line: Annotated[str | None, Field(description="only this source line, FILE:LINE (a path suffix is enough)")] = None,
+        top: Top = 10,
+    ) -> CallToolResult:
+        return answer(tools.deps, capture, pc, line, top)
+
+    @register
+    def waits(
+        capture: Capture,
+        steady: Annotated[bool, Field(description="only steady-state executions: loop iterations after the first")] = False,
+        top: Top = 10,
+    ) -> CallToolResult:
+        return answer(tools.waits, capture, steady, top)
+
+    @register
+    def waves(
+        capture: Capture,
+        top: Annotated[int, Field(description="instructions in the per-execution stall table")] = 10,
+        per_wave: Annotated[bool, Field(description="include the per-wave list (large: one row per traced wave)")] = False,
+    ) -> CallToolResult:
+        return answer(tools.waves, capture, top, per_wave)
+
+    @register
+    def occupancy(capture: Capture) -> CallToolResult:
+        return answer(tools.occupancy, capture)
+
+    @register
+    def diff(
+        before: Annotated[str, Field(description="capture directory, or an attlens analyze --json --topk 0 file")],
+        after: Annotated[str, Field(description="capture directory, or an attlens analyze --json --topk 0 file")],
+        force: Annotated[bool, Field(description="diff even when kernel or target differ")] = False,
+        noise_floor: Annotated[float | None, Field(description="relative change in percent below which a change is noise")] = None,
+        top: Top = 10,
+    ) -> CallToolResult:
+        return answer(tools.diff, before, after, force, noise_floor, top)
+
+    @register
+    def check(
+        capture: Capture,
+        baseline: Annotated[str, Field(description="baseline capture directory, or an attlens analyze --json --topk 0 file")],
+        max_regression: Annotated[float, Field(description="allowed increase in percent")] = 5.0,
+        metric: Annotated[str, Field(description="total | stall | class:NAME | line:FILE:LINE (per traced wave)")] = "total",
+        force: Annotated[bool, Field(description="compare even when kernel or target differ")] = False,
+    ) -> CallToolResult:
+        return answer(tools.check, capture, baseline, max_regression, metric, force)
+
+    @register
+    def kernels(
+        path: Annotated[str, Field(description="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")],
+        exclude: Annotated[str | None, Field(description="regex of runtime-helper kernels to flag (default: docs/capture.md)")] = None,
+    ) -> CallToolResult:
+        return answer(tools.kernels, path, exclude)
+
+    @register
+    def schema(name: Annotated[str, Field(description="object name, e.g. 'attlens.waits' or 'waits'")]) -> CallToolResult:
+        return answer(tools.schema, name)
+
+    return server
+
+
+def serve(roots: list[str], cache_size: int = 4) -> None:
+    """Run the server on stdin/stdout until the client closes the pipe."""
+    from attlens.serve.cache import CaptureCache
+    from attlens.serve.roots import Roots
+
+    tools = Tools(Roots(roots), CaptureCache(cache_size))
+    server = build_server(tools)
+    print(f"attlens mcp {__version__}: serving on stdio; roots: {', '.join(str(r) for r in tools.roots.paths)}", file=sys.stderr)
+    server.run("stdio")

@@ -1,0 +1,143 @@
+"""The MCP tools, without the SDK: each takes a client's arguments, confines
+its paths, takes analyzed captures from the cache, and returns the object the
+CLI's ``--json`` prints for the same question (by calling the same functions,
+:mod:`attlens.report.query`). Failures raise :class:`attlens.errors.AttlensError`
+subclasses; :mod:`attlens.serve.server` turns them into tool errors.
+"""
+
+from __future__ import annotations
+
+from attlens.report import query
+from attlens.serve.cache import CaptureCache, Entry
+from attlens.serve.roots import Roots
+
+# name -> one-line description (the MCP tool descriptions; docs/agents.md lists the same)
+TOOLS = {
+    "list_captures": "Captures under a folder (up to four levels down): kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave). Same object as `attlens captures PATH --json`.",
+    "summary": "Everything about one capture: target, resources, totals, stall by class, top hotspots, occupancy, capture quality, warnings. Same object as `attlens analyze CAPTURE --json --topk TOP`.",
+    "hotspots": "One ranking of a capture: by instruction, source line or opcode; sorted by stall, latency, exposed (not hidden by other waves) or idle cycles. Same object as `attlens analyze CAPTURE --by BY --sort SORT --topk TOP --json`.",
+    "plan": "The evidence-backed, prioritized optimization plan: each finding with evidence, the change to try and what would prove it wrong. Same object as `attlens plan CAPTURE --json`.",
+    "asm": "The ISA window around one pc: AROUND instructions either side with per-pc cycles, class, source line, the memory ops each wait waited on, and the source lines' text when the capture has it. Same object as `attlens asm CAPTURE --pc PC --around AROUND --json`.",
+    "deps": "Memory -> wait dependencies: which memory ops the waits waited on (cycles charged), load-to-use distances; optionally only one pc or one source line (FILE:LINE, a path suffix is enough). Same object as `attlens deps CAPTURE [--pc N | --line L] --topk TOP --json`.",
+    "waits": "Per wait site (s_waitcnt): count, mean, p50/p90/p95, stddev and max of the wait per execution; steady=true keeps only loop iterations after the first. Same object as `attlens waits CAPTURE [--steady] --topk TOP --json`.",
+    "waves": "Wave states, clock alignment, pipe utilization, execution phases, per-execution stalls of the top instructions, capture-coverage flags. Same object as `attlens waves CAPTURE --topk TOP --json` (with per_wave=false: `--no-per-wave`).",
+    "occupancy": "Theoretical occupancy (waves per SIMD) with its limiters and what to free for one more wave, observed residency, grid-limited flag. Same object as `attlens occupancy CAPTURE --json`.",
+    "diff": "Compare two captures of a kernel (or attlens analyze --json --topk 0 files): by source line and aligned instruction sites, with a verdict. Same object as `attlens diff BEFORE AFTER --json --top TOP`.",
+    "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 when not passed).",
+    "kernels": "Kernel table from rocprofv3 outputs (kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder of them): time, calls, ids, resources. Same object as `attlens kernels PATH --json`.",
+    "schema": "The JSON Schema (draft 2020-12) of an attlens object, e.g. 'attlens.waits' or 'waits'.",
+}
+
+
+class Tools:
+    def __init__(self, roots: Roots, cache: CaptureCache | None = None):
+        self.roots = roots
+        self.cache = cache or CaptureCache()
+
+    # ------------------------------------------------------------ helpers
+
+    def _entry(self, capture: str) -> Entry:
+        from attlens.model.loader import resolve_capture_dirs
+
+        p = self.roots.check(capture)
+        d = resolve_capture_dirs(p)[0]
+        return self.cache.get(self.roots.check(d))
+
+    def _attribution(self, e: Entry):
+        from attlens.analysis.waitattr import attribute_waits
+
+        r = e.result
+        return e.memo("attribution", lambda: attribute_waits(r.dispatch, r.deps, r.pairs))
+
+    def _side(self, path: str):
+        from attlens.analysis.diff import side_from_json, side_from_result
+
+        p = self.roots.check(path)
+        if p.is_file() and p.suffix == ".json":
+            return side_from_json(p)
+        return side_from_result(self._entry(str(p)).result, str(p))
+
+    # ------------------------------------------------------------ tools
+
+    def list_captures(self, path: str = ".") -> dict:
+        return query.captures(self.roots.check(path))
+
+    def summary(self, capture: str, top: int = 10) -> dict:
+        return query.summary(self._entry(capture).result, top)
+
+    def hotspots(self, capture: str, by: str = "instruction", sort: str = "stall", top: int = 10) -> dict:
+        return query.hotspots(self._entry(capture).result, by, sort, top)
+
+    def plan(self, capture: str) -> dict:
+        e = self._entry(capture)
+        return e.memo("plan", lambda: query.plan(e.result))
+
+    def asm(self, capture: str, pc: int, around: int = 10) -> dict:
+        e = self._entry(capture)
+        return query.asm(e.result, pc, around, attribution=self._attribution(e))
+
+    def deps(self, capture: str, pc: int | None = None, line: str | None = None, top: int = 10) -> dict:
+        e = self._entry(capture)
+        return query.deps(e.result, pc, line, top, attribution=self._attribution(e))
+
+    def waits(self, capture: str, steady: bool = False, top: int = 10) -> dict:
+        e = self._entry(capture)
+        return query.waits(e.result, steady, top, attribution=self._attribution(e))
+
+    def waves(self, capture: str, top: int = 10, per_wave: bool = False) -> dict:
+        from attlens.analysis.waves import analyze_waves
+
+        e = self._entry(capture)
+        top = max(top, 1)
+        wa = e.memo(f"waves:{top}", lambda: analyze_waves(e.result, top=top))
+        return query.waves(e.result, top, per_wave, waves=wa)
+
+    def occupancy(self, capture: str) -> dict:
+        return query.occupancy(self._entry(capture).result)
+
+    def diff(self, before: str, after: str, force: bool = False, noise_floor: float | None = None, top: int = 10) -> dict:
+        floor = None if noise_floor is None else noise_floor / 100
+        return query.diff(self._side(before), self._side(after), force=force, noise_floor=floor,
+                          noise_source=None if noise_floor is None else "--noise-floor", top=top)
+
+    def check(self, capture: str, baseline: str, max_regression: float = 5.0, metric: str = "total", force: bool = False) -> dict:
+        return query.check(self._side(capture), self._side(baseline), metric, max_regression, force)
+
+    def kernels(self, path: str, exclude: str | None = None) -> dict:
+        return query.kernels(str(self.roots.check(path)), exclude)
+
+    def schema(self, name: str) -> dict:
+        return load_schema(name)
+
+
+def _schema_files() -> dict:
+    """name -> file of every JSON Schema shipped in ``attlens/schemas/``
+    (``waits.schema.json`` and ``attlens.waits.schema.json`` both name ``waits``)."""
+    from importlib.resources import files
+
+    folder = files("attlens") / "schemas"
+    out = {}
+    if folder.is_dir():
+        for f in folder.iterdir():
+            if f.name.endswith(".schema.json"):
+                name = f.name[: -len(".schema.json")]
+                out[name[len("attlens."):] if name.startswith("attlens.") else name] = f
+    return out
+
+
+def schema_names() -> list[str]:
+    return sorted(_schema_files())
+
+
+def load_schema(name: str) -> dict:
+    """The JSON Schema of the ``attlens.<name>`` object (``name`` with or without ``attlens.``)."""
+    import orjson
+
+    from attlens.errors import UsageError
+
+    base = name.strip()
+    base = base[len("attlens."):] if base.startswith("attlens.") else base
+    found = _schema_files()
+    if base not in found:
+        raise UsageError(f"no schema named {name!r}", hint="one of: " + ", ".join(sorted(found)))
+    return orjson.loads(found[base].read_bytes())
