@@ -18,7 +18,7 @@ import sys
 
 from attlens import __version__
 from attlens.cli import analysis_cmds, capture_cmds, compare_cmds, report_cmds
-from attlens.cli.common import EPILOG, print_error
+from attlens.cli.common import EPILOG, print_error, say
 
 GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds)
 
@@ -69,10 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # never show a traceback to users
         if os.environ.get("ATTLENS_DEBUG"):
             raise
-        print(
-            f"attlens: internal error: {type(exc).__name__}: {exc} (please report it; set ATTLENS_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
+        say(f"attlens: internal error: {type(exc).__name__}: {exc} (please report it; set ATTLENS_DEBUG=1 for the traceback)")
         return EXIT_INTERNAL
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from xml.sax.saxutils import quoteattr
 
-from rich import box
 from rich.markup import escape
-from rich.table import Table
 
 from attlens import __version__
+from attlens.report.console import Col, FitTable
 
 
 def _r(x, nd=3):
@@ -73,16 +72,13 @@ def render_diff(res, console, top: int = 10) -> None:
         console.print("  noise floor unknown: give --noise-floor PCT or --noise A B (two captures of the same dispatch)")
     for m in v["class_moves"][:5]:
         console.print(f"  {escape(m)}")
-    t = Table(title="Per class (stall cycles per wave)", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=50)
-    for c in ("class", "before", "after", "delta", "relative"):
-        t.add_column(c, justify="left" if c == "class" else "right")
+    t = FitTable("Per class (stall cycles per wave)", [Col("class", "text", min_width=11), *map(Col, ("before", "after", "delta", "relative"))])
     for c in res.classes[:top]:
         rel = "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"
         t.add_row(c["class"], f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}", rel)
     console.print(t)
-    t = Table(title="Per source line (latency cycles per wave), largest changes", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=60)
-    for c in ("line", "before", "after", "delta", "dominant class"):
-        t.add_column(c, justify="left" if c in ("line", "dominant class") else "right", no_wrap=c == "line")
+    t = FitTable("Per source line (latency cycles per wave), largest changes",
+                 [Col("line", "path"), *map(Col, ("before", "after", "delta")), Col("dominant class", "wrap", min_width=11)])
     for l in res.lines[:top]:
         dom = l.dominant_after or l.dominant_before or "-"
         if l.dominant_before and l.dominant_after and l.dominant_before != l.dominant_after:

@@ -858,8 +858,23 @@
       ["over-fetch", rng(p.over_fetch.ratio_range, function (x) { return fmtNum(x, 2) + "x"; })],
       ["bandwidth", rng(p.bandwidth.achieved_gbps_range, function (x) { return fmtNum(x, 0); }) + " GB/s, " + rng(p.bandwidth.fraction_of_peak_range, function (x) { return fmtPct(x); }) + " of peak"]
     ];
+    var att = p.attached;
+    if (att) facts.unshift(["counters from", att.source]);
     var dl = el("dl", { class: "facts", id: "pmc-facts" });
     facts.forEach(function (f) { dl.appendChild(el("dt", { text: f[0] })); dl.appendChild(el("dd", { text: f[1] })); });
+    if (att) {
+      // what was compared before the counters were attached (kernel, target, dispatch)
+      var bad = att.checks.filter(function (c) { return c.match === false; });
+      var unknown = att.checks.filter(function (c) { return c.match === null; });
+      var li = function (c, why) { return el("li", { text: c.field + ": capture " + (c.capture === null ? "n/a" : c.capture) + ", counters " + (c.counters === null ? "n/a" : c.counters) + why }); };
+      if (bad.length || unknown.length) {
+        s.appendChild(el("ul", { class: "warnings", id: "pmc-mismatch" },
+          bad.map(function (c) { return li(c, " — differ; attached with --force, these counters may describe another kernel or GPU"); }),
+          unknown.map(function (c) { return li(c, " — not recorded on one side, not checked"); })));
+      } else {
+        s.appendChild(el("p", { class: "muted", id: "pmc-match", text: "Kernel, target and dispatch of the counters match the capture." }));
+      }
+    }
     s.appendChild(dl);
     s.appendChild(table([{ label: "decision" }, { label: "verdict" }, { label: "why" }],
       (p.decisions || []).map(function (d) {
