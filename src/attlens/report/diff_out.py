@@ -96,17 +96,34 @@ def render_diff(res, console, top: int = 10) -> None:
 
 
 def diff_to_markdown(res, top: int = 15) -> str:
+    """The diff as Markdown. Trace strings (kernel names, paths, source
+    lines, class names) go through the escapes of the Markdown report
+    (:mod:`attlens.report.markdown`): code spans longer than any backtick run
+    inside, plain text with ``< > &`` and Markdown punctuation escaped, ``|``
+    escaped in tables."""
+    from attlens.report.markdown import _code, _table, _text
+
     v = res.verdict
-    out = [f"# Diff — `{res.before.kernel}`", "", f"Before: `{res.before.label}` · After: `{res.after.label}` · {res.normalization}", "",
-           f"**Verdict:** {v['summary']} ({v['latency_per_wave_before']:,.0f} → {v['latency_per_wave_after']:,.0f} latency cycles per wave)", ""]
+
+    def label(x) -> str:
+        return "-" if not x else _code(x, True)
+
+    out = [f"# Diff — {_code(res.before.kernel)}", "",
+           f"Before: {_code(res.before.label)} · After: {_code(res.after.label)} · {_text(res.normalization)}", "",
+           f"**Verdict:** {_text(v['summary'])} ({v['latency_per_wave_before']:,.0f} → {v['latency_per_wave_after']:,.0f} latency cycles per wave)", ""]
     if res.comparability:
-        out += ["Differences:", ""] + [f"- {c['field']}: {c['before']} → {c['after']}" for c in res.comparability] + [""]
-    out += ["## Per class (stall per wave)", "", "| class | before | after | delta |", "|---|---:|---:|---:|"]
-    out += [f"| {c['class']} | {c['stall_before']:,.0f} | {c['stall_after']:,.0f} | {c['stall_delta']:+,.0f} |" for c in res.classes[:top]]
-    out += ["", "## Per source line (latency per wave)", "", "| line | before | after | delta | dominant class |", "|---|---:|---:|---:|---|"]
-    out += [f"| `{l.line}` | {l.latency_before:,.0f} | {l.latency_after:,.0f} | {l.delta:+,.0f} | {l.dominant_before or '-'} → {l.dominant_after or '-'} |" for l in res.lines[:top]]
+        out += ["Differences:", ""] + [f"- {_text(c['field'])}: {_code(str(c['before']))} → {_code(str(c['after']))}" for c in res.comparability] + [""]
+    out += ["## Per class (stall per wave)", ""]
+    out += _table(["class", "before", "after", "delta", "relative"],
+                  [[label(c["class"]), f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}",
+                    "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"] for c in res.classes[:top]], "lrrrr")
+    out += ["", "## Per source line (latency per wave)", ""]
+    out += _table(["line", "before", "after", "delta", "dominant class"],
+                  [[label(l.line), f"{l.latency_before:,.0f}", f"{l.latency_after:,.0f}", f"{l.delta:+,.0f}",
+                    f"{label(l.dominant_before)} → {label(l.dominant_after)}"] for l in res.lines[:top]], "lrrrl")
     st = res.site_totals
-    out += ["", f"Instruction sites: {st['matched']} matched on their line, {st['moved']} matched after their line changed, {st['added']} added, {st['removed']} removed.", ""]
+    out += ["", f"Instruction sites: {st['matched']:,} matched on their line, {st['moved']:,} matched after their line changed, "
+                f"{st['added']:,} added, {st['removed']:,} removed.", ""]
     return "\n".join(out)
 
 
