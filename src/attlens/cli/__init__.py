@@ -2,7 +2,8 @@
 
 The commands live in one module per group (``analysis_cmds``: one capture;
 ``report_cmds``: reports and the demo; ``compare_cmds``: diff and check;
-``capture_cmds``: rocprofv3 runs and their outputs). Each group's
+``capture_cmds``: rocprofv3 runs and their outputs; ``meta_cmds``: the
+JSON schemas). Each group's
 ``register(sub)`` adds its subparsers with ``set_defaults(func=...)``; this
 module only assembles them and turns errors into exit codes.
 
@@ -17,10 +18,10 @@ import os
 import sys
 
 from attlens import __version__
-from attlens.cli import analysis_cmds, capture_cmds, compare_cmds, report_cmds
+from attlens.cli import analysis_cmds, capture_cmds, compare_cmds, meta_cmds, report_cmds
 from attlens.cli.common import EPILOG, print_error, say
 
-GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds)
+GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds, meta_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

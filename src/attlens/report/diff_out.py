@@ -32,7 +32,9 @@ def diff_to_dict(res, top: int | None = 20) -> dict:
         "forced": res.forced,
         "normalization": res.normalization,
         "verdict": {**res.verdict, "latency_per_wave_before": _r(res.verdict["latency_per_wave_before"]),
-                    "latency_per_wave_after": _r(res.verdict["latency_per_wave_after"]), "relative_change": _r(res.verdict["relative_change"], 6)},
+                    "latency_per_wave_after": _r(res.verdict["latency_per_wave_after"]), "relative_change": _r(res.verdict["relative_change"], 6),
+                    **{k: [{"line": x["line"], "delta_per_wave": _r(x["delta_per_wave"]), "relative": _r(x["relative"], 6)} for x in res.verdict[k]]
+                       for k in ("top_improvements", "top_regressions")}},
         "classes": [{k2: (_r(v) if isinstance(v, float) else v) for k2, v in c.items()} for c in res.classes],
         "lines": [
             {"line": l.line, "before_line": l.before_line, "latency_before": _r(l.latency_before), "latency_after": _r(l.latency_after),

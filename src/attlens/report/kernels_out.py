@@ -1,8 +1,9 @@
 """The kernel table (:func:`attlens.capture.kernels.kernel_table`) as JSON
 (schema ``attlens.kernels`` version 1) and as a rich terminal table.
 
-JSON rows carry every field of :class:`~attlens.capture.kernels.KernelRow`;
-a value that is not known (stats-only input, a resource that differs between
+JSON rows carry every field of :class:`~attlens.capture.kernels.KernelRow`,
+the resources grouped under ``resources`` (``varying`` names them by the same
+keys); a value that is not known (stats-only input, a resource that differs between
 dispatches, a column the rocprofv3 version did not write) is ``null``, never 0.
 Times are µs; ``lds`` and ``scratch`` are bytes (``lds`` from kernel_trace.csv
 is the static LDS rounded up to 512 B; from results.db/results.json it is the
@@ -28,6 +29,10 @@ def _round(x, nd=3):
 
 def _list(t):
     return None if t is None else list(t)
+
+
+# KernelRow field → key of the row's "resources" object (and of "varying")
+_RESOURCE_KEY = {"lds": "lds_bytes", "scratch": "scratch_bytes"}
 
 
 def row_to_dict(r) -> dict:
@@ -56,7 +61,7 @@ def row_to_dict(r) -> dict:
         },
         "shapes": [dict(s) for s in r.shapes] if r.shapes else None,
         "several_shapes": len(r.shapes) > 1 if r.shapes else None,
-        "varying": {k: [list(v) if isinstance(v, tuple) else v for v in vals] for k, vals in r.varying.items()} or None,
+        "varying": {_RESOURCE_KEY.get(k, k): [list(v) if isinstance(v, tuple) else v for v in vals] for k, vals in r.varying.items()} or None,
         "notes": list(r.notes),
     }
 
