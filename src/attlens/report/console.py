@@ -300,7 +300,8 @@ def progress(no_color: bool = False, stream=None):
     task = bar.add_task("", total=None)
 
     def update(stage: str, done: int | None = None, total: int | None = None) -> None:
-        bar.update(task, description=safe_text(stage), completed=done or 0, total=total)
+        # stages are few: draw each at once (the refresh thread may not get to it)
+        bar.update(task, description=safe_text(stage), completed=done or 0, total=total, refresh=True)
 
     with bar:
         yield update
