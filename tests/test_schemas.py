@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
 import sys
 
 import pytest
@@ -18,6 +16,8 @@ from attlens import __version__, schemas
 from attlens.cli import main
 from attlens.schemas.docs import render
 from conftest import _LOADED, REPO, require_shared, trace_dirs, trace_id
+from test_profile import APP, env  # noqa: F401  (the fake rocprofv3 fixture)
+from test_profile import attlens as run_attlens
 
 _CACHE: dict = {}
 
@@ -183,30 +183,17 @@ def test_other_commands_validate(cli, tmp_path):
     assert cli("diff", pa / "big/ui_output_agent_10886_dispatch_209", f2, "--json", code=21)["error"]["exit_code"] == 21
 
 
-def test_profile_and_capture_validate(tmp_path):
+def test_profile_and_capture_validate(env):
     """profile / capture --json through the fake rocprofv3 (tests/fake_rocprofv3)."""
-    shared = require_shared()
-    vec = shared / "traces/vec_add"
-    rocm = tmp_path / "rocm"
-    (rocm / "lib").mkdir(parents=True)
-    (rocm / "lib" / "librocprof-trace-decoder.so").write_bytes(b"")
-    scen = {"version": "1.1.0", "discovery_dir": str(vec / "rocprofv3"), "discovery_prefix": "discover_",
-            "captures": [str(vec / "big/ui_output_agent_14705_dispatch_25")], "results_json": str(vec / "rocprofv3/big_results.json"),
-            "agent_info": str(vec / "rocprofv3/big_agent_info.csv"), "shells": 1}
-    (tmp_path / "scenario.json").write_text(json.dumps(scen))
-    env = dict(os.environ, PATH=f"{REPO / 'tests' / 'fake_rocprofv3'}{os.pathsep}{os.environ['PATH']}", ROCM_PATH=str(rocm),
-               LD_LIBRARY_PATH="", FAKE_ROCPROF_SCENARIO=str(tmp_path / "scenario.json"))
-    env.pop("ROCPROF_ATT_LIBRARY_PATH", None)
-    app = ["--", sys.executable, "-c", "pass"]
-    for args in (["profile", "--out", tmp_path / "p"], ["capture", "--kernel", "vecAddKernel_0", "--out", tmp_path / "c"]):
-        p = subprocess.run([sys.executable, "-m", "attlens", *map(str, args), "--json", *app], env=env, capture_output=True, text=True,
-                           timeout=300, cwd=tmp_path)
-        assert p.returncode == 0, p.stderr
-        doc = json.loads(p.stdout)
+    app = ["--", sys.executable, "-c", APP, str(env["tmp"] / "marker.txt")]
+    for args in (["profile", "--out", env["tmp"] / "p"], ["capture", "--kernel", "vecAddKernel_0", "--out", env["tmp"] / "c"]):
+        doc = json.loads(run_attlens(env, *args, "--json", *app).stdout)
         schemas.validate(doc)
         assert doc["analysis"]["capture"]["waves"] == 632
-    # profile's kernel is a row of the kernel table, same shape as attlens.kernels
-    assert doc["kernel"] == {"name": "vecAddKernel_0"}
+        if args[0] == "profile":  # the chosen kernel is a row of the kernel table, as in attlens.kernels
+            assert doc["kernel"] == next(r for r in doc["kernels"]["rows"] if r["name"] == "vecAddKernel_0")
+        else:
+            assert doc["kernel"] == {"name": "vecAddKernel_0"} and doc["kernels"] is None
 
 
 def _analysis(cli):
