@@ -234,5 +234,5 @@ def cmd_export(args) -> int:
                      "time_unit": meta["time_unit"]}))
     else:
         say(f"wrote {args.perfetto}: {len(trace['traceEvents']):,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
-              f"{size / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
+            f"{size / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
     return exit_code([r])
