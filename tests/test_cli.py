@@ -38,7 +38,11 @@ def test_no_command_prints_help_and_usage_code():
 
 def test_demo_ranks_the_planted_hotspot_first(tmp_path):
     p = run("demo", "--json", "--out", tmp_path)
-    doc = json.loads(p.stdout)
+    manifest = json.loads(p.stdout)
+    assert manifest["schema"] == "attlens.demo" and manifest["schema_version"] == 1
+    assert manifest["written"] == [{"path": manifest["capture"], "kind": "capture",
+                                    "bytes": sum(f.stat().st_size for f in (tmp_path / "ui_output_agent_1_dispatch_7").rglob("*") if f.is_file())}]
+    doc = manifest["analysis"]
     assert doc["schema"] == "attlens.analyze" and doc["schema_version"] == 1
     top = doc["hotspots"]["instructions_by_stall"][0]
     assert top["source"].endswith("toy_kernel.py:24")

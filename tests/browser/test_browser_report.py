@@ -278,3 +278,52 @@ def test_index_links_to_reports(open_page, tmp_path):
     page.wait_for_selector("body[data-ready='1']", state="attached")
     assert page.text_content("#kernel-name") == "toy_kernel"
     o.check_clean()
+
+
+_ISA_GEOMETRY = """() => {
+  const pane = document.getElementById('isa-pane'), r = pane.getBoundingClientRect(), right = r.left + pane.clientWidth + 1;
+  const ths = [...document.querySelectorAll('#isa-table thead th')];
+  return {scroll: pane.scrollWidth, client: pane.clientWidth, hidden: ths.filter(th => th.getBoundingClientRect().right > right).map(th => th.textContent),
+          columns: ths.length, ins: document.querySelector("#isa-table th[data-key='text']").getBoundingClientRect().width,
+          src: document.getElementById('src-pane').getBoundingClientRect().width, stacked: attlensReport.codeLayout().stacked};
+}"""
+
+
+@pytest.mark.parametrize("width", [1366, 1920])
+def test_isa_pane_shows_every_column(open_page, softmax, width):
+    """Every ISA column is visible in its pane without horizontal scrolling,
+    side by side with the source view, at common laptop and desktop widths;
+    the splitter resizes the panes and the table still fits."""
+    out, a, wd, wa = softmax
+    o = open_page(out, viewport=(width, 1000))
+    page = o.page
+    page.locator("#code").scroll_into_view_if_needed()
+    g = page.evaluate(_ISA_GEOMETRY)
+    assert not g["stacked"] and g["columns"] == 10
+    assert g["hidden"] == [] and g["scroll"] <= g["client"], g
+    assert g["ins"] >= 200, "room left for the instruction text"
+    # a truncated instruction keeps its full text in the title
+    hot = a["hotspots"]["instructions_by_stall"][0]
+    assert page.get_attribute(f"#isa-table tr.isa-row[data-pc='{hot['pc']}'] td.ins", "title") == hot["isa"]
+    # drag the splitter left: the source pane narrows, the ISA pane widens
+    box = page.locator("#code-splitter").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2  # below the sticky navigation bar
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x - 150, y, steps=5)
+    page.mouse.up()
+    after = page.evaluate(_ISA_GEOMETRY)
+    if g["src"] > 320 + 150:
+        assert after["src"] == pytest.approx(g["src"] - 150, abs=3) and after["ins"] > g["ins"] + 100
+    else:
+        assert after["src"] >= 318, "never narrower than the source view's minimum"
+    # and far to the right: the ISA pane keeps every column
+    page.locator("#code-splitter").focus()
+    for _ in range(30):
+        page.keyboard.press("ArrowRight")
+    far = page.evaluate(_ISA_GEOMETRY)
+    assert far["hidden"] == [] and far["scroll"] <= far["client"] and far["ins"] >= 195, far
+    assert far["src"] >= after["src"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#code").screenshot(path=str(ARTIFACTS / f"report-code-{width}.png"))
+    o.check_clean()

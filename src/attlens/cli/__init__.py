@@ -4,8 +4,7 @@ The commands live in one module per group (``analysis_cmds``: one capture;
 ``report_cmds``: reports and the demo; ``compare_cmds``: diff and check;
 ``capture_cmds``: rocprofv3 runs and their outputs; ``query_cmds``: asm,
 waits, occupancy, captures; ``agent_cmds``: the MCP server and the agent
-skill). Each group's
-``register(sub)`` adds its subparsers with ``set_defaults(func=...)``; this
+skill; ``meta_cmds``: the JSON schemas). Each group's ``register(sub)`` adds its subparsers with ``set_defaults(func=...)``; this
 module only assembles them and turns errors into exit codes.
 
 Only argparse is imported at start-up; everything else is imported inside the
@@ -19,11 +18,10 @@ import os
 import sys
 
 from attlens import __version__
-from attlens.cli import agent_cmds, analysis_cmds, capture_cmds, compare_cmds, query_cmds, report_cmds
-from attlens.cli.common import EPILOG, print_error
+from attlens.cli import agent_cmds, analysis_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds
+from attlens.cli.common import EPILOG, print_error, say
 
-GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, agent_cmds)
-
+GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, agent_cmds, meta_cmds)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -71,10 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # never show a traceback to users
         if os.environ.get("ATTLENS_DEBUG"):
             raise
-        print(
-            f"attlens: internal error: {type(exc).__name__}: {exc} (please report it; set ATTLENS_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
+        say(f"attlens: internal error: {type(exc).__name__}: {exc} (please report it; set ATTLENS_DEBUG=1 for the traceback)")
         return EXIT_INTERNAL
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from attlens.cli.common import EPILOG, add_capture_args, exit_code, one_capture, write_atomic
+from attlens.cli.common import EPILOG, add_capture_args, emit, exit_code, load_analyzed, one_capture, say, write_atomic
 
 
 def register(sub) -> None:
@@ -61,8 +59,7 @@ def register(sub) -> None:
 
 
 def cmd_analyze(args) -> int:
-    from attlens.analysis.analyze import analyze
-    from attlens.model.loader import load, resolve_capture_dirs
+    from attlens.model.loader import resolve_capture_dirs
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
     if args.no_exposed and args.sort == "exposed":
@@ -73,16 +70,15 @@ def cmd_analyze(args) -> int:
         from attlens.errors import UsageError
 
         raise UsageError("--sort idle ranks one table: add --by instruction|line|opcode")
-    results = [analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=not args.no_exposed) for d in dirs]
+    results = load_analyzed(args, dirs, exposed=not args.no_exposed)
     if args.by:
         return _analyze_by(args, results)
     if args.json:
-        from attlens.report.json_out import analysis_to_dict, dumps
+        from attlens.report.json_out import analysis_to_dict, dumps, many
 
         topk = None if args.topk == 0 else args.topk
         if args.all:
-            objs = [analysis_to_dict(r, topk) for r in results]
-            print(dumps({"schema": "attlens.analyze_many", "schema_version": 1, "captures": objs}))
+            print(dumps(many("attlens.analyze_many", [analysis_to_dict(r, topk) for r in results])))
         else:
             print(dumps(analysis_to_dict(results[0], topk)))
     else:
@@ -132,34 +128,25 @@ def _rule_set(text: str) -> set[str]:
 def cmd_plan(args) -> int:
     import io
 
-    from attlens.analysis.analyze import analyze
     from attlens.analysis.plan import make_plan
-    from attlens.model.loader import load, resolve_capture_dirs
+    from attlens.model.loader import resolve_capture_dirs
     from attlens.report.plan_out import plan_to_dict, plan_to_markdown, render_plan
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
-    results, plans = [], []
-    for d in dirs:
-        r = analyze(load(d, rocprof_dir=args.rocprof_dir))
-        results.append(r)
-        plans.append(make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)))
+    results = load_analyzed(args, dirs)
+    plans = [make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)) for r in results]
     if args.json:
-        from attlens.report.json_out import dumps
+        from attlens.report.json_out import dumps, many
 
         objs = [plan_to_dict(r, p) for r, p in zip(results, plans)]
-        text = dumps(objs[0] if not args.all else {"schema": "attlens.plan_many", "schema_version": 1, "captures": objs}) + "\n"
+        text = dumps(objs[0] if not args.all else many("attlens.plan_many", objs)) + "\n"
     elif args.format == "md":
         text = "\n\n".join(plan_to_markdown(r, p) for r, p in zip(results, plans))
     else:
-        from rich.console import Console
-
         from attlens.report.terminal import make_console
 
-        if args.output:
-            buf = io.StringIO()
-            console = Console(file=buf, width=200, no_color=True, highlight=False)
-        else:
-            console = make_console(args.no_color)
+        buf = io.StringIO() if args.output else None
+        console = make_console(args.no_color, file=buf)
         for i, (r, p) in enumerate(zip(results, plans)):
             if i:
                 console.rule()
@@ -167,9 +154,9 @@ def cmd_plan(args) -> int:
         text = buf.getvalue() if args.output else None
     if args.output:
         write_atomic(args.output, text)
-        print(f"wrote {args.output}", file=sys.stderr)
+        say(f"wrote {args.output}")
     elif text is not None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        emit(text)
     return exit_code(results)
 
 
@@ -209,9 +196,9 @@ def cmd_waves(args) -> int:
                 console.rule()
             render_waves(r, wa, console, topk=max(args.topk, 1))
     if args.json:
-        from attlens.report.json_out import dumps
+        from attlens.report.json_out import dumps, many
 
-        print(dumps(objs[0] if not args.all else {"schema": "attlens.waves_many", "schema_version": 1, "captures": objs}))
+        print(dumps(objs[0] if not args.all else many("attlens.waves_many", objs)))
     return exit_code(results)
 
 
@@ -234,9 +221,9 @@ def cmd_deps(args) -> int:
             title = f" (pc {args.pc})" if args.pc is not None else (f" (line {args.line})" if args.line else "")
             render_deps(r, att, producers, waits, console, topk=max(args.topk, 1), title=title)
     if args.json:
-        from attlens.report.json_out import dumps
+        from attlens.report.json_out import dumps, many
 
-        print(dumps(objs[0] if not args.all else {"schema": "attlens.deps_many", "schema_version": 1, "captures": objs}))
+        print(dumps(objs[0] if not args.all else many("attlens.deps_many", objs)))
     return exit_code(results)
 
 
@@ -263,12 +250,12 @@ def cmd_export(args) -> int:
     size = write_trace(trace, args.perfetto)
     meta = trace["metadata"]
     if args.json:
-        from attlens.report.json_out import dumps
+        from attlens.report.json_out import dumps, header
 
-        print(dumps({"schema": "attlens.export", "schema_version": 1, "output": str(args.perfetto), "bytes": size,
+        print(dumps({**header("attlens.export"), "output": str(args.perfetto), "bytes": size,
                      "events": len(trace["traceEvents"]), "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
                      "time_unit": meta["time_unit"]}))
     else:
-        print(f"wrote {args.perfetto}: {len(trace['traceEvents']):,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
-              f"{size / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
+        say(f"wrote {args.perfetto}: {len(trace['traceEvents']):,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
+            f"{size / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
     return exit_code([r])

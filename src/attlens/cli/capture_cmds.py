@@ -128,9 +128,9 @@ def cmd_pmc(args) -> int:
             raise UsageError("--plan needs --target")
         jobs = job_pmc_lists(args.target)
         if args.json:
-            from attlens.report.json_out import dumps
+            from attlens.report.json_out import dumps, header
 
-            print(dumps({"schema": "attlens.pmc_plan", "schema_version": 1, "target": args.target, "passes": [j["pmc"] for j in jobs]}))
+            print(dumps({**header("attlens.pmc_plan"), "target": args.target, "passes": [j["pmc"] for j in jobs]}))
         else:
             for i, j in enumerate(jobs, 1):
                 print(f"pass {i}: {' '.join(j['pmc'])}")

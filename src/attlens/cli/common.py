@@ -21,13 +21,35 @@ def add_capture_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (docs/json-schema.md) instead of tables")
 
 
+def progress(args):
+    """The progress callback of a command: a transient line on stderr when it
+    is a terminal (and colour is allowed), nothing otherwise
+    (:func:`attlens.report.console.progress`)."""
+    from attlens.report.console import progress as _progress
+
+    return _progress(getattr(args, "no_color", False))
+
+
+def load_analyzed(args, dirs, exposed: bool = True) -> list:
+    """Load and analyze each capture directory, showing progress."""
+    from attlens.analysis.analyze import analyze
+    from attlens.model.loader import load
+
+    out = []
+    with progress(args) as step:
+        for d in dirs:
+            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step)
+            step(f"analyzing {d.name}")
+            out.append(analyze(dispatch, exposed=exposed))
+    return out
+
+
 def one_capture(args):
     """Load and analyze (without the hidden-latency model) the capture(s) of ``args.path``."""
-    from attlens.analysis.analyze import analyze
-    from attlens.model.loader import load, resolve_capture_dirs
+    from attlens.model.loader import resolve_capture_dirs
 
     dirs = resolve_capture_dirs(args.path, all_captures=getattr(args, "all", False))
-    return [analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=False) for d in dirs]
+    return load_analyzed(args, dirs, exposed=False)
 
 
 def exit_code(results) -> int:
@@ -43,6 +65,23 @@ def write_atomic(path: str, text: str) -> None:
     _write(path, text)
 
 
+def say(text: str, file=None) -> None:
+    """Print a message (default: to stderr) with the control characters of
+    any path or name in it made visible (:func:`attlens.report.controls.safe_text`)."""
+    from attlens.report.controls import safe_text
+
+    print(safe_text(str(text)), file=sys.stderr if file is None else file)
+
+
+def emit(text: str) -> None:
+    """Write a text rendering (Markdown, plain text) to stdout, control
+    characters made visible, ending with a newline."""
+    from attlens.report.controls import safe_text
+
+    text = safe_text(text)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
 def print_error(exc, as_json: bool) -> None:
     """One line on stderr (plus the candidates of a folder with several
     captures); with ``--json`` also the ``attlens.error`` object on stdout."""
@@ -51,13 +90,13 @@ def print_error(exc, as_json: bool) -> None:
     msg = f"attlens: error: {exc.message}"
     if exc.hint:
         msg += f" (hint: {exc.hint})"
-    print(msg, file=sys.stderr)
+    say(msg)
     if isinstance(exc, SeveralCaptures) and not as_json:
-        print("captures found:", file=sys.stderr)
+        say("captures found:")
         for c in exc.candidates:
             waves = "?" if c.waves is None else c.waves
             instr = "?" if c.instructions is None else c.instructions
-            print(f"  {c.path}  waves={waves} instructions={instr}" + (f"  ({c.error})" if c.error else ""), file=sys.stderr)
+            say(f"  {c.path}  waves={waves} instructions={instr}" + (f"  ({c.error})" if c.error else ""))
     if as_json:
         from attlens.report.json_out import dumps, error_to_dict
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from attlens.cli.common import EPILOG, write_atomic
+from attlens.cli.common import EPILOG, emit, say, write_atomic
 
 
 def register(sub) -> None:
@@ -50,24 +48,18 @@ def cmd_diff(args) -> int:
     elif args.format == "md":
         text = diff_to_markdown(res, top=max(args.top, 1))
     else:
-        text = None
-        if args.output:
-            import io
+        import io
 
-            from rich.console import Console
+        from attlens.report.terminal import make_console
 
-            buf = io.StringIO()
-            render_diff(res, Console(file=buf, width=200, no_color=True, highlight=False), top=max(args.top, 1))
-            text = buf.getvalue()
-        else:
-            from attlens.report.terminal import make_console
-
-            render_diff(res, make_console(args.no_color), top=max(args.top, 1))
+        buf = io.StringIO() if args.output else None
+        render_diff(res, make_console(args.no_color, file=buf), top=max(args.top, 1))
+        text = buf.getvalue() if buf is not None else None
     if args.output:
         write_atomic(args.output, text)
-        print(f"wrote {args.output}", file=sys.stderr)
+        say(f"wrote {args.output}")
     elif text is not None:
-        sys.stdout.write(text)
+        emit(text)
     return 0
 
 

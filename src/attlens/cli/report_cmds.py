@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from attlens.cli.common import EPILOG, exit_code, write_atomic
+from attlens.cli.common import EPILOG, exit_code, load_analyzed, progress, say, write_atomic
 
 
 def register(sub) -> None:
@@ -14,15 +12,44 @@ def register(sub) -> None:
     p.add_argument("--format", choices=("html", "md"), default="html")
     p.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="an HTML diff of two captures instead")
     p.add_argument("--rocprof-dir", metavar="DIR")
-    p.add_argument("--pmc", metavar="PATH", help="counter_collection.csv / pmc_perf.csv of the same kernel to add the L2/HBM block")
+    p.add_argument("--pmc", metavar="PATH", help="counter_collection.csv / pmc_perf.csv of the same kernel to add the L2/HBM block "
+                   "(its kernel, target and dispatch must match the capture's)")
+    p.add_argument("--force", action="store_true", help="with --pmc: attach counters even when kernel, target or dispatch differ (the report says so)")
+    p.add_argument("--json", action="store_true", help="print a manifest of the files written (attlens.report)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
     p.add_argument("--out", metavar="DIR", help="write the capture here (default: a new temporary directory)")
-    p.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    p.add_argument("--json", action="store_true", help="print what was written and the analysis as JSON (attlens.demo)")
     p.add_argument("--topk", type=int, default=8, metavar="N")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+
+def _written(path, kind: str) -> dict:
+    from pathlib import Path
+
+    p = Path(path)
+    size = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
+    return {"path": str(p), "kind": kind, "bytes": size}
+
+
+def _manifest(args, fmt: str, written: list[dict], captures: list[dict]) -> int:
+    """Say what was written: one line per file on stderr; with ``--json`` the
+    ``attlens.report`` object on stdout."""
+    for w in written:
+        say(f"wrote {w['path']}")
+    if args.json:
+        from attlens.report.json_out import dumps, header
+
+        print(dumps({**header("attlens.report"), "format": fmt, "written": written, "captures": captures}))
+    return 0
+
+
+def _capture_entry(result, report=None, pmc=None) -> dict:
+    d = result.dispatch
+    return {"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,
+            "report": None if report is None else str(report), "error": None, "pmc": pmc, "pmc_refused": None}
 
 
 def cmd_report(args) -> int:
@@ -36,43 +63,48 @@ def cmd_report(args) -> int:
 
         res = diff(load_side(args.diff[0]), load_side(args.diff[1]))
         write_atomic(args.output, diff_to_html(res))
-        print(f"wrote {args.output}", file=sys.stderr)
-        return 0
+        return _manifest(args, "diff", [_written(args.output, "diff")], [])
     if not args.path:
         raise UsageError("give one or more capture directories (or --diff BEFORE AFTER)")
     from attlens.model.loader import resolve_capture_dirs
 
     dirs = [d for p in args.path for d in resolve_capture_dirs(p, all_captures=True)]
-    pmc = None
+    counters = None
     if args.pmc:
         from attlens.analysis.pmc import analyze_dispatches
+        from attlens.analysis.pmc_attach import PmcCounters
         from attlens.capture.pmc_run import detect_target, read_pmc_outputs
 
-        pivot, _src = read_pmc_outputs(Path(args.pmc))
+        pivot, source = read_pmc_outputs(Path(args.pmc))
         target = detect_target(Path(args.pmc))
         if not target:
             raise UsageError(f"{args.pmc}: cannot tell the GPU target of the counters (no agent_info.csv / sysinfo.csv beside them)")
-        pmc = analyze_dispatches(pivot, target)
+        counters = PmcCounters(analyze_dispatches(pivot, target), source, target)
     if args.format == "md":
         if len(dirs) != 1:
             raise UsageError("--format md writes one capture's bundle: pass one capture")
-        from attlens.analysis.analyze import analyze
         from attlens.analysis.plan import make_plan
         from attlens.analysis.waves import analyze_waves
-        from attlens.model.loader import load
         from attlens.report.markdown import render_markdown_bundle
 
-        r = analyze(load(dirs[0], rocprof_dir=args.rocprof_dir))
+        r = load_analyzed(args, dirs)[0]
         waves = analyze_waves(r)
         md, js = render_markdown_bundle(r, make_plan(r, waves=waves), waves, Path(args.output))
-        print(f"wrote {md} and {js}", file=sys.stderr)
+        _manifest(args, "md", [_written(md, "markdown"), _written(js, "analysis")], [_capture_entry(r, md)])
         return exit_code([r])
     from attlens.report.html import render_captures
 
-    written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=pmc)
-    for w in written:
-        print(f"wrote {w}", file=sys.stderr)
-    return 0
+    log: list[dict] = []
+    with progress(args) as step:
+        written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=counters, force=args.force, progress=step, log=log)
+    for e in log:
+        if e["pmc_refused"]:
+            say(f"attlens: warning: no counters attached to {e['path']}: {e['pmc_refused']}")
+        elif e["pmc"] and any(c["match"] is False for c in e["pmc"]["checks"]):
+            say(f"attlens: warning: counters attached to {e['path']} with --force although " + "; ".join(
+                f"{c['field']} {c['capture']} vs {c['counters']}" for c in e["pmc"]["checks"] if c["match"] is False))
+    index = len(dirs) > 1
+    return _manifest(args, "html", [_written(w, "index" if index and i == len(written) - 1 else "report") for i, w in enumerate(written)], log)
 
 
 def cmd_demo(args) -> int:
@@ -86,19 +118,22 @@ def cmd_demo(args) -> int:
     path = write_capture(out)
     result = analyze(load(path))
     if args.json:
-        from attlens.report.json_out import analysis_to_dict, dumps
+        from attlens.report.json_out import analysis_to_dict, dumps, header
 
-        print(dumps(analysis_to_dict(result, args.topk)))
+        print(dumps({**header("attlens.demo"), "capture": str(path), "written": [_written(path, "capture")],
+                     "analysis": analysis_to_dict(result, args.topk)}))
         return 0
+    from rich.markup import escape
+
     from attlens.report.terminal import make_console, render_analysis
 
     console = make_console(args.no_color)
-    console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel (docs/demo.md) written to {path}")
+    console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel (docs/demo.md) written to {escape(str(path))}")
     console.print("The planted hotspot is the global-memory wait at toy_kernel.py:24; the analysis below should rank it first.\n")
     from attlens.analysis.plan import make_plan
     from attlens.report.plan_out import top_findings_lines
 
     findings = top_findings_lines(make_plan(result)) + [f"(attlens plan {path} for the evidence and changes)"]
     render_analysis(result, console, topk=args.topk, mode="both", detail=True, context=1, detail_k=2, findings=findings)
-    console.print(f"\nNext: attlens analyze {path} --json")
+    console.print(f"\nNext: attlens analyze {escape(str(path))} --json")
     return 0

@@ -159,8 +159,11 @@ def _build_static(code) -> StaticCode:
     return StaticCode(mnemonic=mn, cls=cls, own_source=own, inline_chain=chains)
 
 
-def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
+def load(path: str | Path, rocprof_dir: str | Path | None = None, progress=None) -> Dispatch:
     """Load one decoded ATT directory (``ui_output_agent_*_dispatch_*``).
+
+    ``progress``: optional ``callback(stage, done, total)`` told about the
+    wave files (the CLI draws it on a terminal, :func:`attlens.report.console.progress`).
 
     Raises an :class:`attlens.errors.AttlensError` subclass for unusable
     input; recoverable problems (one unreadable wave file, a damaged optional
@@ -184,8 +187,12 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
     code = read_code_json(code_path)
     n_pc = code.size
 
+    if progress is not None:
+        progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
     with _no_gc():
         raw_waves, problems = read_wave_files(d, index.waves)
+    if progress is not None:
+        progress(f"read {len(index.waves):,} wave files of {d.name}", len(index.waves), len(index.waves))
     for entry, msg in problems:
         warnings.append(f"{entry.filename}: {msg}; wave skipped")
 

@@ -313,11 +313,17 @@ def _timeline(result, waves) -> dict:
 
 
 def _pmc_dict(pmc, dispatch_id) -> dict | None:
-    """A PmcResult, a list of them, or an ``attlens.pmc`` / per-dispatch dict."""
+    """A PmcAttachment (checked against the capture: the block says what was
+    attached), a PmcResult, a list of them, or an ``attlens.pmc`` /
+    per-dispatch dict."""
     if pmc is None:
         return None
     from attlens.analysis.pmc import PmcResult
+    from attlens.analysis.pmc_attach import PmcAttachment
     from attlens.report.pmc_out import result_to_dict
+
+    if isinstance(pmc, PmcAttachment):
+        return {**result_to_dict(pmc.result), "attached": pmc.label()}
 
     items = pmc
     if isinstance(pmc, PmcResult):
@@ -553,38 +559,77 @@ def report_name(result, used: set[str] | None = None) -> str:
     return cand
 
 
-def render_captures(dirs, out_path, rocprof_dir=None, pmc=None) -> list[Path]:
+def _attach(pmc, result, force: bool, several: bool):
+    """Counters read with ``--pmc`` (a PmcCounters) checked against one
+    capture: ``(PmcAttachment, None)``, or ``(None, why)`` for a capture of an
+    index they do not match; anything else is passed through as given."""
+    from attlens.analysis.pmc_attach import PmcCounters, attach_pmc
+    from attlens.errors import Incomparable
+
+    if not isinstance(pmc, PmcCounters):
+        return pmc, None
+    d = result.dispatch
+    try:
+        return attach_pmc(pmc, d.kernel_name, d.arch.target, d.resources.dispatch_id, force=force), None
+    except Incomparable as exc:
+        if several:
+            return None, exc.message
+        raise
+
+
+def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = False, progress=None, log: list | None = None) -> list[Path]:
     """Load, analyze and report capture directories. One directory: its
     report at ``out_path``. Several: each report beside ``out_path`` (named by
     :func:`report_name`) and the index page at ``out_path``. A capture that
     fails to load is listed in the index with its error (single capture: the
-    error is raised). Returns the files written, the index last."""
+    error is raised). Returns the files written, the index last.
+
+    ``pmc``: a :class:`~attlens.analysis.pmc_attach.PmcCounters` is checked
+    against each capture (kernel, target, dispatch): one capture that does
+    not match raises :class:`~attlens.errors.Incomparable` unless ``force``;
+    in an index, a capture that does not match gets no counters (its log
+    entry says why). ``progress``: ``callback(stage, done, total)``.
+    ``log``: a list that receives one dict per capture (``path``, ``kernel``,
+    ``dispatch_id``, ``target``, ``report``, ``error``, ``pmc``: the
+    attached counters' label or None, ``pmc_refused``: why not, or None)."""
     from attlens.analysis.analyze import analyze
     from attlens.analysis.plan import make_plan
     from attlens.analysis.waves import analyze_waves
     from attlens.errors import AttlensError
     from attlens.model.loader import load
 
+    step = progress or (lambda stage, done=None, total=None: None)
     dirs = list(dirs)
     out = Path(out_path)
-    if len(dirs) == 1:
-        r = analyze(load(dirs[0], rocprof_dir=rocprof_dir))
-        waves = analyze_waves(r)
-        render_html(r, make_plan(r, waves=waves), waves, out, pmc=pmc)
-        return [out]
+    several = len(dirs) > 1
     written, entries, used = [], [], {out.name}
     for p in dirs:
         try:
-            r = analyze(load(p, rocprof_dir=rocprof_dir))
+            d = load(p, rocprof_dir=rocprof_dir, progress=step)
         except AttlensError as exc:
+            if not several:
+                raise
             entries.append({"path": str(p), "error": exc.message})
+            if log is not None:
+                log.append({"path": str(p), "kernel": None, "dispatch_id": None, "target": None, "report": None, "error": exc.message,
+                            "pmc": None, "pmc_refused": None})
             continue
+        step(f"analyzing {Path(p).name}")
+        r = analyze(d)
+        attached, refused = _attach(pmc, r, force, several)
         waves = analyze_waves(r)
         plan = make_plan(r, waves=waves)
-        name = report_name(r, used)
-        render_html(r, plan, waves, out.parent / name)
-        written.append(out.parent / name)
-        entries.append(index_entry(r, plan, name))
-    render_index(entries, out)
-    written.append(out)
+        target = out if not several else out.parent / report_name(r, used)
+        step(f"writing {target.name}")
+        render_html(r, plan, waves, target, pmc=attached)
+        written.append(target)
+        if several:
+            entries.append(index_entry(r, plan, target.name))
+        if log is not None:
+            label = attached.label() if hasattr(attached, "label") else None
+            log.append({"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,
+                        "report": str(target), "error": None, "pmc": label, "pmc_refused": refused})
+    if several:
+        render_index(entries, out)
+        written.append(out)
     return written

@@ -17,6 +17,16 @@ ANALYZE_SCHEMA_VERSION = 1
 ERROR_SCHEMA = "attlens.error"
 
 
+def header(schema: str, version: int = 1) -> dict:
+    """The three keys every ``--json`` object starts with."""
+    return {"schema": schema, "schema_version": version, "attlens_version": __version__}
+
+
+def many(schema: str, objects: list[dict]) -> dict:
+    """The ``attlens.*_many`` wrapper of ``--all``: ``{..., "captures": [...]}``."""
+    return {**header(schema), "captures": objects}
+
+
 def _share(x: int, total: int) -> float | None:
     return round(x / total, 6) if total else None
 

@@ -1,8 +1,9 @@
 """The kernel table (:func:`attlens.capture.kernels.kernel_table`) as JSON
 (schema ``attlens.kernels`` version 1) and as a rich terminal table.
 
-JSON rows carry every field of :class:`~attlens.capture.kernels.KernelRow`;
-a value that is not known (stats-only input, a resource that differs between
+JSON rows carry every field of :class:`~attlens.capture.kernels.KernelRow`,
+the resources grouped under ``resources`` (``varying`` names them by the same
+keys); a value that is not known (stats-only input, a resource that differs between
 dispatches, a column the rocprofv3 version did not write) is ``null``, never 0.
 Times are µs; ``lds`` and ``scratch`` are bytes (``lds`` from kernel_trace.csv
 is the static LDS rounded up to 512 B; from results.db/results.json it is the
@@ -11,10 +12,12 @@ dispatch's group segment size); ``grid`` is in work-items, not workgroups.
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+
+from attlens import __version__
+
+from attlens.report.console import Col, FitTable
 
 SCHEMA = "attlens.kernels"
 SCHEMA_VERSION = 1
@@ -26,6 +29,10 @@ def _round(x, nd=3):
 
 def _list(t):
     return None if t is None else list(t)
+
+
+# KernelRow field → key of the row's "resources" object (and of "varying")
+_RESOURCE_KEY = {"lds": "lds_bytes", "scratch": "scratch_bytes"}
 
 
 def row_to_dict(r) -> dict:
@@ -54,7 +61,7 @@ def row_to_dict(r) -> dict:
         },
         "shapes": [dict(s) for s in r.shapes] if r.shapes else None,
         "several_shapes": len(r.shapes) > 1 if r.shapes else None,
-        "varying": {k: [list(v) if isinstance(v, tuple) else v for v in vals] for k, vals in r.varying.items()} or None,
+        "varying": {_RESOURCE_KEY.get(k, k): [list(v) if isinstance(v, tuple) else v for v in vals] for k, vals in r.varying.items()} or None,
         "notes": list(r.notes),
     }
 
@@ -64,6 +71,7 @@ def kernels_to_dict(table) -> dict:
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
+        "attlens_version": __version__,
         "source": getattr(table, "source", None),
         "files": [str(f) for f in getattr(table, "files", [])] or None,
         "exclude": getattr(table, "exclude", None),
@@ -88,11 +96,7 @@ def _dims(t) -> str:
     return "×".join(f"{v:,}" for v in t)
 
 
-def _short(name: str, width: int) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
-
-
-def render_kernels(table, console: Console, top: int = 20, name_width: int = 90) -> None:
+def render_kernels(table, console: Console, top: int = 20) -> None:
     rows = list(table.rows) if hasattr(table, "rows") else list(table)
     files = getattr(table, "files", [])
     source = getattr(table, "source", None)
@@ -111,20 +115,17 @@ def render_kernels(table, console: Console, top: int = 20, name_width: int = 90)
         how = f" (exclude /{escape(pattern[:60])}{'…' if len(pattern) > 60 else ''}/)"
     console.print(f"  total kernel time {_n(total, '{:,.1f}')} µs; {excluded} runtime helper kernel(s) marked [dim]helper[/dim]{how}")
     has_res = any(r.dispatch_count for r in rows)
-    t = Table(box=box.SIMPLE_HEAD, title=f"Top {min(top, len(rows))} kernels by total GPU time", title_justify="left", title_style="bold")
-    cols = [("#", "right"), ("total µs", "right"), ("%", "right"), ("calls", "right"), ("avg µs", "right")]
+    cols = [Col("#"), Col("total µs"), Col("%"), Col("calls"), Col("avg µs")]
     if has_res:
-        cols += [("kernel ids", "left"), ("VGPR", "right"), ("AGPR", "right"), ("SGPR", "right"), ("LDS B", "right"), ("workgroup", "right"), ("grid", "right")]
-    cols += [("kernel", "left")]
-    for c, j in cols:
-        t.add_column(c, justify=j, no_wrap=c in ("kernel", "grid", "workgroup"))
+        # ids are numbers: they wrap between ids, never cut
+        cols += [Col("kernel ids", "wrap", min_width=6), *map(Col, ("VGPR", "AGPR", "SGPR", "LDS B", "workgroup", "grid"))]
+    t = FitTable(f"Top {min(top, len(rows))} kernels by total GPU time", cols + [Col("kernel", "text", min_width=24)])
     for r in rows[:top]:
-        ids = ",".join(map(str, r.kernel_ids[:4])) + ("…" if len(r.kernel_ids) > 4 else "")
         cells = [str(r.rank), _n(r.total_us, "{:,.1f}"), _n(r.percent, "{:.1f}"), _n(r.calls), _n(r.average_us, "{:,.2f}")]
         if has_res:
             several = len(r.shapes) > 1
             cells += [
-                ids or "-",
+                ", ".join(map(str, r.kernel_ids)) or "-",
                 _n(r.vgpr) if "vgpr" not in r.varying else "var",
                 _n(r.agpr) if "agpr" not in r.varying else "var",
                 _n(r.sgpr) if "sgpr" not in r.varying else "var",
@@ -132,8 +133,8 @@ def render_kernels(table, console: Console, top: int = 20, name_width: int = 90)
                 _dims(r.workgroup) if r.workgroup is not None or not several else f"{len(r.shapes)} shapes",
                 _dims(r.grid) if r.grid is not None or not several else f"{len(r.shapes)} shapes",
             ]
-        label = escape(_short(r.name, name_width))
-        cells.append(f"[dim]{label} (helper)[/dim]" if r.excluded else label)
+        label = escape(r.name)
+        cells.append(f"[dim](helper) {label}[/dim]" if r.excluded else label)
         t.add_row(*cells)
     console.print(t)
     if len(rows) > top:

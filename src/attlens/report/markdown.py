@@ -11,7 +11,8 @@ warnings, and the commands to reproduce. Every number is the one in
 Trace strings (kernel names, paths, ISA, source) are written in code spans or
 fenced blocks, whose fences are longer than any backtick run in the text;
 plain-text strings have ``<``, ``>``, ``&`` and ``|`` escaped so a Markdown
-renderer shows them literally.
+renderer shows them literally; control characters are shown as ``\x1b``-style
+escapes (:mod:`attlens.report.controls`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from pathlib import Path
 
 from attlens import __version__
+from attlens.report.controls import safe_text
 from attlens.report.html import reproduce_commands, write_atomic
 
 TOP_LINES = 10
@@ -39,7 +41,7 @@ def _pct(x) -> str:
 
 def _text(s) -> str:
     """Plain text: shown literally by a Markdown renderer."""
-    s = str(s).replace("\r", " ").replace("\n", " ")
+    s = safe_text(str(s).replace("\r", " ").replace("\n", " "))
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = re.sub(r"([\\`*_\[\]|#])", r"\\\1", s)
     return s
@@ -48,7 +50,7 @@ def _text(s) -> str:
 def _code(s, table: bool = False) -> str:
     """An inline code span holding ``s`` literally (in a table, ``|`` is escaped
     as GFM requires even inside code spans)."""
-    s = str(s).replace("\r", " ").replace("\n", " ")
+    s = safe_text(str(s).replace("\r", " ").replace("\n", " "))
     if s == "":
         return "``"
     run = max((len(m) for m in re.findall(r"`+", s)), default=0)
@@ -59,6 +61,7 @@ def _code(s, table: bool = False) -> str:
 
 
 def _fence(lines: list[str], lang: str = "") -> list[str]:
+    lines = [safe_text(x) for x in lines]
     body = "\n".join(lines)
     run = max((len(m) for m in re.findall(r"`{3,}", body)), default=0)
     f = "`" * max(3, run + 1)

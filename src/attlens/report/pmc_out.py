@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from attlens import __version__
 from attlens.analysis.pmc import Decision, PmcResult
+from attlens.report.console import Col, FitTable
 
 PMC_SCHEMA = "attlens.pmc"
 PMC_SCHEMA_VERSION = 1
@@ -108,13 +107,10 @@ def _mark(v: bool | None) -> str:
 
 
 def _summary(results: Sequence[PmcResult], console: Console) -> None:
-    t = Table(title="PMC — L2 / memory per dispatch", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
-    for col, j in (("dispatch", "right"), ("kernel", "left"), ("L2 hit", "right"), ("read", "right"), ("written", "right"),
-                   ("over-fetch", "right"), ("GB/s", "right"), ("of peak", "right"), ("findings", "left")):
-        t.add_column(col, justify=j)
+    t = FitTable("PMC — L2 / memory per dispatch", [Col("dispatch"), Col("kernel", "text", min_width=16), Col("L2 hit"), Col("read"), Col("written"),
+                                                    Col("over-fetch"), Col("GB/s"), Col("of peak"), Col("findings", "wrap")])
     for r in results:
         name = r.kernel_name or "-"
-        name = name if len(name) <= 48 else name[:45] + "..."
         fired = ", ".join(d.title for d in r.fired) or "-"
         t.add_row("-" if r.dispatch_id is None else str(r.dispatch_id), escape(name), _pct(r.l2_hit_rate),
                   _span(r.read_bytes_range, _mib), _mib(r.write_bytes), _span(r.over_fetch_range, lambda x: f"{x:.2f}x"),
@@ -126,9 +122,7 @@ def _detail(r: PmcResult, console: Console) -> None:
     head = f"dispatch {r.dispatch_id}" if r.dispatch_id is not None else "dispatch"
     console.print(f"\n[bold]{escape(head)}[/bold] — [bold cyan]{escape(r.kernel_name or '(unnamed kernel)')}[/bold cyan]")
     console.print(f"  target   {r.target} ({r.product}, {r.xcc} XCC, peak {r.peak_hbm_gbps:,.0f} GB/s — {escape(r.peak_source)})")
-    t = Table(box=box.SIMPLE_HEAD)
-    for col, j in (("metric", "left"), ("value", "right"), ("from", "left")):
-        t.add_column(col, justify=j)
+    t = FitTable(None, [Col("metric", "text", min_width=18), Col("value"), Col("from", "wrap", min_width=20)])
     hits = "n/a" if r.l2_hits is None or r.l2_misses is None else f"{r.l2_hits:,.0f} hit / {r.l2_misses:,.0f} miss"
     t.add_row("L2 hit rate", _pct(r.l2_hit_rate), f"TCC_HIT / (TCC_HIT + TCC_MISS): {hits}")
     if r.read_mix:

@@ -16,11 +16,15 @@ def _cap(c) -> dict:
 
 def profile_to_dict(res) -> dict:
     kernels = None
+    kernel = res.kernel
     if res.kernels is not None:
         try:
-            from attlens.report.kernels_out import kernels_to_dict
+            from attlens.report.kernels_out import kernels_to_dict, row_to_dict
 
             kernels = kernels_to_dict(res.kernels)
+            row = res.kernels.row(res.kernel["name"]) if res.kernel else None
+            if row is not None:  # the same row shape as attlens.kernels
+                kernel = row_to_dict(row)
         except Exception:  # the kernel table is informational here
             kernels = None
     analysis = None
@@ -38,7 +42,7 @@ def profile_to_dict(res) -> dict:
         "target": res.target,
         "att_available": res.att_available,
         "att_unavailable_reason": res.att_unavailable_reason,
-        "kernel": res.kernel,
+        "kernel": kernel,
         "kernel_reason": res.kernel_reason,
         "dispatches_per_kernel_id": res.dispatches,
         "iterations": res.iterations,

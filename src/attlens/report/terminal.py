@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from attlens.analysis.taxonomy import CLASSES
+from attlens.report.console import Col, FitTable
+from attlens.report.console import make_console  # noqa: F401  (re-exported: the CLI's console)
 
 
 def _n(x) -> str:
@@ -25,12 +25,6 @@ def _short_source(src: str | None) -> str:
         return "-"
     f, _, ln = src.rpartition(":")
     return f"{os.path.basename(f)}:{ln}" if f else src
-
-
-def make_console(no_color: bool = False) -> Console:
-    # Fixed width when piped so scripts and logs get stable, unwrapped lines.
-    tty = os.isatty(1)
-    return Console(width=None if tty else 200, no_color=no_color or not tty, highlight=False, soft_wrap=False)
 
 
 def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None, sort: str = "stall") -> None:
@@ -68,9 +62,8 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         f"({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)} · idle {_n(b.total_idle)}{hid}"
     )
 
-    t = Table(title="Stall by class", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
-    for col, j in (("class", "left"), ("stall cyc", "right"), ("stall %", "right"), ("latency cyc", "right"), ("records", "right"), ("meaning", "left")):
-        t.add_column(col, justify=j)
+    t = FitTable("Stall by class", [Col("class", "text", min_width=11), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
+                                    Col("meaning", "wrap", min_width=16)])
     for c in sorted(CLASSES, key=lambda c: -b.by_class_stall[c]):
         if not (b.by_class_latency[c] or b.by_class_records[c]):
             continue
@@ -81,12 +74,8 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
     if mode in ("asm", "both"):
         order = {"stall": h.by_stall, "latency": h.by_latency, "exposed": h.by_exposed}[sort]
         show_exp = result.hidden is not None
-        t = Table(title=f"Top {topk} instructions by {sort}", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
-        for col, j in (("#", "right"), ("pc", "right"), ("vaddr", "right"), ("hit", "right"), ("latency", "right"), ("stall", "right"),
-                       ("idle", "right"), ("stall %", "right"), ("exposed", "right"), ("class", "left"), ("instruction", "left"), ("source", "left")):
-            if col == "exposed" and not show_exp:
-                continue
-            t.add_column(col, justify=j, no_wrap=col in ("instruction", "source"))
+        cols = [Col(c) for c in ("#", "pc", "vaddr", "hit", "latency", "stall", "idle", "stall %") + (("exposed",) if show_exp else ())]
+        t = FitTable(f"Top {topk} instructions by {sort}", cols + [Col("class", "wrap", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
         for rank, i in enumerate(order[:topk], 1):
             x = h.instructions[i]
             cls = x.cls
@@ -95,7 +84,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             cells = [str(rank), str(x.pc), hex(x.vaddr), _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _pct(x.stall_share)]
             if show_exp:
                 cells.append(_n(x.exposed))
-            t.add_row(*cells, escape(cls), escape(x.isa[:64]), escape(_short_source(x.source)))
+            t.add_row(*cells, escape(cls), escape(x.isa), escape(_short_source(x.source)))
         console.print(t)
 
     if mode in ("src", "both"):
@@ -104,12 +93,9 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         else:
             line_order = {"stall": h.lines_by_stall, "latency": h.lines_by_latency, "exposed": h.lines_by_exposed}[sort]
             show_exp = result.hidden is not None
-            t = Table(title=f"Top {topk} source lines by {sort}", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
-            for col, j in (("#", "right"), ("source", "left"), ("instr", "right"), ("exec", "right"), ("hit", "right"),
-                           ("latency", "right"), ("stall", "right"), ("stall %", "right"), ("exposed", "right"), ("dominant class", "left"), ("inlined from", "left")):
-                if col == "exposed" and not show_exp:
-                    continue
-                t.add_column(col, justify=j, no_wrap=col == "source")
+            nums = ("instr", "exec", "hit", "latency", "stall", "stall %") + (("exposed",) if show_exp else ())
+            t = FitTable(f"Top {topk} source lines by {sort}", [Col("#"), Col("source", "path"), *map(Col, nums),
+                                                                 Col("dominant class", "text", min_width=11), Col("inlined from", "path", min_width=10)])
             for rank, i in enumerate(line_order[:topk], 1):
                 ln = h.lines[i]
                 chain = _short_source(ln.inline_chains[0].split(" -> ")[0]) if ln.inline_chains else ""

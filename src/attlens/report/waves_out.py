@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.markup import escape
-from rich.table import Table
 
 from attlens import __version__
 from attlens.analysis.phases import PHASES
 from attlens.analysis.pipes import PIPES
 from attlens.model.dispatch import STATE_NAMES
+from attlens.report.console import Col, FitTable
 from attlens.report.terminal import _n, _pct, _short_source
 
 WAVES_SCHEMA = "attlens.waves"
@@ -101,41 +100,33 @@ def render_waves(result, wa, console, topk: int = 10) -> None:
         console.print(f"  clock    {clk.frequency_hz / 1e6:,.0f} MHz; {escape(clk.note)}" + (f" ({offs})" if offs else ""))
     else:
         console.print(f"  clock    {escape(clk.note)}")
-    t = Table(title="Wave states (all traced waves, weighted by lifetime)", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=len("Wave states (all traced waves, weighted by lifetime)") + 2)
-    for c in ("state", "cycles", "share", "time"):
-        t.add_column(c, justify="left" if c == "state" else "right")
+    t = FitTable("Wave states (all traced waves, weighted by lifetime)", [Col("state", "text"), Col("cycles"), Col("share"), Col("time")])
     for name, cyc in st.kernel.items():
         us = clk.cycles_to_us(cyc)
         t.add_row(name, _n(cyc), _pct(st.kernel_share[name]), "-" if us is None else f"{us:,.1f} µs·wave")
     console.print(t)
-    t = Table(title="Per SIMD", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=len("Per SIMD") + 2)
-    for c in ("SE", "CU", "SIMD", "waves", "IDLE", "EXEC", "WAIT", "STALL"):
-        t.add_column(c, justify="right")
+    t = FitTable("Per SIMD", [Col(c) for c in ("SE", "CU", "SIMD", "waves", "IDLE", "EXEC", "WAIT", "STALL")])
     for r in st.per_simd:
         tot = max(sum(r[s] for s in ("IDLE", "EXEC", "WAIT", "STALL")), 1)
         t.add_row(str(r["se"]), str(r["cu"]), str(r["simd"]), str(r["waves"]), *(_pct(r[s] / tot) for s in ("IDLE", "EXEC", "WAIT", "STALL")))
     console.print(t)
-    t = Table(title="Pipe utilization (share of the traced window each pipe was busy, over all SIMDs)", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=len("Pipe utilization (share of the traced window each pipe was busy, over all SIMDs)") + 2)
-    for c in ("pipe", "issue cycles", "busy cycles", "busy share"):
-        t.add_column(c, justify="left" if c == "pipe" else "right")
+    t = FitTable("Pipe utilization (share of the traced window each pipe was busy, over all SIMDs)",
+                 [Col("pipe", "text"), Col("issue cycles"), Col("busy cycles"), Col("busy share")])
     for p in PIPES:
         v = wa.pipes.kernel[p]
         t.add_row(p, _n(v["issue_cycles"]), _n(v["busy_cycles"]), _pct(v["busy_share"]))
     console.print(t)
-    t = Table(title="Phases", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=len("Phases") + 2)
-    for c in ("phase", "records", "stall", "latency"):
-        t.add_column(c, justify="left" if c == "phase" else "right")
+    t = FitTable("Phases", [Col("phase", "text"), Col("records"), Col("stall"), Col("latency")])
     for p in PHASES:
         v = wa.phases.kernel[p]
         if v["records"]:
             t.add_row(p, _n(v["records"]), _n(v["stall"]), _n(v["latency"]))
     console.print(t)
-    t = Table(title=f"Stall per execution of the top {topk} instructions", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=len(f"Stall per execution of the top {topk} instructions") + 2)
-    for c in ("pc", "executions", "p50", "p90", "max", "first exec mean", "later mean", "instruction"):
-        t.add_column(c, justify="left" if c == "instruction" else "right", no_wrap=c == "instruction")
+    t = FitTable(f"Stall per execution of the top {topk} instructions",
+                 [*map(Col, ("pc", "executions", "p50", "p90", "max", "first exec mean", "later mean")), Col("instruction", "wrap", min_width=16)])
     for x in wa.phases.distributions[:topk]:
         later = "-" if x.later_execution_stall_mean is None else f"{x.later_execution_stall_mean:,.0f}"
-        t.add_row(str(x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc][:60]))
+        t.add_row(str(x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc]))
     console.print(t)
     for f in wa.phases.flags:
         console.print(f"  [yellow]![/yellow] {escape(f)}")
@@ -216,25 +207,23 @@ def render_deps(result, att, producers, waits, console, topk: int = 10, title: s
     d = result.dispatch
     console.print(f"[bold]attlens deps[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]{escape(title)}")
     console.print(f"  {_n(att.total_charged)} wait cycles charged to producers over {len(att.pairs.first_of_wait):,} resolved wait executions ({result.deps.model} counter rules)")
-    t = Table(title=f"Top {topk} producers by wait cycles caused", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=len(f"Top {topk} producers by wait cycles caused") + 2)
-    for c in ("pc", "waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding", "class", "instruction", "source"):
-        t.add_column(c, justify="left" if c in ("class", "instruction", "source") else "right", no_wrap=c in ("instruction", "source"))
+    t = FitTable(f"Top {topk} producers by wait cycles caused",
+                 [*map(Col, ("pc", "waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding")),
+                  Col("class", "text", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
     for p in producers[:topk]:
         t.add_row(str(p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instr_median:,.0f}/{p.distance_instr_min}",
-                  f"{p.distance_cycles_median:,.0f}", f"{p.outstanding_mean:.1f}", p.wait_class, escape(p.isa[:56]), escape(_short_source(p.source)))
+                  f"{p.distance_cycles_median:,.0f}", f"{p.outstanding_mean:.1f}", p.wait_class, escape(p.isa), escape(_short_source(p.source)))
     console.print(t)
-    t = Table(title=f"Source lines whose memory ops were waited on (top {topk})", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=60)
-    for c in ("source", "waited on", "share", "producers"):
-        t.add_column(c, justify="left" if c == "source" else "right")
+    t = FitTable(f"Source lines whose memory ops were waited on (top {topk})", [Col("source", "path"), Col("waited on"), Col("share"), Col("producers")])
     for src, cyc, n in att.by_producer_line()[:topk]:
         t.add_row(escape(_short_source(src) if src != "(no source)" else src), _n(cyc), _pct(cyc / att.total_charged if att.total_charged else None), str(n))
     console.print(t)
-    t = Table(title=f"Top {topk} waits and whom they waited on", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold", min_width=len(f"Top {topk} waits and whom they waited on") + 2)
-    for c in ("wait pc", "stall", "charged", "instruction", "producers (pc: cycles)"):
-        t.add_column(c, justify="left" if c in ("instruction", "producers (pc: cycles)") else "right")
+    # the producer list is numbers: it wraps between entries, never cut
+    t = FitTable(f"Top {topk} waits and whom they waited on",
+                 [Col("wait pc"), Col("stall"), Col("charged"), Col("instruction", "wrap", min_width=16), Col("producers (pc: cycles)", "wrap", min_width=14)])
     for wpc, prods in sorted(waits.items(), key=lambda kv: -sum(kv[1].values()))[:topk]:
         top = ", ".join(f"{p}: {c:,}" for p, c in sorted(prods.items(), key=lambda kv: -kv[1])[:4])
         if len(prods) > 4:
             top += f", +{len(prods) - 4} more"
-        t.add_row(str(wpc), _n(int(result.sums.stall[wpc])), _n(int(sum(prods.values()))), escape(d.code.isa[wpc][:40]), top)
+        t.add_row(str(wpc), _n(int(result.sums.stall[wpc])), _n(int(sum(prods.values()))), escape(d.code.isa[wpc]), top)
     console.print(t)

@@ -375,10 +375,59 @@
     depsPanel.appendChild(el("div", { class: "muted", text: "Click an instruction for its memory → wait dependencies." }));
   }
 
+  // The ISA table fits its pane: the instruction text takes what the other
+  // columns leave (and ellipsizes); the panes share the width so that the
+  // ISA pane holds every other column plus room for the text, and stack when
+  // the window cannot hold both side by side. The user may drag the splitter.
+  var SRC_MIN = 320, INS_MIN = 200, INS_MORE = 120;
+  function fitSplit(grid, left, splitter, table, cols) {
+    var userWidth = null, drag = null;
+    function isaMin() {
+      var ths = table.tHead.rows[0].cells, w = 0;
+      for (var k = 0; k < ths.length; k++) if (cols[k].key !== "text") w += ths[k].getBoundingClientRect().width;
+      return Math.ceil(w + INS_MIN + 4);
+    }
+    function gapWidth() { return splitter.getBoundingClientRect().width + 2 * (parseFloat(getComputedStyle(grid).columnGap) || 0); }
+    function layout() {
+      var need = isaMin(), total = grid.clientWidth;
+      grid.style.setProperty("--isa-min", need + "px");
+      var room = total - need - gapWidth();
+      grid.classList.toggle("stacked", room < SRC_MIN);
+      if (room < SRC_MIN) return;
+      // by default half each, but the ISA text gets INS_MORE px more when the source keeps SRC_MIN
+      var w = userWidth === null ? Math.min(total / 2, Math.max(room - INS_MORE, SRC_MIN)) : Math.min(Math.max(userWidth, SRC_MIN), room);
+      grid.style.setProperty("--src-w", Math.floor(w) + "px");
+    }
+    function setWidth(w) { userWidth = w; layout(); }
+    splitter.addEventListener("pointerdown", function (ev) {
+      drag = { x: ev.clientX, w: left.getBoundingClientRect().width };
+      splitter.setPointerCapture(ev.pointerId);
+      splitter.classList.add("dragging");
+      ev.preventDefault();
+    });
+    splitter.addEventListener("pointermove", function (ev) { if (drag) setWidth(drag.w + ev.clientX - drag.x); });
+    function end() { drag = null; splitter.classList.remove("dragging"); }
+    splitter.addEventListener("pointerup", end);
+    splitter.addEventListener("pointercancel", end);
+    splitter.addEventListener("keydown", function (ev) {
+      var step = ev.shiftKey ? 160 : 40, w = left.getBoundingClientRect().width;
+      if (ev.key === "ArrowLeft") setWidth(w - step);
+      else if (ev.key === "ArrowRight") setWidth(w + step);
+      else return;
+      ev.preventDefault();
+    });
+    splitter.addEventListener("dblclick", function () { userWidth = null; layout(); });
+    var rt = null;
+    window.addEventListener("resize", function () { clearTimeout(rt); rt = setTimeout(layout, 50); });
+    layout();
+    api.codeLayout = function () { return { stacked: grid.classList.contains("stacked"), isaMin: isaMin(), srcWidth: left.getBoundingClientRect().width }; };
+  }
+
   function renderCode() {
     var s = section("code");
     s.appendChild(el("p", { class: "muted", text: "Heat bars: red = stall, blue = latency, relative to the hottest line. Click a source line to expand it and highlight its instructions in the ISA view; click an instruction to select its line and list the memory ops it waited on (or the waits that waited on it)." }));
-    var grid = el("div", { class: "grid2" });
+    // source | splitter | ISA: the splitter resizes the two panes (drag, or arrow keys)
+    var grid = el("div", { class: "split", id: "code-split" });
     s.appendChild(grid);
 
     // --- source view
@@ -391,6 +440,9 @@
     srcPane = el("div", { class: "pane", id: "src-pane" });
     left.appendChild(srcPane);
     grid.appendChild(left);
+    var splitter = el("div", { class: "splitter", id: "code-splitter", role: "separator", tabindex: "0", "aria-orientation": "vertical",
+      "aria-label": "resize the source and ISA views", title: "drag (or arrow keys) to resize; double-click to fit the ISA table" });
+    grid.appendChild(splitter);
 
     // --- ISA view
     var right = el("div");
@@ -444,6 +496,7 @@
     }
     t.appendChild(tb);
     isaPane.appendChild(t);
+    fitSplit(grid, left, splitter, t, cols);
 
     var sortState = { key: "pc", dir: 1 };
     function sortBy(key) {
@@ -858,8 +911,23 @@
       ["over-fetch", rng(p.over_fetch.ratio_range, function (x) { return fmtNum(x, 2) + "x"; })],
       ["bandwidth", rng(p.bandwidth.achieved_gbps_range, function (x) { return fmtNum(x, 0); }) + " GB/s, " + rng(p.bandwidth.fraction_of_peak_range, function (x) { return fmtPct(x); }) + " of peak"]
     ];
+    var att = p.attached;
+    if (att) facts.unshift(["counters from", att.source]);
     var dl = el("dl", { class: "facts", id: "pmc-facts" });
     facts.forEach(function (f) { dl.appendChild(el("dt", { text: f[0] })); dl.appendChild(el("dd", { text: f[1] })); });
+    if (att) {
+      // what was compared before the counters were attached (kernel, target, dispatch)
+      var bad = att.checks.filter(function (c) { return c.match === false; });
+      var unknown = att.checks.filter(function (c) { return c.match === null; });
+      var li = function (c, why) { return el("li", { text: c.field + ": capture " + (c.capture === null ? "n/a" : c.capture) + ", counters " + (c.counters === null ? "n/a" : c.counters) + why }); };
+      if (bad.length || unknown.length) {
+        s.appendChild(el("ul", { class: "warnings", id: "pmc-mismatch" },
+          bad.map(function (c) { return li(c, " — differ; attached with --force, these counters may describe another kernel or GPU"); }),
+          unknown.map(function (c) { return li(c, " — not recorded on one side, not checked"); })));
+      } else {
+        s.appendChild(el("p", { class: "muted", id: "pmc-match", text: "Kernel, target and dispatch of the counters match the capture." }));
+      }
+    }
     s.appendChild(dl);
     s.appendChild(table([{ label: "decision" }, { label: "verdict" }, { label: "why" }],
       (p.decisions || []).map(function (d) {

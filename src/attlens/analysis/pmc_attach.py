@@ -1,0 +1,139 @@
+"""Which hardware counters belong to a capture (``attlens report --pmc``).
+
+Counters come from a separate rocprofv3 run, so nothing guarantees they
+describe the traced kernel. Before the L2/HBM block is attached to a report,
+three facts are compared: the **kernel** (base names: ``vecCopy(double*, ...)``,
+``_Z7vecCopyPdS_S_ii`` and ``vecCopy`` are the same kernel), the **target**
+(``gfx942`` vs ``gfx950``, through the architecture table's aliases) and the
+**dispatch id** (the same program run twice numbers its dispatches the same
+way). A fact that one side does not record is ``None`` (unknown), not a
+mismatch. A mismatch refuses the attachment unless forced; a forced one
+carries its mismatches so the report can say what was attached.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from attlens.errors import Incomparable
+from attlens.model.archdata import resolve_target
+
+_MANGLED_PART = re.compile(r"(\d+)")
+
+
+def kernel_base_name(name: str | None) -> str | None:
+    """The unqualified kernel name without arguments, templates or return
+    type: ``void ns::k<4>(float*, int)`` → ``k``; ``_ZN2ns1kEPfi`` → ``k``;
+    ``_Z7vecCopyPdS_S_ii`` → ``vecCopy``."""
+    if not name:
+        return None
+    s = name.strip()
+    if s.startswith("_Z"):
+        i = 2
+        nested = s[i:i + 1] == "N"
+        i += nested
+        while i < len(s) and s[i] in "KVrO":  # cv / ref qualifiers of a member function
+            i += 1
+        parts = []
+        while i < len(s) and s[i].isdigit():
+            m = _MANGLED_PART.match(s, i)
+            n = int(m.group(1))
+            parts.append(s[m.end():m.end() + n])
+            i = m.end() + n
+            if not nested:
+                break
+        if parts and all(parts):
+            return parts[-1]
+    # demangled: cut the argument list and template arguments at depth 0
+    s = s.replace("(anonymous namespace)", "{anonymous}")
+    depth, out = 0, []
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(depth - 1, 0)
+        elif ch == "(" and depth == 0:
+            if out and "".join(out).strip():
+                break
+        elif depth == 0:
+            out.append(ch)
+    base = "".join(out).strip().split("::")[-1].split()
+    return base[-1] if base else s
+
+
+def _same_kernel(a: str | None, b: str | None) -> bool | None:
+    if not a or not b:
+        return None
+    return a.strip() == b.strip() or kernel_base_name(a) == kernel_base_name(b)
+
+
+def _same_target(a: str | None, b: str | None) -> bool | None:
+    if not a or not b:
+        return None
+    ra, rb = resolve_target(a), resolve_target(b)
+    return (ra or a.strip().lower()) == (rb or b.strip().lower())
+
+
+def _same(a, b) -> bool | None:
+    return None if a is None or b is None else a == b
+
+
+@dataclass
+class PmcCounters:
+    """What ``--pmc PATH`` read: the per-dispatch results of one counter run."""
+
+    results: list  # [PmcResult]
+    source: str  # the file(s) they were read from
+    target: str  # the GPU target of the counter run
+
+
+@dataclass
+class PmcAttachment:
+    """The dispatch of counters attached to one capture, and why."""
+
+    result: object  # PmcResult
+    source: str
+    checks: list[dict] = field(default_factory=list)  # [{field, capture, counters, match: bool|None}]
+    forced: bool = False
+
+    @property
+    def mismatches(self) -> list[dict]:
+        return [c for c in self.checks if c["match"] is False]
+
+    def label(self) -> dict:
+        """The ``attached`` object of the report's PMC block."""
+        return {"source": self.source, "dispatch_id": self.result.dispatch_id, "kernel": self.result.kernel_name,
+                "target": self.result.target, "checks": self.checks, "forced": self.forced}
+
+
+def _checks(r, kernel: str | None, target: str | None, dispatch_id: int | None) -> list[dict]:
+    return [
+        {"field": "kernel", "capture": kernel, "counters": r.kernel_name, "match": _same_kernel(kernel, r.kernel_name)},
+        {"field": "target", "capture": target, "counters": r.target, "match": _same_target(target, r.target)},
+        {"field": "dispatch", "capture": dispatch_id, "counters": r.dispatch_id, "match": _same(dispatch_id, r.dispatch_id)},
+    ]
+
+
+def attach_pmc(counters: PmcCounters, kernel: str | None, target: str | None, dispatch_id: int | None,
+               force: bool = False) -> PmcAttachment:
+    """Pick the counter dispatch of a capture (its kernel, target and
+    dispatch id). Raises :class:`~attlens.errors.Incomparable` (exit 21)
+    when none matches, unless ``force``: then the closest one (kernel, then
+    dispatch, then the first) is attached with its mismatches recorded."""
+    if not counters.results:
+        raise Incomparable(f"{counters.source}: no dispatch with counters")
+
+    def score(r):
+        ch = {c["field"]: c["match"] for c in _checks(r, kernel, target, dispatch_id)}
+        return (ch["kernel"] is not False, ch["dispatch"] is not False, ch["target"] is not False)
+
+    best = max(counters.results, key=score)  # max keeps the first of equals
+    att = PmcAttachment(best, counters.source, _checks(best, kernel, target, dispatch_id), forced=force)
+    if att.mismatches and not force:
+        what = "; ".join(f"{c['field']} {c['capture']} (capture) vs {c['counters']} (counters)" for c in att.mismatches)
+        ids = sorted({r.dispatch_id for r in counters.results if r.dispatch_id is not None})
+        raise Incomparable(f"the counters of {counters.source} do not belong to this capture: {what}"
+                           + (f"; counter dispatches: {', '.join(map(str, ids[:10]))}{' …' if len(ids) > 10 else ''}" if ids else ""),
+                           hint="pass --force to attach them anyway (the report then says so)")
+    return att
