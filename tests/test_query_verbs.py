@@ -225,9 +225,9 @@ def test_terminal_renderings(capsys):
 def test_new_objects_validate_against_their_shipped_schemas(capsys):
     from jsonschema import Draft202012Validator
 
-    from attlens.serve.tools import load_schema, schema_names
+    from attlens import schemas
 
-    assert set(schema_names()) >= {"hotspots", "asm", "waits", "captures", "occupancy"}
+    assert set(schemas.names()) >= {"hotspots", "hotspots_many", "asm", "waits", "captures", "occupancy"}
     shared = require_shared()
     cap, flash = shared / LAYERNORM, shared / FLASH_SMALL
     cases = [
@@ -237,13 +237,13 @@ def test_new_objects_validate_against_their_shipped_schemas(capsys):
         ("occupancy", ["occupancy", cap]),
     ]
     for name, args in cases:
-        schema = load_schema(name)
+        schema = schemas.bundle(name)
         Draft202012Validator.check_schema(schema)
         doc = cli_json(capsys, *args)
         errors = sorted(Draft202012Validator(schema).iter_errors(doc), key=str)
         assert not errors, (name, args, errors[:3])
-        assert load_schema("attlens." + name) == schema
+        assert schemas.bundle(schemas.require("attlens." + name)) == schema
     # the schemas are not vacuous: a wrong type is caught
     bad = cli_json(capsys, "waits", cap)
     bad["sites"][0]["p50"] = "fast"
-    assert list(Draft202012Validator(load_schema("waits")).iter_errors(bad))
+    assert list(Draft202012Validator(schemas.bundle("waits")).iter_errors(bad))

@@ -105,10 +105,10 @@ def _analyze_by(args, results) -> int:
 
     tables = [hotspot_table(r, args.by, args.sort) for r in results]
     if args.json:
-        from attlens.report.json_out import dumps
+        from attlens.report.json_out import dumps, many
 
         objs = [t.to_dict(args.topk) for t in tables]
-        print(dumps(objs[0] if not args.all else {"schema": "attlens.hotspots_many", "schema_version": 1, "captures": objs}))
+        print(dumps(objs[0] if not args.all else many("attlens.hotspots_many", objs)))
     else:
         from attlens.report.agent_out import render_hotspots
         from attlens.report.terminal import make_console

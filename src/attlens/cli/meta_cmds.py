@@ -17,11 +17,7 @@ def cmd_schema(args) -> int:
     from attlens.report.json_out import dumps, header
 
     if args.name:
-        if schemas.short_name(args.name) not in schemas.names():
-            from attlens.errors import UsageError
-
-            raise UsageError(f"no schema {args.name!r}; known: {', '.join(schemas.names())}")
-        print(dumps(schemas.bundle(args.name)))
+        print(dumps(schemas.bundle(schemas.require(args.name))))
         return 0
     rows = [{"name": s["title"], "id": s["$id"], "title": s["description"], "commands": s.get("x-attlens-commands", [])}
             for s in map(schemas.load, schemas.names())]

@@ -7,11 +7,10 @@ MCP server returns exactly these objects (docs/agents.md).
 
 from __future__ import annotations
 
-from rich import box
 from rich.markup import escape
-from rich.table import Table
 
 from attlens import __version__
+from attlens.report.console import Col, FitTable
 from attlens.report.json_out import _instr, _line, occupancy_to_dict
 from attlens.report.terminal import _n, _pct, _short_source
 from attlens.report.waves_out import _capture
@@ -75,18 +74,17 @@ def render_hotspots(table, console, top: int = 10) -> None:
     d = r.dispatch
     console.print(f"[bold]attlens analyze[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
     title = f"Top {top} {table.by}s by {table.sort}" if table.by != "opcode" else f"Top {top} opcodes by {table.sort}"
-    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
     first = {"instruction": "pc", "line": "source", "opcode": "opcode"}[table.by]
+    kinds = {"source": "path", "opcode": "text", "class": "text", "instruction": "wrap", "pcs": "wrap", "pc": "num"}
     cols = [first, "hit", "latency", "stall", "idle", "exposed", "stall share", "class"]
     if table.by == "instruction":
         cols += ["instruction", "source"]
     elif table.by == "opcode":
         cols += ["pcs"]
-    for c in cols:
-        t.add_column(c, justify="left" if c in ("source", "opcode", "class", "instruction", "pcs") else "right", no_wrap=c in ("instruction", "source"))
+    t = FitTable(title, [Col(c, kinds.get(c, "num")) for c in cols])
     for x in table.rows[:top]:
         if table.by == "instruction":
-            key, cls, extra = str(x.pc), x.cls, [escape(x.isa[:56]), escape(_short_source(x.source))]
+            key, cls, extra = str(x.pc), x.cls, [escape(x.isa), escape(_short_source(x.source))]
         elif table.by == "line":
             key, cls, extra = escape(_short_source(x.source) if x.file else x.source), x.dominant_class, []
         else:
@@ -146,9 +144,8 @@ def render_asm(win, console) -> None:
     r = win.result
     d = r.dispatch
     console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ± {win.around} instructions  ({escape(str(d.path))})")
-    t = Table(box=box.SIMPLE_HEAD)
-    for c in ("", "pc", "hit", "latency", "stall", "idle", "exposed", "share", "class", "instruction", "source", "waits on (pc: cycles)"):
-        t.add_column(c, justify="left" if c in ("", "class", "instruction", "source", "waits on (pc: cycles)") else "right", no_wrap=c in ("instruction", "source"))
+    t = FitTable(None, [Col("", "text", min_width=1), *map(Col, ("pc", "hit", "latency", "stall", "idle", "exposed", "share")), Col("class", "text"),
+                        Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on (pc: cycles)", "wrap")])
     for a in win.rows:
         if a.label is not None:
             t.add_row("", str(a.pc), "", "", "", "", "", "", "", f"[dim]{escape(a.isa)}[/dim]", "", "")
@@ -157,10 +154,10 @@ def render_asm(win, console) -> None:
         mark = ">" if a.pc == win.pc else ""
         waits = ", ".join(f"{p}: {c:,}" for p, c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
         if h is None:
-            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", a.cls, escape(a.isa[:60]), escape(_short_source(a.source)), waits)
+            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", a.cls, escape(a.isa), escape(_short_source(a.source)), waits)
         else:
             t.add_row(mark, str(a.pc), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), h.cls,
-                      escape(a.isa[:60]), escape(_short_source(a.source)), waits)
+                      escape(a.isa), escape(_short_source(a.source)), waits)
     console.print(t)
     if win.sources:
         console.print("[bold]Source lines[/bold]")
@@ -216,13 +213,13 @@ def render_waits(ws, console, top: int = 10) -> None:
     console.print(f"[bold]attlens waits[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
     console.print(f"  {len(ws.sites)} wait sites, {_n(ws.executions)} executions ({scope}), {_n(ws.total)} wait cycles"
                   f" = {_pct(ws.total / ws.kernel_stall if ws.kernel_stall else None)} of all stall")
-    t = Table(title=f"Wait per execution, top {top} sites by total wait", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
-    for c in ("pc", "total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max", "class", "instruction", "source", "waits on"):
-        t.add_column(c, justify="left" if c in ("class", "instruction", "source", "waits on") else "right", no_wrap=c in ("instruction", "source"))
+    t = FitTable(f"Wait per execution, top {top} sites by total wait",
+                 [*map(Col, ("pc", "total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max")), Col("class", "text"),
+                  Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on", "wrap")])
     for s in ws.sites[:top]:
         prods = ", ".join(str(p) for p, _ in s.producers[:3]) + (f" +{len(s.producers) - 3}" if len(s.producers) > 3 else "")
         t.add_row(str(s.pc), _n(s.total), _pct(s.share_of_stall), _n(s.executions), _n(s.zero_wait_executions), f"{s.mean:,.0f}", f"{s.stddev:,.0f}",
-                  f"{s.p50:,.0f}", f"{s.p90:,.0f}", f"{s.p95:,.0f}", _n(s.max), s.wait_class, escape(s.isa[:40]), escape(_short_source(s.source)), prods)
+                  f"{s.p50:,.0f}", f"{s.p90:,.0f}", f"{s.p95:,.0f}", _n(s.max), s.wait_class, escape(s.isa), escape(_short_source(s.source)), prods)
     console.print(t)
     for n in ws.notes:
         console.print(f"  [yellow]![/yellow] {escape(n)}")
@@ -244,11 +241,10 @@ def captures_to_dict(cl) -> dict:
 
 
 def render_captures(cl, console) -> None:
-    t = Table(title=f"Captures under {escape(str(cl.path))}", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
-    for c in ("status", "kernel", "target", "waves", "instructions", "dispatch", "path"):
-        t.add_column(c, justify="right" if c in ("waves", "instructions", "dispatch") else "left", no_wrap=c == "path")
+    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap"), Col("kernel", "text"), Col("target", "text"),
+                                                              Col("waves"), Col("instructions"), Col("dispatch"), Col("path", "path")])
     for c in cl.captures:
-        status = c.status if c.error is None else f"{c.status}: {c.error[:60]}"
+        status = c.status if c.error is None else f"{c.status}: {c.error}"
         t.add_row(escape(status), escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions), _n(c.dispatch_id), escape(str(c.path)))
     console.print(t)
     if not cl.captures:
@@ -271,9 +267,7 @@ def render_occupancy(result, console) -> None:
         console.print(f"  theoretical occupancy unavailable: {escape(o.reason or '')}")
     else:
         console.print(f"  theoretical {o.theoretical_waves_per_simd} waves/SIMD, limited by {', '.join(o.limiters)}")
-        t = Table(box=box.SIMPLE_HEAD)
-        for c in ("limit", "waves/SIMD", "detail"):
-            t.add_column(c, justify="right" if c == "waves/SIMD" else "left")
+        t = FitTable(None, [Col("limit", "text"), Col("waves/SIMD"), Col("detail", "wrap")])
         for lim in o.limits:
             t.add_row(lim.name, _n(lim.waves_per_simd), escape(lim.detail))
         console.print(t)

@@ -84,6 +84,16 @@ def dependencies(name: str) -> list[str]:
     return sorted(seen)
 
 
+def require(name: str) -> str:
+    """The short name of a known schema; a usage error naming the known ones otherwise."""
+    short = short_name(name.strip())
+    if short not in names():
+        from attlens.errors import UsageError
+
+        raise UsageError(f"no schema {name!r}; known: {', '.join(names())}")
+    return short
+
+
 def bundle(name: str) -> dict:
     """One self-contained schema document: ``name``'s schema with every
     schema it references embedded under ``$defs`` by ``$id`` (JSON Schema

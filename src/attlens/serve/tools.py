@@ -107,37 +107,7 @@ class Tools:
         return query.kernels(str(self.roots.check(path)), exclude)
 
     def schema(self, name: str) -> dict:
-        return load_schema(name)
+        """What ``attlens schema NAME`` prints: the schema with the ones it references embedded."""
+        from attlens import schemas
 
-
-def _schema_files() -> dict:
-    """name -> file of every JSON Schema shipped in ``attlens/schemas/``
-    (``waits.schema.json`` and ``attlens.waits.schema.json`` both name ``waits``)."""
-    from importlib.resources import files
-
-    folder = files("attlens") / "schemas"
-    out = {}
-    if folder.is_dir():
-        for f in folder.iterdir():
-            if f.name.endswith(".schema.json"):
-                name = f.name[: -len(".schema.json")]
-                out[name[len("attlens."):] if name.startswith("attlens.") else name] = f
-    return out
-
-
-def schema_names() -> list[str]:
-    return sorted(_schema_files())
-
-
-def load_schema(name: str) -> dict:
-    """The JSON Schema of the ``attlens.<name>`` object (``name`` with or without ``attlens.``)."""
-    import orjson
-
-    from attlens.errors import UsageError
-
-    base = name.strip()
-    base = base[len("attlens."):] if base.startswith("attlens.") else base
-    found = _schema_files()
-    if base not in found:
-        raise UsageError(f"no schema named {name!r}", hint="one of: " + ", ".join(sorted(found)))
-    return orjson.loads(found[base].read_bytes())
+        return schemas.bundle(schemas.require(name))
