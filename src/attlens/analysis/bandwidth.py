@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attlens.analysis.occupancy import grid_waves
 from attlens.analysis.regs import address_registers, defs_uses, mnemonic_of
 from attlens.model.archdata import hbm_peak
 
@@ -208,7 +209,8 @@ def _pmc_for(dispatch, pmc):
     return named[0] if len(named) == 1 else None
 
 
-def compute_bandwidth(result, pmc=None) -> Bandwidth:
+def compute_bandwidth(result, pmc=None, loops=None) -> Bandwidth:
+    """``loops``: the dispatch's LoopStructure when the caller has it."""
     d = result.dispatch
     s = result.sums
     st = d.static
@@ -216,7 +218,7 @@ def compute_bandwidth(result, pmc=None) -> Bandwidth:
     out = Bandwidth(available=False, traced_waves=d.waves.count)
     ws = (d.arch.facts or {}).get("wave_size") or 64
     wg_dep = workgroup_dependent(d.code.isa)
-    loops = result_loops(result)
+    loops = loops if loops is not None else result_loops(result)
     rd = wr = shared = once = 0.0
     rows = []
     for pc in np.flatnonzero(s.hit > 0).tolist():
@@ -259,8 +261,7 @@ def compute_bandwidth(result, pmc=None) -> Bandwidth:
     ]
     if out.unknown_width:
         out.assumptions.append(f"{len(out.unknown_width)} executed memory instruction(s) of unknown width are left out")
-    waves_per_wg = -(-res.threads_per_workgroup // ws) if res.threads_per_workgroup else None
-    out.grid_waves = res.workgroups * waves_per_wg if (res.workgroups and waves_per_wg) else None
+    waves_per_wg, out.grid_waves = grid_waves(d)
     out.duration_ns = res.duration_ns
     out.duration_source = res.sources.get("duration_ns")
     out.peak_gbps, out.peak_product, out.peak_source = hbm_peak(d.arch.facts, d.arch.product)

@@ -145,7 +145,9 @@ def taken_mask(dispatch, target_of_pc: np.ndarray) -> np.ndarray:
     return out
 
 
-def compute_loops(dispatch) -> LoopStructure:
+def compute_loops(dispatch, exec_index: np.ndarray | None = None) -> LoopStructure:
+    """``exec_index``: per record, how many times its pc ran before in its wave
+    (``Phases.exec_index``), when the caller has it."""
     code, recs, w = dispatch.code, dispatch.records, dispatch.waves
     n_pc = code.size
     static = backward_branches(dispatch)
@@ -157,12 +159,16 @@ def compute_loops(dispatch) -> LoopStructure:
     taken = taken_mask(dispatch, target_of_pc)
 
     # per (wave, pc) executions → repeats and waves per pc
-    key = recs.wave.astype(np.int64) * n_pc + recs.pc
-    uk, cnt = np.unique(key, return_counts=True)
-    upc = uk % n_pc
-    repeats = np.zeros(n_pc, dtype=bool)
-    repeats[upc[cnt > 1]] = True
-    waves_of_pc = np.bincount(upc, minlength=n_pc)
+    if exec_index is None:
+        key = recs.wave.astype(np.int64) * n_pc + recs.pc
+        uk, cnt = np.unique(key, return_counts=True)
+        upc = uk % n_pc
+        repeats = np.zeros(n_pc, dtype=bool)
+        repeats[upc[cnt > 1]] = True
+        waves_of_pc = np.bincount(upc, minlength=n_pc)
+    else:
+        repeats = np.bincount(recs.pc[exec_index > 0], minlength=n_pc) > 0
+        waves_of_pc = np.bincount(recs.pc[exec_index == 0], minlength=n_pc)
 
     nw = w.count
     loops: list[Loop] = []

@@ -48,6 +48,14 @@ class OccupancyResult:
     explanation: list[str] = field(default_factory=list)
 
 
+def grid_waves(dispatch) -> tuple[int | None, int | None]:
+    """(waves per workgroup, waves in the whole grid); None when unknown."""
+    res = dispatch.resources
+    ws = (dispatch.arch.facts or {}).get("wave_size") or 64
+    wpw = -(-res.threads_per_workgroup // ws) if res.threads_per_workgroup else None
+    return wpw, (res.workgroups * wpw if (res.workgroups and wpw) else None)
+
+
 def _max_concurrency(begins: np.ndarray, ends: np.ndarray) -> int:
     if len(begins) == 0:
         return 0

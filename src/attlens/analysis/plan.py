@@ -166,13 +166,13 @@ class PlanContext:
     def loops(self):
         from attlens.analysis.loops import compute_loops
 
-        return compute_loops(self.d)
+        return compute_loops(self.d, self.waves.phases.exec_index)
 
     @cached_property
     def bandwidth(self):
         from attlens.analysis.bandwidth import compute_bandwidth
 
-        return compute_bandwidth(self.result, self.pmc)
+        return compute_bandwidth(self.result, self.pmc, self.loops)
 
     @cached_property
     def total(self) -> int:
@@ -429,10 +429,11 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
 def dispatch_summary(ctx) -> dict:
     """The facts every finding stands on: grid, occupancy inputs, duration, waves."""
     d, o = ctx.d, ctx.result.occupancy
+    from attlens.analysis.occupancy import grid_waves
+
     res = d.resources
     f = d.arch.facts or {}
-    ws = f.get("wave_size") or 64
-    wpw = -(-res.threads_per_workgroup // ws) if res.threads_per_workgroup else None
+    wpw, gw = grid_waves(d)
     return {
         "target": d.arch.target,
         "product": d.arch.product,
@@ -440,7 +441,7 @@ def dispatch_summary(ctx) -> dict:
         "workgroups": res.workgroups,
         "workgroup_size": res.threads_per_workgroup,
         "waves_per_workgroup": wpw,
-        "grid_waves": res.workgroups * wpw if (res.workgroups and wpw) else None,
+        "grid_waves": gw,
         "grid_source": res.sources.get("grid"),
         "duration_ns": res.duration_ns,
         "duration_source": res.sources.get("duration_ns"),

@@ -77,6 +77,8 @@ def _row(item) -> str:
 def _evidence_lines(ev: dict, limit: int = 6) -> list[str]:
     out = []
     for k, v in ev.items():
+        if v == [] or v == {}:
+            continue
         label = k.replace("_", " ")
         if isinstance(v, list) and any(isinstance(x, dict) for x in v):
             out.append(f"{label}:")
@@ -139,9 +141,11 @@ def _finding_detail(f) -> list[str]:
 
 
 def _stake(f) -> str:
+    if f.severity == "INFO" or f.kind == "note":
+        return "no action"
     if f.kind == "performance":
         return f"{f.cycles_at_stake:,} cycles at stake ({f.share:.1%})"
-    return {"capture": "capture quality", "dispatch": "whole dispatch", "note": "no action"}[f.kind]
+    return {"capture": "capture quality", "dispatch": "whole dispatch"}[f.kind]
 
 
 def _ns(ns) -> str:

@@ -19,16 +19,6 @@ def top(items, key, n=5):
     return sorted(items, key=key, reverse=True)[:n]
 
 
-def per_exec(ctx, pc: int, cycles: float) -> float:
-    hit = int(ctx.result.sums.hit[pc])
-    return cycles / hit if hit else 0.0
-
-
-def first_records(ctx, pc: int) -> np.ndarray:
-    """Record indices of every execution of a pc."""
-    return np.flatnonzero(ctx.d.records.pc == pc)
-
-
 def rnd(x, n: int = 1):
     """Round for evidence: ints stay ints, floats get ``n`` decimals."""
     if x is None:

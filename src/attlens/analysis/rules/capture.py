@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attlens.analysis.occupancy import grid_waves as waves_in_grid
 from attlens.analysis.plan import rule
 from attlens.analysis.rules._util import defs_uses
 
@@ -283,9 +284,7 @@ def few_waves(ctx):
     low = {se: v for se, v in share.items() if v is not None and v < 0.5}
     if w.count >= 8 and not low:
         return []
-    res, f = ctx.d.resources, ctx.d.arch.facts or {}
-    ws = f.get("wave_size") or 64
-    grid_waves = res.workgroups * -(-res.threads_per_workgroup // ws) if (res.workgroups and res.threads_per_workgroup) else None
+    _, grid_waves = waves_in_grid(ctx.d)
     if not ctx.require("few-waves", "more-exist", grid_waves is None or grid_waves > w.count,
                        f"{grid_waves} waves in the grid, {w.count} traced" if grid_waves is not None else "grid size unknown"):
         return []

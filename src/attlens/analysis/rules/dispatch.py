@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attlens.analysis.bandwidth import CEILING_FRACTION
+from attlens.analysis.occupancy import grid_waves as waves_in_grid
 from attlens.analysis.pipes import pipe_of_class
 from attlens.analysis.plan import rule
 from attlens.analysis.rules._util import WIDEST_BYTES, rnd, top
@@ -56,10 +57,8 @@ def grid_starvation(ctx):
     cus = f.get("cu_count")
     if not ctx.require(rid, "cus-known", bool(cus), f"{cus} CUs" if cus else "target unknown"):
         return []
-    ws = f.get("wave_size") or 64
-    wpw = -(-res.threads_per_workgroup // ws)
+    wpw, grid_waves = waves_in_grid(d)
     simds = f.get("simds_per_cu") or 4
-    grid_waves = wgs * wpw
     theo = o.theoretical_waves_per_simd if o.available else None
     slots_per_cu = theo * simds if theo else None
     slots = cus * slots_per_cu if slots_per_cu else None

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from attlens.analysis.bandwidth import access_width
+from attlens.analysis.occupancy import grid_waves
 from attlens.analysis.plan import rule
 from attlens.analysis.regs import is_lds_dma
 from attlens.analysis.rules._util import WIDEST_BYTES, defs_uses, pcs_of_class, rnd, top
@@ -37,14 +38,12 @@ def free_vgprs(ctx) -> tuple[int, int] | None:
     residency, so registers up to that level cost nothing."""
     o = ctx.result.occupancy
     f = ctx.d.arch.facts or {}
-    res = ctx.d.resources
     if not o.available or not o.vgpr_alloc or not f.get("vgprs_per_simd"):
         return None
-    ws = f.get("wave_size") or 64
     need = o.theoretical_waves_per_simd
-    if res.workgroups and res.threads_per_workgroup and f.get("cu_count"):
-        grid_per_simd = -(-res.workgroups * -(-res.threads_per_workgroup // ws) // (f["cu_count"] * f["simds_per_cu"]))
-        need = min(need, max(grid_per_simd, 1))
+    _, gw = grid_waves(ctx.d)
+    if gw and f.get("cu_count"):
+        need = min(need, max(-(-gw // (f["cu_count"] * f["simds_per_cu"])), 1))
     cap = (f["vgprs_per_simd"] // max(need, 1)) // f["vgpr_granule"] * f["vgpr_granule"]
     cap = min(cap, 2 * f.get("max_vgprs_per_wave", 256) if f.get("unified_agpr") else f.get("max_vgprs_per_wave", 256))
     return max(cap - o.vgpr_alloc, 0), need
@@ -65,7 +64,9 @@ def load_cycles(ctx):
     pk = kinds[ppc]
     is_load = pk == "load"
     is_store = pk == "store"
-    gid = np.cumsum(np.isin(np.arange(len(ppc)), pairs.first_of_wait)) - 1
+    first = np.zeros(len(ppc), dtype=bool)
+    first[pairs.first_of_wait] = True
+    gid = np.cumsum(first) - 1
     n_load = np.bincount(gid, weights=is_load, minlength=gid.max() + 1)
     store_cyc = np.bincount(gid, weights=np.where(is_store, pairs.stall_share, 0), minlength=gid.max() + 1)
     per_row = np.where(is_load, pairs.stall_share + np.where(n_load[gid] > 0, store_cyc[gid] / np.maximum(n_load[gid], 1), 0), 0.0)
@@ -223,8 +224,7 @@ def load_use_distance(ctx):
         dma = [r[0] for r in best if r[3] == "next-iteration" and is_lds_dma(ctx.d.code.isa[r[0]])]
         if dma:
             ws = (ctx.d.arch.facts or {}).get("wave_size") or 64
-            tpw = ctx.d.resources.threads_per_workgroup
-            wpw = -(-tpw // ws) if tpw else 1
+            wpw = grid_waves(ctx.d)[0] or 1
             extra_lds = sum((access_width(ctx.d.static.mnemonic[p])[1] or 0) * ws * wpw for p in dma)
             lds = ctx.d.resources.lds_bytes
             per_cu = (ctx.d.arch.facts or {}).get("lds_bytes_per_cu")
@@ -648,7 +648,11 @@ def smem_wait(ctx):
              "first_batch": [{**ctx.instr(p.pc), "waited_cycles": p.waited_cycles, "kernarg_bytes": list(_kernarg_span(isa[p.pc]) or [])} for p in leading[:6]],
              "hoistable": [{**ctx.instr(p.pc), "waited_cycles": p.waited_cycles, "waits": list(p.waits)[:2]} for p in hoistable[:6]] if hoist else []},
             " ".join(change),
-            "After hoisting, the later lgkm wait(s) on these loads should shrink to ~0; with preloaded arguments the first wait disappears; if it stays, its producers are not kernel arguments.",
+            " ".join(x for x in (
+                "After hoisting, the later lgkm wait(s) on these loads should shrink to ~0." if hoist else "",
+                "With preloaded arguments the first wait disappears; if it stays, its producers are not kernel arguments." if preload else "",
+                "The first wait's stall per wave should stay about the same across recaptures: it is the time for the first scalar loads to return after launch."
+                if not claims else "") if x),
             f"scalar-memory waits: {'; '.join(parts)}",
             claims=claims,
             explains=["wait_smem"],
