@@ -652,3 +652,26 @@ def test_demo_kernel_plants_the_top_finding(tmp_path):
     f = plan.findings[0]
     assert f.rule == "load-use-distance" and f.evidence["loads"][0]["pc"] == pcs(k, "buffer_load")[0]
     assert f.evidence["loads"][0]["lever"] == "next-iteration"
+
+
+def test_pmc_bytes_replace_the_trace_estimate(tmp_path):
+    # the trace alone says 8 % (and cannot judge a looping kernel); the counters of
+    # the same dispatch say 80 %: the ceiling is claimed from PMC, loop or not
+    from types import SimpleNamespace
+
+    for k in (streaming(0.08), streaming(0.08, looped=True)):
+        r = analyze(tmp_path / str(id(k)), k)
+        dur = k.duration_ns
+        pmc = SimpleNamespace(dispatch_id=7, kernel_name=k.name, bytes_moved=0.8 * 8000.0 * dur, read_bytes=0.5 * 8000.0 * dur,
+                              write_bytes=0.3 * 8000.0 * dur, read_bytes_method="split", write_bytes_method="64B/32B", duration_ns=None)
+        assert make_plan(r, only={"bandwidth-ceiling"}).findings == []
+        (f,) = make_plan(r, only={"bandwidth-ceiling"}, pmc=[pmc]).findings
+        assert f.evidence["source"] == "pmc" and f.evidence["fraction_of_peak"] == pytest.approx(0.8, abs=1e-4)
+        assert f.confidence == 0.8
+
+
+def test_grid_starvation_underfilled_one_round(tmp_path):
+    # every CU gets work but the one-round grid fills only 1 of 8 waves per SIMD
+    k = replace(default_kernel(), grid=256 * 256)
+    (f,) = make_plan(analyze(tmp_path, k), only={"grid-starvation"}).findings
+    assert f.severity == "HIGH" and f.evidence["idle_cus"] == 0 and f.evidence["wave_slot_fill"] == pytest.approx(1024 / (256 * 32), abs=1e-4)

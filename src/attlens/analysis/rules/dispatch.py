@@ -38,12 +38,13 @@ def _per_cu_waves(d) -> dict | None:
     "grid-starvation",
     "The grid does not fill the GPU",
     "dispatch",
-    trigger="fewer workgroups than CUs (HIGH), or the whole grid fills < 50 % of the GPU's resident wave slots at this kernel's occupancy in one round (MED)",
+    trigger="fewer workgroups than CUs, or the whole grid fills < 50 % of the GPU's resident wave slots at this kernel's occupancy in one round; always HIGH and first",
     evidence="workgroups, CUs, waves per workgroup and per CU, resident slots, the share of CUs and slots left idle, the traced CU's observed waves, waves per CU from occupancy.json",
     limits="CU count from agent_info.csv (else the architecture table); several dispatches running at once (streams) could fill the idle CUs, which a single-dispatch trace cannot see",
     preconditions=[
         ("grid-known", "the dispatch's grid and workgroup size are known (kernel_trace.csv of the run)"),
         ("cus-known", "the GPU's CU count is known"),
+        ("cu-underfilled", "for a one-round grid below 50 % of the wave slots: the traced CU held fewer waves per SIMD than the occupancy allows"),
     ],
     semantics="whole dispatch: claims no per-pc cycles; sorts first",
 )
@@ -69,6 +70,10 @@ def grid_starvation(ctx):
     underfilled = (not starved) and one_round and fill is not None and fill < UNDERFILL_SHARE
     if not (starved or underfilled):
         return []
+    if underfilled:
+        obs = o.observed_max_per_simd_traced
+        if not ctx.require(rid, "cu-underfilled", obs is None or obs < theo, f"the traced CU held {obs} waves/SIMD of {theo} possible"):
+            return []
     ev = {
         "workgroups": wgs, "cus": cus, "waves_per_workgroup": wpw, "grid_waves": grid_waves,
         "waves_per_cu": rnd(grid_waves / cus, 2), "resident_waves_per_cu_possible": slots_per_cu,
@@ -83,7 +88,7 @@ def grid_starvation(ctx):
     else:
         title = f"The grid fills {fill:.0%} of the GPU's wave slots ({grid_waves / cus:.1f} of {slots_per_cu} waves per CU)"
         why = f"{grid_waves:,} waves for {slots:,} resident slots in one round"
-        sev = "MED"
+        sev = "HIGH"
     return [
         ctx.finding(
             rid,
