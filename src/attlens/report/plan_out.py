@@ -140,7 +140,8 @@ def _finding_detail(f) -> list[str]:
     return lines
 
 
-def _stake(f) -> str:
+def stake_label(f) -> str:
+    """What a finding puts at stake, for a header line."""
     if f.severity == "INFO" or f.kind == "note":
         return "no action"
     if f.kind == "performance":
@@ -225,7 +226,7 @@ def render_plan(result, plan, console, max_findings: int | None = None) -> None:
     for i, f in enumerate(fs, 1):
         color = {"HIGH": "red", "MED": "yellow", "LOW": "green", "INFO": "blue"}[f.severity]
         tag = escape("[" + f.rule + "]")
-        console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {tag} · {_stake(f)} · confidence {f.confidence:.2f}")
+        console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {tag} · {stake_label(f)} · confidence {f.confidence:.2f}")
         for line in _finding_detail(f):
             console.print(f"     {escape(line)}")
         console.print(f"   [bold]change:[/bold] {escape(f.change)}")
@@ -265,7 +266,7 @@ def plan_to_markdown(result, plan) -> str:
     if not plan.findings:
         lines.append("No rule fired.")
     for i, f in enumerate(plan.findings, 1):
-        lines += [f"### {i}. {f.severity} — {_md_escape(f.title)}", "", f"Rule `{f.rule}` · {_stake(f)} · confidence {f.confidence:.2f}", "", "Evidence:", "", "```"]
+        lines += [f"### {i}. {f.severity} — {_md_escape(f.title)}", "", f"Rule `{f.rule}` · {stake_label(f)} · confidence {f.confidence:.2f}", "", "Evidence:", "", "```"]
         lines += _finding_detail(f)
         lines += ["```", "", f"**Change:** {_md_escape(f.change)}", "", f"**Would prove it wrong:** {_md_escape(f.falsify)}", ""]
     lines += ["## Priorities", "", "| severity | rule | rationale |", "|---|---|---|"]
