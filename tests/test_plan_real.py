@@ -75,6 +75,7 @@ def test_findings_are_bounded_ordered_and_settled(path):
     per_pc = Counter()
     for f in plan.findings:
         assert f.cycles_at_stake == sum(c["cycles"] for c in f.claims)
+        assert len({c["pc"] for c in f.claims}) == len(f.claims)  # one claim per pc
         for c in f.claims:
             per_pc[c["pc"]] += c["cycles"]
         assert f.change and f.falsify and f.rationale and f.evidence

@@ -230,11 +230,14 @@ class PlanContext:
                 rationale: str, claims=None, explains=None, severity: str | None = None, lead: bool = False) -> Finding:
         """``claims``: [(pc, cycles)] for performance findings (``cycles`` is then their sum)."""
         info = REGISTRY[rule_id]
+        merged: dict[int, float] = {}
+        for pc, c in claims or []:  # one entry per pc, never beyond its stall + idle
+            merged[int(pc)] = merged.get(int(pc), 0.0) + float(c)
         req = []
-        for pc, c in claims or []:
-            c = int(max(0, min(int(round(c)), int(self.budget[pc]))))
+        for pc in sorted(merged):
+            c = int(max(0, min(int(round(merged[pc])), int(self.budget[pc]))))
             if c > 0:
-                req.append({"pc": int(pc), "cycles": c})
+                req.append({"pc": pc, "cycles": c})
         if claims is not None:
             cycles = sum(c["cycles"] for c in req)
         cycles = int(max(0, min(cycles, self.total)))
