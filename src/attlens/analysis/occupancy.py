@@ -31,6 +31,7 @@ class OccupancyResult:
     reason: str | None  # why unavailable / partial
     wave_size: int | None = None
     vgpr_alloc: int | None = None  # registers per lane allocated to one wave (VGPR+AGPR pool)
+    vgpr_inputs: dict | None = None  # reported count, ISA scan, the rule that reconciled them
     sgpr_alloc: int | None = None
     lds_alloc: int | None = None  # bytes per workgroup
     waves_per_workgroup: int | None = None
@@ -45,6 +46,14 @@ class OccupancyResult:
     resident_workgroup_capacity: int | None = None  # CUs × workgroups per CU
     grid_limited: bool | None = None
     explanation: list[str] = field(default_factory=list)
+
+
+def grid_waves(dispatch) -> tuple[int | None, int | None]:
+    """(waves per workgroup, waves in the whole grid); None when unknown."""
+    res = dispatch.resources
+    ws = (dispatch.arch.facts or {}).get("wave_size") or 64
+    wpw = -(-res.threads_per_workgroup // ws) if res.threads_per_workgroup else None
+    return wpw, (res.workgroups * wpw if (res.workgroups and wpw) else None)
 
 
 def _max_concurrency(begins: np.ndarray, ends: np.ndarray) -> int:
@@ -104,15 +113,35 @@ def compute_occupancy(dispatch) -> OccupancyResult:
     # VGPR (+AGPR on unified-pool targets)
     arch_v = res.arch_vgprs
     agprs = res.agprs or 0
-    if f["unified_agpr"] and agprs:
+    g = f["vgpr_granule"]
+    isa_total = _ceil_to(res.isa_vgprs, 4) + res.isa_agprs if (f["unified_agpr"] and res.isa_agprs) else res.isa_vgprs
+    if res.unified_vgprs:
+        # gfx950: 2 x rocprofv3's VGPR_Count, reconciled with the ISA scan (model/context.py)
+        total = res.unified_vgprs
+        vdetail = res.sources.get("unified_vgprs", f"{total} VGPR+AGPR registers")
+        used = "2 x reported, reconciled with the ISA scan"
+    elif f["unified_agpr"] and agprs:
         total = _ceil_to(arch_v, 4) + agprs
         vdetail = f"{arch_v} arch VGPRs (rounded to {_ceil_to(arch_v, 4)}) + {agprs} AGPRs"
+        used = "max(ISA scan, metadata) arch VGPRs + AGPRs"
     else:
         total = arch_v
         vdetail = f"{arch_v} VGPRs"
-    g = f["vgpr_granule"]
+        used = "max(ISA scan, metadata)"
     valloc = _ceil_to(total, g)
     out.vgpr_alloc = valloc
+    out.vgpr_inputs = {
+        "reported_vgprs": res.metadata_vgprs,
+        "reported_agprs": res.metadata_agprs,
+        "reported_source": res.sources.get("metadata_vgprs"),
+        "isa_vgprs": res.isa_vgprs,
+        "isa_agprs": res.isa_agprs,
+        "isa_registers": isa_total,
+        "registers_used": total,
+        "rule": used,
+        "granule": g,
+        "allocated": valloc,
+    }
     v_waves = min(hw, f["vgprs_per_simd"] // valloc)
     out.limits.append(Limit("vgpr", v_waves, f"{vdetail} → {valloc} allocated (granule {g}) of {f['vgprs_per_simd']} per SIMD"))
 

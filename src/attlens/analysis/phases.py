@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attlens.model.isa import operands
+from attlens.analysis.loops import StaticLoop, backward_branches
 
 PHASES = ("straight_line", "before_loop", "loop_first", "loop_steady", "after_loop")
 
@@ -32,14 +32,6 @@ class InstructionDistribution:
 
 
 @dataclass
-class StaticLoop:
-    branch_pc: int
-    first_pc: int
-    last_pc: int
-    executed: bool  # the backward branch was executed at least once
-
-
-@dataclass
 class Phases:
     phase: np.ndarray  # per record, index into PHASES
     exec_index: np.ndarray  # per record: how many times its pc ran before in this wave
@@ -50,31 +42,6 @@ class Phases:
     short_threshold: int
     traced_cu_share: dict[int, float | None]  # SE -> traced CU waves / median waves per CU (occupancy.json)
     flags: list[str] = field(default_factory=list)
-
-
-def _backward_branches(dispatch) -> list[StaticLoop]:
-    code, st = dispatch.code, dispatch.static
-    loops = []
-    hit = np.bincount(dispatch.records.pc, minlength=code.size)
-    vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if code.instruction_mask[pc]}
-    for pc in np.flatnonzero(code.instruction_mask).tolist():
-        m = st.mnemonic[pc]
-        if not m.startswith(("s_cbranch", "s_branch")):
-            continue
-        op = operands(code.isa[pc]).split(",")[0].strip()
-        if not op.lstrip("-").isdigit():
-            continue
-        simm = int(op)
-        if simm >= 32768:
-            simm -= 65536  # SOPP simm16, in dwords, relative to the next instruction
-        if simm >= 0:
-            continue
-        target = int(code.vaddr[pc]) + 4 + 4 * simm
-        first = vaddr_to_pc.get(target)
-        if first is None:
-            continue
-        loops.append(StaticLoop(pc, first, pc, bool(hit[pc])))
-    return loops
 
 
 def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
@@ -136,7 +103,7 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
             )
 
     flags = []
-    loops = _backward_branches(dispatch)
+    loops = backward_branches(dispatch)
     unreached = [lp for lp in loops if not lp.executed]
     if loops and len(unreached) == len(loops):
         lp = max(unreached, key=lambda x: x.last_pc - x.first_pc)

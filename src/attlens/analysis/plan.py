@@ -1,10 +1,33 @@
-"""The optimization plan: run the rules, rank their findings.
+"""The optimization plan: run the rules, settle their cycles, rank their findings.
 
 A rule is a function registered with :func:`rule`; it receives a
 :class:`PlanContext` (every analysis result) and returns findings. Rules live
 one per pattern in :mod:`attlens.analysis.rules`; adding one is adding a
-function there, nothing else changes. Priority = cycles at stake × confidence;
-severity from the share of all kernel cycles at stake (docs/rules.md).
+function there, nothing else changes.
+
+Every rule declares the facts its advice assumes (``preconditions``), checks
+them with :meth:`PlanContext.require` and stays silent when one does not hold;
+the plan lists which rule a failed precondition silenced and why.
+
+One semantics for every performance rule: it *triggers* on the stall cycles
+of its pattern (the numbers of the stall summary), and the cycles it
+*claims* are the part of those cycles (stall + idle at the claimed pcs) that
+other waves' work did not hide (the hidden-latency model). One cycle ledger:
+every finding lists ``claims`` ``[{pc, cycles}]``; the ledger grants them in
+priority order and never grants a pc more than its stall + idle, so two
+findings never count the same cycles and the plan's total at stake never
+exceeds the kernel's cycles. A finding that asked for cycles another finding
+already holds gets the rest and says whom it shares with; one left with
+nothing yields and is listed under ``yielded``.
+
+After the rules, a stall class holding ≥ 10 % of the kernel's stall that no
+finding claims or explains gets a ``stall-class`` note: where those cycles
+are, and which precondition kept the rules that address it silent.
+
+Order: severity (HIGH, MED, LOW, INFO), then grid starvation, capture
+findings, whole-dispatch limits, performance findings by priority (cycles at
+stake x confidence), notes. Severity of performance findings comes from the
+share of all kernel cycles at stake (docs/rules.md).
 """
 
 from __future__ import annotations
@@ -16,25 +39,66 @@ from typing import Callable
 # Severity thresholds on the share of all kernel cycles (idle + latency) at stake.
 HIGH_SHARE = 0.10
 MED_SHARE = 0.03
+# A stall class at or above this share of the kernel's stall is never left unmentioned.
+COVER_SHARE = 0.10
+
+SEVERITIES = ("HIGH", "MED", "LOW", "INFO")
+# Whole-dispatch findings measured from the traced waves (a prologue-only capture qualifies them too).
+TRACE_DISPATCH_RULES = ("issue-bound", "bandwidth-ceiling")
+KINDS = ("capture", "dispatch", "performance", "note")
+_GROUP = {"capture": 1, "dispatch": 2, "performance": 3, "note": 4}
 
 
 @dataclass
 class Finding:
     rule: str
     title: str
-    kind: str  # "performance" | "capture"
-    severity: str  # HIGH | MED | LOW
+    kind: str  # capture | dispatch | performance | note
+    severity: str  # HIGH | MED | LOW | INFO
     confidence: float  # 0..1
-    cycles_at_stake: int  # exposed cycles the change could recover (≤ observed)
+    cycles_at_stake: int  # granted claims: exposed cycles the change could recover
     share: float  # cycles_at_stake / all kernel cycles
     evidence: dict
     change: str
     falsify: str
     rationale: str  # one line for the priority list
+    claims: list[dict] = field(default_factory=list)  # granted [{pc, cycles}]
+    requested: list[dict] = field(default_factory=list)  # asked for, before the ledger
+    shared: list[dict] = field(default_factory=list)  # [{pc, cycles_not_granted, held_by: [rule]}]
+    preconditions: list[dict] = field(default_factory=list)  # checked, all holding
+    explains: list[str] = field(default_factory=list)  # stall classes it accounts for
+    loops: list[dict] = field(default_factory=list)  # its pcs' loop and trip count
+    lead: bool = False  # sorts first within its severity (grid starvation)
+    fixed_severity: bool = False  # set by the rule, not from the share at stake
 
     @property
     def priority(self) -> float:
         return self.cycles_at_stake * self.confidence
+
+    @property
+    def requested_cycles(self) -> int:
+        return sum(c["cycles"] for c in self.requested)
+
+    def to_dict(self) -> dict:
+        return {
+            "rule": self.rule,
+            "title": self.title,
+            "kind": self.kind,
+            "severity": self.severity,
+            "confidence": self.confidence,
+            "cycles_at_stake": self.cycles_at_stake,
+            "share_of_cycles": round(self.share, 6),
+            "priority": round(self.priority, 3),
+            "claims": self.claims,
+            "ledger": {"requested_cycles": self.requested_cycles, "granted_cycles": self.cycles_at_stake, "shared": self.shared},
+            "loops": self.loops,
+            "preconditions": self.preconditions,
+            "explains": self.explains,
+            "evidence": self.evidence,
+            "change": self.change,
+            "falsify": self.falsify,
+            "rationale": self.rationale,
+        }
 
 
 @dataclass
@@ -46,18 +110,31 @@ class RuleInfo:
     evidence: str
     limits: str
     fn: Callable
+    preconditions: list[tuple[str, str]] = field(default_factory=list)  # (id, the fact the advice assumes)
+    semantics: str = ""
+    post: bool = False  # runs after the ledger, sees the other findings
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "title": self.title, "kind": self.kind, "trigger": self.trigger, "semantics": self.semantics,
+                "preconditions": [{"id": p, "text": t} for p, t in self.preconditions], "evidence": self.evidence, "limits": self.limits}
 
 
 REGISTRY: dict[str, RuleInfo] = {}
 
+PERFORMANCE_SEMANTICS = (
+    "triggers on the stall cycles of its pattern (as in the stall summary); claims the part of the stall + idle "
+    "at its pcs that other waves did not hide (hidden-latency model), settled in the cycle ledger"
+)
 
-def rule(id: str, title: str, kind: str, trigger: str, evidence: str, limits: str):
-    """Register a rule function ``fn(ctx) -> list[Finding]``."""
+
+def rule(id: str, title: str, kind: str, trigger: str, evidence: str, limits: str, preconditions=(), semantics: str | None = None, post: bool = False):
+    """Register a rule function ``fn(ctx) -> list[Finding]`` (``post``: ``fn(ctx, findings)``)."""
 
     def deco(fn):
         if id in REGISTRY:
             raise ValueError(f"duplicate rule id {id}")
-        REGISTRY[id] = RuleInfo(id, title, kind, trigger, evidence, limits, fn)
+        sem = semantics if semantics is not None else (PERFORMANCE_SEMANTICS if kind == "performance" else "")
+        REGISTRY[id] = RuleInfo(id, title, kind, trigger, evidence, limits, fn, list(preconditions), sem, post)
         return fn
 
     return deco
@@ -66,10 +143,12 @@ def rule(id: str, title: str, kind: str, trigger: str, evidence: str, limits: st
 class PlanContext:
     """Everything a rule may read, computed once."""
 
-    def __init__(self, result, waves=None):
+    def __init__(self, result, waves=None, pmc=None):
         self.result = result
         self.d = result.dispatch
         self._waves = waves
+        self.pmc = pmc
+        self.checks: dict[str, list[dict]] = {}  # rule -> preconditions checked, in order
 
     @cached_property
     def waves(self):
@@ -84,19 +163,27 @@ class PlanContext:
         return self.waves.attribution
 
     @cached_property
+    def loops(self):
+        from attlens.analysis.loops import compute_loops
+
+        return compute_loops(self.d, self.waves.phases.exec_index)
+
+    @cached_property
+    def bandwidth(self):
+        from attlens.analysis.bandwidth import compute_bandwidth
+
+        return compute_bandwidth(self.result, self.pmc, self.loops)
+
+    @cached_property
     def total(self) -> int:
         s = self.result.sums
         return max(int((s.idle + s.latency).sum()), 1)
 
-    def exposed(self, pcs) -> int:
-        """Exposed cycles of these pcs (stall + idle when the hidden model is off)."""
+    @cached_property
+    def budget(self):
+        """Per pc: the cycles findings may claim there (stall + idle)."""
         s = self.result.sums
-        pcs = list(pcs)
-        if not pcs:
-            return 0
-        if self.result.hidden is not None:
-            return int(self.result.hidden.exposed[pcs].sum())
-        return int((s.stall[pcs] + s.idle[pcs]).sum())
+        return s.stall + s.idle
 
     def exposed_fraction(self, pc: int) -> float:
         """Share of a pc's stall that is exposed (1 without the hidden model)."""
@@ -106,10 +193,22 @@ class PlanContext:
             return 1.0
         return float(s.stall[pc] - h.hidden_stall[pc]) / float(s.stall[pc])
 
+    def exposed_at(self, pc: int) -> int:
+        """Stall + idle at a pc that other waves' work did not hide."""
+        s = self.result.sums
+        h = self.result.hidden
+        if h is None:
+            return int(s.stall[pc] + s.idle[pc])
+        return int(max(s.stall[pc] - h.hidden_stall[pc], 0) + max(s.idle[pc] - h.hidden_idle[pc], 0))
+
     def exposed_stall(self, pcs) -> float:
         """Σ over pcs of their stall that other waves' work did not hide."""
         s = self.result.sums
         return sum(int(s.stall[pc]) * self.exposed_fraction(pc) for pc in pcs)
+
+    def stall_of(self, pcs) -> int:
+        s = self.result.sums
+        return int(sum(int(s.stall[pc]) for pc in pcs))
 
     def src(self, pc: int) -> str | None:
         loc = self.d.static.own_source[pc]
@@ -119,24 +218,94 @@ class PlanContext:
         s = self.result.sums
         return {"pc": pc, "isa": self.d.code.isa[pc], "source": self.src(pc), "hit": int(s.hit[pc]), "stall": int(s.stall[pc])}
 
-    def finding(self, rule_id: str, title: str, cycles: int, confidence: float, evidence: dict, change: str, falsify: str, rationale: str) -> Finding:
+    def require(self, rule_id: str, pid: str, holds: bool, detail: str) -> bool:
+        """Record one precondition check of a rule; returns ``holds``."""
+        text = dict(REGISTRY[rule_id].preconditions).get(pid)
+        if text is None:
+            raise KeyError(f"rule {rule_id} declares no precondition {pid!r}")
+        self.checks.setdefault(rule_id, []).append({"id": pid, "text": text, "holds": bool(holds), "detail": detail})
+        return bool(holds)
+
+    def finding(self, rule_id: str, title: str, cycles: int, confidence: float, evidence: dict, change: str, falsify: str,
+                rationale: str, claims=None, explains=None, severity: str | None = None, lead: bool = False) -> Finding:
+        """``claims``: [(pc, cycles)] for performance findings (``cycles`` is then their sum)."""
         info = REGISTRY[rule_id]
-        observed = self.total
-        cycles = int(max(0, min(cycles, observed)))  # never more than observed
-        share = cycles / observed
-        if info.kind == "capture":
-            sev = "HIGH" if confidence >= 0.8 else "MED"
-        else:
-            sev = "HIGH" if share >= HIGH_SHARE else ("MED" if share >= MED_SHARE else "LOW")
-        return Finding(rule_id, title, info.kind, sev, round(confidence, 2), cycles, share, evidence, change, falsify, rationale)
+        merged: dict[int, float] = {}
+        for pc, c in claims or []:  # one entry per pc, never beyond its stall + idle
+            merged[int(pc)] = merged.get(int(pc), 0.0) + float(c)
+        req = []
+        for pc in sorted(merged):
+            c = int(max(0, min(int(round(merged[pc])), int(self.budget[pc]))))
+            if c > 0:
+                req.append({"pc": pc, "cycles": c})
+        if claims is not None:
+            cycles = sum(c["cycles"] for c in req)
+        cycles = int(max(0, min(cycles, self.total)))
+        share = cycles / self.total
+        fixed = severity is not None
+        if severity is None:
+            if info.kind == "capture":
+                severity = "HIGH" if confidence >= 0.8 else "MED"
+            elif info.kind == "note":
+                severity = "INFO"
+            else:
+                severity = "HIGH" if share >= HIGH_SHARE else ("MED" if share >= MED_SHARE else "LOW")
+        held = [c for c in self.checks.get(rule_id, []) if c["holds"]]
+        return Finding(rule_id, title, info.kind, severity, round(confidence, 2), cycles, share, evidence, change, falsify, rationale,
+                       claims=[dict(c) for c in req], requested=req, preconditions=held, explains=list(explains or []), lead=lead,
+                       fixed_severity=fixed)
 
 
 @dataclass
 class Plan:
-    findings: list[Finding]  # capture findings first, then performance by priority
+    findings: list[Finding]  # ranked (see the module docstring)
     rules_run: list[str]
     rules_disabled: list[str]
     errors: dict[str, str] = field(default_factory=dict)  # rule -> error (a broken rule never breaks the plan)
+    silenced: dict[str, list[dict]] = field(default_factory=dict)  # rule -> failed preconditions
+    yielded: list[dict] = field(default_factory=list)  # findings left with no cycles by the ledger
+    total_cycles: int = 0
+    loops: object = None  # analysis.loops.LoopStructure
+    bandwidth: object = None  # analysis.bandwidth.Bandwidth
+    dispatch: dict = field(default_factory=dict)  # grid, occupancy inputs, duration: the plan's header
+
+    @property
+    def cycles_at_stake(self) -> int:
+        return sum(f.cycles_at_stake for f in self.findings)
+
+    def to_dict(self, result) -> dict:
+        from attlens import __version__
+
+        d = result.dispatch
+        b = result.breakdown
+        return {
+            "schema": "attlens.plan",
+            "schema_version": 2,
+            "attlens_version": __version__,
+            "capture": {"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target},
+            "totals": {"latency": b.total_latency, "stall": b.total_stall, "idle": b.total_idle, "cycles": self.total_cycles,
+                       "cycles_at_stake": self.cycles_at_stake},
+            "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)],
+            "dispatch": self.dispatch,
+            "bandwidth": self.bandwidth.to_dict() if self.bandwidth is not None else None,
+            "loops": self.loops.to_dict() if self.loops is not None else None,
+            "findings": [f.to_dict() for f in self.findings],
+            "priorities": [{"severity": f.severity, "rule": f.rule, "rationale": f.rationale} for f in self.findings],
+            "yielded": self.yielded,
+            "rules_run": self.rules_run,
+            "rules_disabled": self.rules_disabled,
+            "rules_silenced": self.silenced,
+            "rule_errors": self.errors,
+        }
+
+
+def stall_summary(result) -> list[tuple[str, int, float]]:
+    """(class, stall cycles, share of all stall), largest first."""
+    from attlens.analysis.taxonomy import CLASSES
+
+    b = result.breakdown
+    rows = [(c, b.by_class_stall[c], b.by_class_stall[c] / b.total_stall if b.total_stall else 0.0) for c in CLASSES if b.by_class_stall[c]]
+    return sorted(rows, key=lambda r: -r[1])
 
 
 def load_rules() -> dict[str, RuleInfo]:
@@ -145,9 +314,66 @@ def load_rules() -> dict[str, RuleInfo]:
     return REGISTRY
 
 
-def make_plan(result, disable: set[str] | None = None, only: set[str] | None = None, waves=None) -> Plan:
+def settle_ledger(findings: list[Finding], budget, total: int) -> list[dict]:
+    """Grant claims in priority order; no pc beyond its budget. Returns the
+    findings left with nothing (they are removed from ``findings``)."""
+    remaining = {}
+    holders: dict[int, list[str]] = {}
+    order = sorted((f for f in findings if f.requested), key=lambda f: (-f.requested_cycles * f.confidence, f.rule))
+    for f in order:
+        granted, shared = [], []
+        for c in f.requested:
+            pc = c["pc"]
+            left = remaining.get(pc, int(budget[pc]))
+            g = min(c["cycles"], left)
+            if g < c["cycles"]:
+                shared.append({"pc": pc, "cycles_not_granted": c["cycles"] - g, "held_by": list(holders.get(pc, []))})
+            if g > 0:
+                granted.append({"pc": pc, "cycles": g})
+                remaining[pc] = left - g
+                holders.setdefault(pc, []).append(f.rule)
+        f.claims, f.shared = granted, shared
+        f.cycles_at_stake = sum(c["cycles"] for c in granted)
+        f.share = f.cycles_at_stake / total
+    # tell the holders who else asked for their cycles
+    by_rule = {f.rule: f for f in order}
+    for f in order:
+        for s in [x for x in f.shared if "held_by" in x]:
+            for r in s["held_by"]:
+                by_rule[r].shared.append({"pc": s["pc"], "also_claimed_by": f.rule, "cycles": s["cycles_not_granted"]})
+    yielded = []
+    for f in list(findings):
+        if f.requested and f.cycles_at_stake == 0:
+            findings.remove(f)
+            yielded.append({"rule": f.rule, "title": f.title, "requested_cycles": f.requested_cycles,
+                            "held_by": sorted({r for s in f.shared for r in s.get("held_by", [])})})
+    return yielded
+
+
+def _severity_from_share(f: Finding) -> None:
+    if f.kind == "performance" and not f.fixed_severity:
+        f.severity = "HIGH" if f.share >= HIGH_SHARE else ("MED" if f.share >= MED_SHARE else "LOW")
+
+
+def _pcs_named(ev) -> set[int]:
+    """pcs a finding's evidence names (keys ``pc`` or ``*_pc``)."""
+    out: set[int] = set()
+    if isinstance(ev, dict):
+        for k, v in ev.items():
+            if (k == "pc" or k.endswith("_pc")) and isinstance(v, int):
+                out.add(v)
+            else:
+                out |= _pcs_named(v)
+    elif isinstance(ev, list):
+        for x in ev:
+            out |= _pcs_named(x)
+    return out
+
+
+def make_plan(result, disable: set[str] | None = None, only: set[str] | None = None, waves=None, pmc=None) -> Plan:
     """Run the rules. Pass ``waves`` (an ``analyze_waves`` result) when the
-    caller has it, so the wave-level analyses are not computed twice."""
+    caller has it, so the wave-level analyses are not computed twice; ``pmc``
+    (a PmcResult or a list) to measure bandwidth with counters."""
     rules = load_rules()
     disable = set(disable or ())
     unknown = (disable | set(only or ())) - set(rules)
@@ -155,10 +381,11 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
         from attlens.errors import UsageError
 
         raise UsageError(f"unknown rule(s): {', '.join(sorted(unknown))} (see `attlens rules`)")
-    ctx = PlanContext(result, waves)
+    ctx = PlanContext(result, waves, pmc)
     findings, run, errors = [], [], {}
-    for rid, info in rules.items():
-        if rid in disable or (only and rid not in only):
+    selected = [(rid, info) for rid, info in rules.items() if rid not in disable and not (only and rid not in only)]
+    for rid, info in selected:
+        if info.post:
             continue
         run.append(rid)
         try:
@@ -169,11 +396,68 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
         # The published mistake this guards against: an "LDS → MFMA" story
         # told from a capture whose waves never left the prologue.
         for f in findings:
-            if f.kind == "performance":
+            if f.kind == "performance" or f.rule in TRACE_DISPATCH_RULES:
                 f.confidence = round(f.confidence * 0.5, 2)
-                f.severity = "LOW" if f.severity == "LOW" else "MED"
                 f.rationale = "prologue only: " + f.rationale
                 f.evidence["caveat"] = "the traced waves never reached the main loop; this describes the prologue only"
-    findings.sort(key=lambda f: (f.kind != "capture", -f.priority if f.kind != "capture" else -f.confidence, f.rule))
+    yielded = settle_ledger(findings, ctx.budget, ctx.total)
+    for f in findings:
+        _severity_from_share(f)
+        if f.evidence.get("caveat") and f.severity == "HIGH":
+            f.severity = "MED"
+    for rid, info in selected:
+        if not info.post:
+            continue
+        run.append(rid)
+        try:
+            findings.extend(info.fn(ctx, findings) or [])
+        except Exception as exc:
+            errors[rid] = f"{type(exc).__name__}: {exc}"
+    for f in findings:
+        pcs = sorted({c["pc"] for c in f.claims} | _pcs_named(f.evidence))
+        f.loops = [w for w in (ctx.loops.where(pc) for pc in pcs if 0 <= pc < ctx.d.code.size) if w["loop"] is not None or w.get("note")]
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    findings.sort(key=lambda f: (rank[f.severity], 0 if f.lead else _GROUP[f.kind], -f.priority, -f.confidence, f.rule))
+    silenced = {rid: [c for c in checks if not c["holds"]] for rid, checks in ctx.checks.items()}
+    fired = {f.rule for f in findings}
+    silenced = {rid: v for rid, v in silenced.items() if v and rid not in fired}
     skipped = sorted(set(rules) - set(run))
-    return Plan(findings, run, skipped, errors)
+    plan = Plan(findings, run, skipped, errors, silenced, yielded, ctx.total)
+    plan.loops = ctx.loops
+    plan.bandwidth = ctx.bandwidth
+    plan.dispatch = dispatch_summary(ctx)
+    return plan
+
+
+def dispatch_summary(ctx) -> dict:
+    """The facts every finding stands on: grid, occupancy inputs, duration, waves."""
+    d, o = ctx.d, ctx.result.occupancy
+    from attlens.analysis.occupancy import grid_waves
+
+    res = d.resources
+    f = d.arch.facts or {}
+    wpw, gw = grid_waves(d)
+    return {
+        "target": d.arch.target,
+        "product": d.arch.product,
+        "cus": f.get("cu_count"),
+        "workgroups": res.workgroups,
+        "workgroup_size": res.threads_per_workgroup,
+        "waves_per_workgroup": wpw,
+        "grid_waves": gw,
+        "grid_source": res.sources.get("grid"),
+        "duration_ns": res.duration_ns,
+        "duration_source": res.sources.get("duration_ns"),
+        "traced_waves": d.waves.count,
+        "occupancy": {
+            "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
+            "limiters": o.limiters,
+            "observed_max_waves_per_simd": o.observed_max_per_simd_traced,
+            "vgpr_inputs": o.vgpr_inputs,
+            "lds_bytes": res.lds_bytes,
+            "lds_source": res.sources.get("lds_bytes"),
+            "sgprs": res.sgprs,
+        },
+        "kernel_candidates": res.candidates,
+        "notes": list(res.notes),
+    }

@@ -63,6 +63,7 @@ class ProducerStats:
     isa: str
     source: str | None
     wait_class: str
+    kind: str  # load | store | atomic | lds | smem | message | other: what the producer is (a store is never a load)
     waited_cycles: int  # stall charged to it
     share_of_wait: float  # of all charged wait cycles
     pairs: int  # times a wait resolved it
@@ -90,6 +91,16 @@ class WaitAttribution:
             a[0] += p.waited_cycles
             a[1] += 1
         return sorted(((k, v[0], v[1]) for k, v in agg.items()), key=lambda x: -x[1])
+
+
+_KIND_OF_CLASS = {"vmem_load": "load", "vmem_store": "store", "vmem_atomic": "atomic", "lds": "lds", "lds_crosslane": "lds",
+                  "smem": "smem", "message": "message"}
+
+
+def producer_kind(cls: str) -> str:
+    """What a producer is, from its taxonomy class: ``buffer_store``/``global_store`` are
+    stores (they count on vmcnt on gfx9 but are never loads)."""
+    return _KIND_OF_CLASS.get(cls, "other")
 
 
 def attribute_waits(dispatch, deps, pairs: WaitPairs | None = None) -> WaitAttribution:
@@ -125,6 +136,7 @@ def attribute_waits(dispatch, deps, pairs: WaitPairs | None = None) -> WaitAttri
                     isa=code.isa[pc],
                     source=str(own) if own else None,
                     wait_class=producer_wait_class(st.mnemonic[pc]),
+                    kind=producer_kind(st.cls[pc]),
                     waited_cycles=waited,
                     share_of_wait=waited / total if total else 0.0,
                     pairs=len(rows),

@@ -170,11 +170,9 @@ def cmd_rules(args) -> int:
 
         print(dumps(rules_to_dict(rules)))
         return 0
-    for r in rules.values():
-        print(f"{r.id}  ({r.kind}) — {r.title}")
-        print(f"    trigger:  {r.trigger}")
-        print(f"    evidence: {r.evidence}")
-        print(f"    limits:   {r.limits}")
+    from attlens.report.plan_out import render_rules_text
+
+    sys.stdout.write(render_rules_text(rules))
     return 0
 
 

@@ -48,6 +48,11 @@ _GFX12_WAITCNT = {
 #   waitcnt_max       largest value of each waitcnt field
 #   mfma_passes       passes of a dependent MFMA result by block shape (4 cycles each);
 #                     a dependent MFMA or VALU read must be at least that far behind
+#   hbm_peak_gbps     peak theoretical HBM bandwidth (GB/s = bytes/ns) per product,
+#                     keyed by the product name rocprofv3 writes (agent_info
+#                     Product_Name, "AMD Instinct MI350X"); "" = the reference
+#                     product, used when the capture's product is unknown
+#   hbm_peak_source   where the peaks come from
 ARCH_TABLE: dict[str, dict] = {
     "gfx90a": {
         "family": "CDNA2",
@@ -71,6 +76,8 @@ ARCH_TABLE: dict[str, dict] = {
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
+        "hbm_peak_gbps": {"": 3276.8, "AMD Instinct MI250X": 3276.8, "AMD Instinct MI250": 3276.8, "AMD Instinct MI210": 1638.4},
+        "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI250X/MI250 3.2768 TB/s, MI210 1.6384 TB/s",
     },
     "gfx942": {
         "family": "CDNA3",
@@ -94,6 +101,8 @@ ARCH_TABLE: dict[str, dict] = {
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
+        "hbm_peak_gbps": {"": 5300.0, "AMD Instinct MI300X": 5300.0, "AMD Instinct MI300A": 5300.0, "AMD Instinct MI325X": 6000.0},
+        "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI300X/MI300A 5.3 TB/s, MI325X 6.0 TB/s; rocprof-compute computes 5,324.8 GB/s for MI300X (1300 MHz x 32 B x 128 channels, rocprofv3-interfaces.md §5.3)",
     },
     "gfx950": {
         "family": "CDNA4",
@@ -117,6 +126,8 @@ ARCH_TABLE: dict[str, dict] = {
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
+        "hbm_peak_gbps": {"": 8000.0, "AMD Instinct MI350X": 8000.0, "AMD Instinct MI355X": 8000.0},
+        "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI350X/MI355X 8.0 TB/s HBM3E",
     },
     "gfx11": {
         "family": "RDNA3 / RDNA3.5",
@@ -140,6 +151,8 @@ ARCH_TABLE: dict[str, dict] = {
         "time_quantum": 1,
         "waitcnt_max": _GFX11_WAITCNT,
         "mfma_passes": {"16x16": 4},
+        "hbm_peak_gbps": None,
+        "hbm_peak_source": "varies by product (GDDR6 / LPDDR5X): not tabulated",
     },
     "gfx12": {
         "family": "RDNA4",
@@ -163,6 +176,8 @@ ARCH_TABLE: dict[str, dict] = {
         "time_quantum": 1,
         "waitcnt_max": _GFX12_WAITCNT,
         "mfma_passes": {"16x16": 4},
+        "hbm_peak_gbps": None,
+        "hbm_peak_source": "varies by product (GDDR6): not tabulated",
     },
 }
 
@@ -217,6 +232,20 @@ GFX942_ONLY_MNEMONICS = (
 # gfx940+ memory instructions carry sc0/sc1/nt cache-policy bits; gfx90a uses glc/slc.
 GFX94X_MEMORY_MODIFIERS = ("sc0", "sc1", "nt")
 GFX90A_MEMORY_MODIFIERS = ("glc", "slc")
+
+
+def hbm_peak(facts: dict | None, product: str | None) -> tuple[float | None, str | None, str]:
+    """(peak GB/s, the product it is for, source) of a target row; the
+    reference product's peak when ``product`` is unknown or not tabulated."""
+    table = (facts or {}).get("hbm_peak_gbps")
+    source = (facts or {}).get("hbm_peak_source") or ""
+    if not table:
+        return None, None, source or "no peak bandwidth for this target"
+    if product and product in table:
+        return table[product], product, source
+    ref = next((k for k, v in table.items() if k and v == table[""]), None)
+    note = f"{product!r} not tabulated: " if product else ""
+    return table[""], ref, f"{note}reference product {ref}; {source}"
 
 
 def resolve_target(name: str | None) -> str | None:

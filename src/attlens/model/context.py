@@ -216,6 +216,7 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
         res.sources["dispatch_id"] = "directory name"
     use = scan_registers(code.isa)
     res.isa_vgprs, res.isa_agprs, res.isa_sgprs = use.vgprs, use.agprs, use.sgprs
+    needs = _code_needs(code, use, row_key)
     symbol = None
     if results_match is not None and kernel_name:
         codeobjs = set(code.codeobj[code.instruction_mask].tolist())
@@ -225,6 +226,12 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
             if s.get("formatted_kernel_name") == kernel_name or s.get("kernel_name") in (kernel_name, kernel_name + ".kd")
         ]
         matches.sort(key=lambda s: 0 if s.get("code_object_id") in codeobjs else 1)
+        if len({_symbol_resources(s) for s in matches}) > 1:
+            fit = [s for s in matches if not _misfit(_symbol_resources(s), needs, row_key)]
+            picked = fit[0] if fit else matches[0]
+            _record_candidates(res, f"{results_match[0].name} kernel_symbols", kernel_name,
+                               [(_symbol_resources(s), s.get("kernel_id")) for s in matches], _symbol_resources(picked), needs, row_key)
+            matches = [picked]
         symbol = matches[0] if matches else None
     if symbol is not None:
         src = f"{results_match[0].name} kernel_symbols"
@@ -236,7 +243,7 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
         for k in ("metadata_vgprs", "metadata_agprs", "metadata_sgprs", "lds_bytes", "scratch_bytes"):
             res.sources[k] = src
 
-    trace_row, trace_file, how = None, None, ""
+    trace_row, trace_file, how, durations = None, None, "", []
     if kernel_name:
         for f in _glob(dirs, "*kernel_trace.csv"):
             try:
@@ -245,13 +252,16 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
                 continue
             if not rows:
                 continue
+            rows, pick_note = _fitting_rows(res, f.name, kernel_name, rows, needs, row_key)
             exact = [r for r in rows if r["dispatch_id"] == dispatch_id]
             if exact:
-                trace_row, trace_file, how = exact[0], f, f"dispatch {dispatch_id} of {kernel_name}"
+                trace_row, trace_file, how = exact[0], f, f"dispatch {dispatch_id} of {kernel_name}{pick_note}"
+                durations = [exact[0]]
                 break
             shapes = {(r["grid"], r["workgroup"]) for r in rows}
             if len(shapes) == 1:
-                trace_row, trace_file, how = rows[0], f, f"all {len(rows)} dispatches of {kernel_name} share one shape"
+                trace_row, trace_file, how = rows[0], f, f"all {len(rows)} dispatches of {kernel_name}{pick_note} share one shape"
+                durations = rows
                 break
             res.notes.append(f"{f.name}: {len(rows)} dispatches of the kernel with {len(shapes)} different grid shapes; grid unknown")
     if trace_row is not None:
@@ -259,6 +269,14 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
         src = f"{trace_file.name} ({how})"
         res.grid, res.workgroup = trace_row["grid"], trace_row["workgroup"]
         res.sources["grid"] = res.sources["workgroup"] = src
+        spans = sorted(r["end_ns"] - r["start_ns"] for r in durations if r["start_ns"] is not None and r["end_ns"] is not None and r["end_ns"] > r["start_ns"])
+        if spans:
+            res.duration_ns = spans[len(spans) // 2]
+            res.sources["duration_ns"] = (
+                f"{trace_file.name}: End_Timestamp - Start_Timestamp of dispatch {durations[0]['dispatch_id']}"
+                if len(durations) == 1
+                else f"{trace_file.name}: median End_Timestamp - Start_Timestamp of {len(spans)} dispatches of the same shape"
+            )
         if symbol is None:
             res.metadata_vgprs = trace_row["vgpr_count"]
             res.metadata_agprs = trace_row["agpr_count"]
@@ -282,9 +300,114 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
     res.sources["arch_vgprs"] = "max(ISA scan, metadata)"
     res.sources["agprs"] = "max(ISA scan, metadata)"
     res.sources["sgprs"] = res.sources.get("metadata_sgprs", "ISA scan + 6 (VCC, FLAT_SCRATCH, XNACK)")
-    if row_key == "gfx950" and res.metadata_vgprs is not None and res.isa_vgprs > res.metadata_vgprs:
+    if row_key == "gfx950" and res.metadata_vgprs:
+        # rocprofv3 computes (granulated_vgpr + 1) x 4 on gfx950, where the
+        # hardware granule is 8: the reported count is half the unified
+        # VGPR+AGPR allocation (rocprofv3-interfaces.md §6).
+        reported2 = 2 * res.metadata_vgprs + (res.metadata_agprs or 0)
+        isa_unified = needs["isa_unified"]
+        res.unified_vgprs = max(reported2, isa_unified)
+        res.sources["unified_vgprs"] = (
+            f"max(2 x reported VGPR_Count {res.metadata_vgprs} = {reported2}, ISA scan v{res.isa_vgprs - 1 if res.isa_vgprs else '-'}"
+            f"{f' + {res.isa_agprs} AGPRs' if res.isa_agprs else ''} = {isa_unified} registers)"
+        )
+        res.notes.append(
+            f"rocprofv3 reports {res.metadata_vgprs} VGPRs on gfx950: the metadata is under-reported (half the unified "
+            f"VGPR+AGPR allocation, rocprofv3-interfaces.md §6); occupancy uses {res.unified_vgprs} = {res.sources['unified_vgprs']}"
+        )
+        if isa_unified > reported2:
+            res.notes.append(
+                f"the ISA uses {isa_unified} VGPR+AGPR registers, more than 2 x the reported VGPR_Count ({reported2}): "
+                "the metadata does not describe this code object; the ISA scan is used"
+            )
+    elif row_key == "gfx950" and res.metadata_vgprs is not None and res.isa_vgprs > res.metadata_vgprs:
         res.notes.append(
             f"rocprofv3 reports {res.metadata_vgprs} VGPRs on gfx950 but the ISA uses v{res.isa_vgprs - 1}: "
             "the metadata is under-reported on gfx950 (rocprofv3-interfaces.md §6); the ISA scan is used"
         )
     return arch, res, used
+
+
+# LDS-unit instructions that use no LDS memory (cross-lane data movement).
+_NO_LDS_MEMORY = ("ds_swizzle", "ds_bpermute", "ds_permute", "ds_nop")
+
+
+def _code_needs(code, use, row_key) -> dict:
+    """What the listed code requires of the kernel that runs it."""
+    lds_ops = sorted(
+        {m for m in (mnemonic(t) for t in code.isa if t and not t.startswith(";")) if (m.startswith("ds_") and not m.startswith(_NO_LDS_MEMORY)) or m.startswith("global_load_lds")}
+    )
+    unified = (-(-use.vgprs // 4) * 4 + use.agprs) if use.agprs else use.vgprs
+    return {"lds_ops": lds_ops, "isa_vgprs": use.vgprs, "isa_agprs": use.agprs, "isa_unified": unified, "isa_sgprs": use.sgprs}
+
+
+def _symbol_resources(s: dict) -> tuple:
+    return (s.get("kernel_id"), s.get("group_segment_size"), s.get("arch_vgpr_count"), s.get("accum_vgpr_count"), s.get("sgpr_count"))
+
+
+def _row_resources(r: dict) -> tuple:
+    return (r["kernel_id"], r["lds_bytes"], r["vgpr_count"], r["agpr_count"], r["sgpr_count"])
+
+
+def _misfit(resources: tuple, needs: dict, row_key) -> list[str]:
+    """Why a kernel with these resources cannot be the one that ran the listed code."""
+    _kid, lds, vgprs, agprs, sgprs = resources
+    why = []
+    if needs["lds_ops"] and lds == 0:
+        why.append(f"0 B LDS, but the code executes {needs['lds_ops'][0]}")
+    if vgprs is not None:
+        # gfx950: the reported count is half the allocation (see resolve_arch_and_resources)
+        have = 2 * vgprs + (agprs or 0) if row_key == "gfx950" else vgprs
+        need = needs["isa_unified"] if row_key == "gfx950" else needs["isa_vgprs"]
+        if need > have:
+            why.append(f"{vgprs} VGPRs reported ({have} usable), but the code uses {need}")
+    if sgprs is not None and needs["isa_sgprs"] > sgprs:
+        why.append(f"{sgprs} SGPRs reported, but the code uses s{needs['isa_sgprs'] - 1}")
+    return why
+
+
+def _describe(resources: tuple) -> str:
+    kid, lds, vgprs, agprs, sgprs = resources
+    return f"kernel id {kid}: LDS {lds} B, {vgprs} VGPRs{f' + {agprs} AGPRs' if agprs else ''}, {sgprs} SGPRs"
+
+
+def _record_candidates(res, where, kernel_name, cands, picked, needs, row_key) -> None:
+    """Several kernels share the traced kernel's name: say which was picked and why."""
+    seen, rows = set(), []
+    for r, _kid in cands:
+        if r in seen:
+            continue
+        seen.add(r)
+        rows.append({"where": where, "kernel_id": r[0], "lds_bytes": r[1], "vgprs": r[2], "agprs": r[3], "sgprs": r[4],
+                     "misfit": _misfit(r, needs, row_key), "picked": r == picked})
+    res.candidates.extend(rows)
+    if picked is None:
+        fitting = [x for x in rows if not x["misfit"]]
+        res.notes.append(
+            f"{where}: {len(rows)} kernels are named {kernel_name} and {len(fitting) or 'none'} of them fit the code "
+            "(LDS, VGPR and SGPR needs of the listing): their dispatches are not told apart"
+        )
+        return
+    others = [x for x in rows if not x["picked"]]
+    why = "; ".join(f"kernel id {x['kernel_id']}: {', '.join(x['misfit'])}" for x in others if x["misfit"])
+    res.notes.append(
+        f"{where}: {len(rows)} kernels are named {kernel_name}; picked {_describe(picked)}"
+        + (f" (the others cannot run this code: {why})" if why else " (none is ruled out by the code; the first fitting one is used)")
+    )
+
+
+def _fitting_rows(res, fname, kernel_name, rows, needs, row_key) -> tuple[list[dict], str]:
+    """Keep the kernel-trace rows of the kernel whose resources fit the code,
+    when several kernels share the name."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(_row_resources(r), []).append(r)
+    if len(groups) < 2:
+        return rows, ""
+    fit = [k for k in groups if not _misfit(k, needs, row_key)]
+    if len(fit) != 1:
+        # Nothing (or more than one) fits: the rows cannot be told apart by the code.
+        _record_candidates(res, fname, kernel_name, [(k, k[0]) for k in groups], None, needs, row_key)
+        return rows, ""
+    _record_candidates(res, fname, kernel_name, [(k, k[0]) for k in groups], fit[0], needs, row_key)
+    return groups[fit[0]], f" (kernel id {fit[0][0]})"

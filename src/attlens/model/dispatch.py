@@ -166,6 +166,12 @@ class Resources:
     metadata_vgprs: int | None = None
     metadata_agprs: int | None = None
     metadata_sgprs: int | None = None
+    # VGPR+AGPR registers per lane one wave allocates, when the metadata says
+    # it better than arch VGPRs + AGPRs do (gfx950: 2 x the reported count)
+    unified_vgprs: int | None = None
+    duration_ns: int | None = None  # the dispatch's duration (kernel trace of the run)
+    # kernels sharing the traced kernel's name that were considered, with why one was picked
+    candidates: list[dict] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 

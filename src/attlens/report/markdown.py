@@ -113,7 +113,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     """The Markdown report as a string. ``analysis``: the ``analysis_to_dict``
     object written beside it (computed when not given)."""
     from attlens.report.json_out import analysis_to_dict
-    from attlens.report.plan_out import _evidence_lines
+    from attlens.report.plan_out import _evidence_lines, stake_label
 
     a = analysis if analysis is not None else analysis_to_dict(result, JSON_TOPK)
     d = result.dispatch
@@ -240,11 +240,11 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     ) + [""]
 
     # recommendations
-    L += ["## Recommendations", "", "The plan's findings, capture-quality ones first, then by cycles at stake × confidence (docs/rules.md).", ""]
+    L += ["## Recommendations", "", "The plan's findings by severity; within one severity grid starvation, capture quality and whole-dispatch limits first, then by cycles at stake × confidence (docs/rules.md).", ""]
     if not plan.findings:
         L += ["No rule fired: no pattern above its threshold.", ""]
     for i, f in enumerate(plan.findings, 1):
-        stake = f"{f.cycles_at_stake:,} cycles at stake ({_pct(f.share)})" if f.kind == "performance" else "capture quality"
+        stake = stake_label(f)
         L += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule {_code(f.rule)} · {stake} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
         L += _fence(_evidence_lines(f.evidence)) + [""]
         L += [f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]

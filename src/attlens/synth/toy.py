@@ -72,6 +72,7 @@ class ToyKernel:
     agprs: int = 0
     sgprs: int = 32
     lds_bytes: int = 8192
+    duration_ns: int = 89000  # kernel_trace.csv End - Start of the dispatch
 
     @property
     def listing(self) -> list[Op]:
@@ -97,7 +98,7 @@ def default_kernel(iterations: int = 8) -> ToyKernel:
         Op("ds_write_b64 v9, v[10:11]", 26, latency=64, size=8),
         Op("s_add_u32 s2, s2, 1", 27),
         Op("s_cmp_lt_u32 s2, s3", 27),
-        Op("s_cbranch_scc1 65530", 27),
+        Op("s_cbranch_scc1 65521", 27),  # back 15 dwords: to the buffer_load
     ]
     epi = [
         Op("s_waitcnt lgkmcnt(0)", 30),
@@ -339,7 +340,7 @@ def _write_side_files(where: Path, kernel: ToyKernel, dispatch_id: int) -> None:
                   "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "Scratch_Size", "VGPR_Count",
                   "Accum_VGPR_Count", "SGPR_Count", "Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z",
                   "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z"]
-    row = ['"KERNEL_DISPATCH"', '"Agent 1"', 1, 0, 100, dispatch_id, 5, f'"{kernel.name}"', dispatch_id, 1000, 90000,
+    row = ['"KERNEL_DISPATCH"', '"Agent 1"', 1, 0, 100, dispatch_id, 5, f'"{kernel.name}"', dispatch_id, 1000, 1000 + kernel.duration_ns,
            kernel.lds_bytes, 0, kernel.vgprs, kernel.agprs, kernel.sgprs, kernel.workgroup, 1, 1, kernel.grid, 1, 1]
     lines = [",".join(f'"{c}"' for c in trace_cols), ",".join(str(v) for v in row)]
     write_atomic(where / "demo_kernel_trace.csv", ("\n".join(lines) + "\n").encode())

@@ -1,5 +1,6 @@
 """Every rule of the optimization plan, one function per pattern, registered
 on import. Add a rule by writing a function with ``@rule(...)`` in one of
-these modules (or a new module imported here)."""
+these modules (or a new module imported here). Registration order is the
+order `attlens rules` and docs/rules.md list them in."""
 
-from attlens.analysis.rules import capture, memory, occupancy, schedule  # noqa: F401
+from attlens.analysis.rules import dispatch, capture, memory, occupancy, schedule, coverage  # noqa: F401

@@ -4,61 +4,216 @@ from __future__ import annotations
 
 import numpy as np
 
+from attlens.analysis.occupancy import grid_waves as waves_in_grid
 from attlens.analysis.plan import rule
+from attlens.analysis.rules._util import defs_uses
+
+
+_CONDITION = {"scc": "SCC", "vcc": "VCC", "exec": "EXEC"}
+
+
+def _next_instruction(code) -> np.ndarray:
+    """Per pc, the next pc that holds an instruction (fall-through target)."""
+    n = code.size
+    nxt = np.full(n, n, dtype=np.int64)
+    following = n
+    for pc in range(n - 1, -1, -1):
+        nxt[pc] = following
+        if code.instruction_mask[pc]:
+            following = pc
+    return nxt
+
+
+def _jumps(ctx):
+    """Record indices of taken branches (the next record of the wave is not the
+    fall-through pc) and their targets."""
+    d = ctx.d
+    recs = d.records
+    if recs.count < 2:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    nxt = _next_instruction(d.code)
+    is_branch = np.array([m.startswith(("s_cbranch", "s_branch")) for m in d.static.mnemonic], dtype=bool)
+    i = np.flatnonzero(is_branch[recs.pc[:-1]] & (recs.wave[1:] == recs.wave[:-1]))
+    taken = i[recs.pc[i + 1] != nxt[recs.pc[i]]]
+    return taken, recs.pc[taken + 1].astype(np.int64)
+
+
+def _condition(ctx, rec: int) -> dict:
+    """The branch at record ``rec``: what it tests and which executed
+    instruction set that condition (same wave, before it)."""
+    d = ctx.d
+    pc = int(d.records.pc[rec])
+    m = d.static.mnemonic[pc]
+    flag = next((v for k, v in _CONDITION.items() if m.startswith("s_cbranch_" + k)), None)
+    out = {"branch_pc": pc, "branch": d.code.isa[pc], "branch_source": ctx.src(pc), "condition": flag or "unconditional"}
+    if flag is None:
+        return out
+    reg = (flag.lower(), 0)
+    start = int(d.waves.rec_start[d.records.wave[rec]])
+    for r in range(rec - 1, max(start, rec - 256) - 1, -1):
+        wpc = int(d.records.pc[r])
+        w, reads = defs_uses(d.code.isa[wpc])
+        if reg in w:
+            regs = sorted({f"{k}{i}" if k in ("s", "v", "a") else k for k, i in reads})
+            out.update({"set_by_pc": wpc, "set_by": d.code.isa[wpc], "set_by_source": ctx.src(wpc), "condition_registers": regs})
+            break
+    return out
+
+
+def _decisive_branch(ctx, waves: np.ndarray, covers) -> dict | None:
+    """The taken branch that sent these waves where ``covers(pc, target)`` says,
+    most common first, with its condition and how many of the waves took it."""
+    taken, target = _jumps(ctx)
+    if not len(taken):
+        return None
+    recs = ctx.d.records
+    wv = recs.wave[taken]
+    picked = {}
+    for r, t, w in zip(taken.tolist(), target.tolist(), wv.tolist()):
+        if w in waves and covers(int(recs.pc[r]), t):
+            picked[w] = (r, t)  # the last such branch of the wave
+    if not picked:
+        return None
+    counts: dict[tuple[int, int], list[int]] = {}
+    for w, (r, t) in picked.items():
+        counts.setdefault((int(recs.pc[r]), t), []).append(r)
+    (bpc, tgt), rs = max(counts.items(), key=lambda kv: len(kv[1]))
+    out = _condition(ctx, rs[0])
+    out.update({"target_pc": tgt, "target": ctx.d.code.isa[tgt], "waves_taking_it": len(rs), "waves": len(waves)})
+    return out
+
+
+def _ends_soon(ctx, pc: int, within: int = 12) -> bool:
+    """The straight-line code from ``pc`` reaches s_endpgm within a few instructions."""
+    n = 0
+    for q in range(pc, ctx.d.code.size):
+        if not ctx.d.code.instruction_mask[q]:
+            continue
+        m = ctx.d.static.mnemonic[q]
+        if m.startswith("s_endpgm"):
+            return True
+        if m.startswith(("s_branch", "s_cbranch", "s_setpc")):
+            return False
+        n += 1
+        if n > within:
+            return False
+    return False
+
+
+def _ses(ctx, waves) -> dict:
+    w = ctx.d.waves
+    traced = sorted({int(w.se[i]) for i in waves})
+    occ = ctx.d.occupancy
+    seen = sorted(set(occ.events[:, 0].tolist())) if occ is not None and len(occ.events) else traced
+    return {"traced_ses": traced, "ses_in_occupancy": seen}
 
 
 @rule(
     "prologue-only",
     "Traced waves never reached the main loop",
     "capture",
-    trigger="every backward branch of the listing was never executed by a traced wave",
-    evidence="the loop's pc range and its never-executed branch, executed vs listed instructions",
+    trigger="no backward branch of the listing was taken by a traced wave",
+    evidence="the loop's pc range, the branch every wave took around it (pc, source line, the condition and the instruction that set it, with its registers), executed vs listed instructions, SEs",
     limits="a kernel without loops cannot trigger it",
 )
 def prologue_only(ctx):
-    ph = ctx.waves.phases
-    loops = ph.static_loops
-    if not loops or any(lp.executed for lp in loops):
+    rid = "prologue-only"
+    loops = ctx.loops.loops
+    if not loops:
         return []
-    lp = max(loops, key=lambda x: x.last_pc - x.first_pc)
+    if any(lp.iterated or lp.entries for lp in loops):
+        return []
+    lp = max(loops, key=lambda x: x.branch_pc - x.first_pc)
     h = ctx.result.hotspots
+    allw = np.arange(ctx.d.waves.count)
+    skip = _decisive_branch(ctx, set(allw.tolist()), lambda pc, t: pc < lp.first_pc and t > lp.branch_pc)
+    exit_ = None if skip else _decisive_branch(ctx, set(allw.tolist()), lambda pc, t: t > pc and _ends_soon(ctx, t))
+    br = skip or exit_
+    ses = _ses(ctx, allw)
+    everywhere = set(ses["ses_in_occupancy"]) <= set(ses["traced_ses"])
+    meaning = (
+        "the loop's work ran on other waves/CUs or in another dispatch"
+        + ("; every SE of the trace had traced waves and all of them skipped it, so re-targeting the CU will not help: change the dispatch (a later call, a larger problem) or the shape"
+           if everywhere else f"; only SE(s) {ses['traced_ses']} had traced waves: another --att-target-cu or a wider --att-shader-engine-mask may catch waves that run it")
+    )
+    if br:
+        cond = f"{br['condition']}" + (f" set by pc {br['set_by_pc']} `{br['set_by']}` (registers {', '.join(br['condition_registers'])})" if br.get("set_by_pc") is not None else "")
+        how = (f"{br['waves_taking_it']} of {br['waves']} waves took the branch at pc {br['branch_pc']} `{br['branch']}`"
+               f"{' (' + br['branch_source'] + ')' if br.get('branch_source') else ''} on {cond} to pc {br['target_pc']}, "
+               + ("past the loop" if skip else "into the kernel's end"))
+    else:
+        how = "no taken branch around the loop was found in the trace"
     return [
         ctx.finding(
-            "prologue-only",
-            "The traced waves never reached the kernel's main loop",
+            rid,
+            f"The traced waves never ran the kernel's loop (pcs {lp.first_pc}–{lp.branch_pc})" + (f": branch at pc {br['branch_pc']} skips it" if br else ""),
             0,
             0.9,
-            {"loop_pcs": [lp.first_pc, lp.last_pc], "branch_pc": lp.branch_pc, "executed_instructions": h.executed, "listed_instructions": h.listed},
-            "Recapture a dispatch/iteration where the traced CU runs the main work (a steady-state iteration, another target CU, a larger problem); do not optimize from this capture's hotspots.",
-            "A capture where the branch at pc {} executes would show the loop's instructions with hits.".format(lp.branch_pc),
-            f"loop pcs {lp.first_pc}–{lp.last_pc} never ran: hotspots describe only the prologue",
+            {"loop_pcs": [lp.first_pc, lp.branch_pc], "branch_pc": lp.branch_pc, "skipped_by": br, "executed_instructions": h.executed,
+             "listed_instructions": h.listed, **ses},
+            f"{how}: {meaning}. Do not optimize from this capture's hotspots.",
+            f"A capture whose waves do not take the branch at pc {br['branch_pc'] if br else '?'} would show the loop's instructions with hits.",
+            f"loop pcs {lp.first_pc}–{lp.branch_pc} never ran" + (f": pc {br['branch_pc']} branches past it on {br['condition']}" if br else ""),
         )
     ]
 
 
 @rule(
     "early-exit-waves",
-    "Waves that exited early",
+    "Waves that skip the body",
     "capture",
-    trigger="≥ 25 % of traced waves ran fewer than 10 % of the longest wave's instructions",
-    evidence="short and total wave counts, the threshold",
+    trigger="≥ 25 % of traced waves ran fewer than 10 % of the longest wave's instructions, or never entered a loop other waves iterated",
+    evidence="short and full wave counts and their instruction counts, the branch that sent them out (pc, source line, condition and the instruction that set it), SEs",
     limits="early exit can be by design (bounds checks, causal masks); the finding says the totals mix two populations",
+    preconditions=[("two-populations", "some traced waves did run the body (otherwise see prologue-only)")],
 )
 def early_exit(ctx):
-    ph = ctx.waves.phases
+    rid = "early-exit-waves"
     w = ctx.d.waves
-    if not w.count or ph.waves_short / w.count < 0.25:
+    if not w.count:
         return []
+    n = w.n_records
+    longest = int(n.max())
+    threshold = max(longest // 10, 1)
+    short = np.flatnonzero(n < threshold)
+    main = max((lp for lp in ctx.loops.loops if lp.iterated), key=lambda x: x.iterations, default=None)
+    skipped = np.zeros(0, dtype=np.int64)
+    if main is not None:
+        recs = ctx.d.records
+        inside = (recs.pc >= main.first_pc) & (recs.pc <= main.branch_pc)
+        entered = np.bincount(recs.wave[inside], minlength=w.count) > 0
+        skipped = np.flatnonzero(~entered)
+    out = np.union1d(short, skipped)
+    if len(out) / w.count < 0.25:
+        return []
+    if not ctx.require(rid, "two-populations", len(out) < w.count, f"{w.count - len(out)} waves ran the body"):
+        return []
+    full = np.setdiff1d(np.arange(w.count), out)
+    if main is not None and len(skipped):
+        br = _decisive_branch(ctx, set(out.tolist()), lambda pc, t: pc < main.first_pc and t > main.branch_pc)
+    else:
+        br = None
+    br = br or _decisive_branch(ctx, set(out.tolist()), lambda pc, t: t > pc and _ends_soon(ctx, t))
+    ev = {"waves_out": len(out), "waves": w.count, "short_waves": len(short), "waves_not_entering_main_loop": len(skipped),
+          "main_loop_pcs": [main.first_pc, main.branch_pc] if main is not None else None,
+          "instructions_median_out": int(np.median(n[out])), "instructions_median_full": int(np.median(n[full])),
+          "threshold_instructions": threshold, "longest_wave_instructions": longest, "exit_branch": br, **_ses(ctx, out)}
+    cond = ""
+    if br:
+        cond = (f" through the branch at pc {br['branch_pc']}{' (' + br['branch_source'] + ')' if br.get('branch_source') else ''} on {br['condition']}"
+                + (f" set by pc {br['set_by_pc']} `{br['set_by']}`" if br.get("set_by_pc") is not None else ""))
     return [
         ctx.finding(
-            "early-exit-waves",
-            f"{ph.waves_short} of {w.count} traced waves exited early",
+            rid,
+            f"{len(out)} of {w.count} traced waves skip the body{cond.split(' on ')[0] if br else ''}",
             0,
             0.6,
-            {"short_waves": ph.waves_short, "waves": w.count, "threshold_instructions": ph.short_threshold, "longest_wave_instructions": int(w.n_records.max())},
-            "Read per-instruction totals as coming mostly from the long waves; capture a dispatch where the traced CU gets full-work waves if the short ones are not representative.",
-            "If the short waves are a bounds-check exit of a too-large grid, shrinking the grid removes them.",
-            f"{ph.waves_short}/{w.count} waves ran < {ph.short_threshold} instructions",
+            ev,
+            f"{len(out)} waves ran a median {ev['instructions_median_out']} instructions against {ev['instructions_median_full']} for the others{cond}: "
+            "read per-instruction totals as coming mostly from the full waves; if the guard drops whole workgroups (a grid larger than the problem, "
+            "a causal or length mask), size the grid to the work so those waves are not launched.",
+            "If the guard's condition registers say the waves are out of bounds, shrinking the grid removes them; a capture of a larger problem should show fewer.",
+            f"{len(out)}/{w.count} waves skip the body{(' at pc ' + str(br['branch_pc'])) if br else ''}",
         )
     ]
 
@@ -119,8 +274,9 @@ def location_collapse(ctx):
     "Too few waves on the traced CU",
     "capture",
     trigger="fewer than 8 traced waves, or the traced CU received fewer than half the median waves of its SE's CUs",
-    evidence="traced waves, the traced CU's share of the median per SE (occupancy.json)",
+    evidence="traced waves, the grid's waves, the traced CU's share of the median per SE (occupancy.json)",
     limits="needs occupancy.json for the per-CU comparison",
+    preconditions=[("more-exist", "the dispatch has more waves than the trace holds (otherwise a wider trace cannot catch more)")],
 )
 def few_waves(ctx):
     w = ctx.d.waves
@@ -128,13 +284,17 @@ def few_waves(ctx):
     low = {se: v for se, v in share.items() if v is not None and v < 0.5}
     if w.count >= 8 and not low:
         return []
+    _, grid_waves = waves_in_grid(ctx.d)
+    if not ctx.require("few-waves", "more-exist", grid_waves is None or grid_waves > w.count,
+                       f"{grid_waves} waves in the grid, {w.count} traced" if grid_waves is not None else "grid size unknown"):
+        return []
     return [
         ctx.finding(
             "few-waves",
             f"Only {w.count} traced waves" + (f"; the traced CU was under-filled in SE {sorted(low)}" if low else ""),
             0,
             0.6,
-            {"traced_waves": w.count, "traced_cu_share_of_median": {str(k): round(v, 3) if v is not None else None for k, v in share.items()}},
+            {"traced_waves": w.count, "grid_waves": grid_waves, "traced_cu_share_of_median": {str(k): round(v, 3) if v is not None else None for k, v in share.items()}},
             "Trace more waves: widen --att-shader-engine-mask, pick a busier --att-target-cu, or capture a larger grid.",
             "With more waves, per-instruction shares should stay stable between two captures of the same dispatch.",
             f"{w.count} waves; statistics may not be representative",

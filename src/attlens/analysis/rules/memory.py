@@ -2,53 +2,272 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from attlens.analysis.bandwidth import access_width
+from attlens.analysis.occupancy import grid_waves
 from attlens.analysis.plan import rule
-from attlens.analysis.rules._util import loop_pcs, pcs_of_class, top
+from attlens.analysis.regs import is_lds_dma
+from attlens.analysis.rules._util import WIDEST_BYTES, defs_uses, pcs_of_class, rnd, top
 
 # Thresholds (docs/rules.md)
 NEAR_USE_MAX_DISTANCE = 8  # instructions between a load and the wait consuming it
 MIN_SHARE = 0.02  # of all kernel cycles, for a pattern to be worth a finding
+MIN_SLACK_CYCLES = 32  # a load that could have issued this much earlier (not counting other loads' issue) can move up
+_NOT_AT_CEILING = ("not-at-ceiling", "the dispatch is not at the HBM bandwidth ceiling (by PMC bytes, or the trace's lower bound for a streaming kernel): otherwise the bytes cannot arrive sooner")
+
+
+def not_at_ceiling(ctx, rule_id: str) -> bool:
+    bw = ctx.bandwidth
+    at = bw.at_ceiling
+    if at:
+        detail = f"at {bw.fraction_of_peak_low if bw.source == 'trace' else bw.fraction_of_peak:.0%} of the {bw.peak_gbps:,.0f} GB/s peak"
+    elif at is False:
+        detail = f"{bw.fraction_of_peak:.0%} of peak at most" if bw.fraction_of_peak is not None else "below"
+    else:
+        detail = "undecided: " + (bw.reason or "requested bytes reach the ceiling only as an upper bound (data re-read)")
+    return ctx.require(rule_id, "not-at-ceiling", not at, detail)
+
+
+def free_vgprs(ctx) -> tuple[int, int] | None:
+    """(VGPRs a wave could add without lowering the waves per SIMD the dispatch
+    actually gets, those waves per SIMD): the grid (or the hardware) caps
+    residency, so registers up to that level cost nothing."""
+    o = ctx.result.occupancy
+    f = ctx.d.arch.facts or {}
+    if not o.available or not o.vgpr_alloc or not f.get("vgprs_per_simd"):
+        return None
+    need = o.theoretical_waves_per_simd
+    _, gw = grid_waves(ctx.d)
+    if gw and f.get("cu_count"):
+        need = min(need, max(-(-gw // (f["cu_count"] * f["simds_per_cu"])), 1))
+    cap = (f["vgprs_per_simd"] // max(need, 1)) // f["vgpr_granule"] * f["vgpr_granule"]
+    cap = min(cap, 2 * f.get("max_vgprs_per_wave", 256) if f.get("unified_agpr") else f.get("max_vgprs_per_wave", 256))
+    return max(cap - o.vgpr_alloc, 0), need
+
+
+def load_cycles(ctx):
+    """Wait stall charged to vector *loads*, per (producer pc, wait pc), and per
+    pair row. A wait execution that resolves loads and stores gives the stores'
+    share to its loads (moving the loads earlier lets the wait skip the
+    stores: gfx9 counts both on vmcnt, in order); waits on stores only are
+    not load waits."""
+    pairs = ctx.att.pairs
+    recs, st = ctx.d.records, ctx.d.static
+    if not len(pairs.prod_rec):
+        return {}, None
+    ppc = recs.pc[pairs.prod_rec]
+    kinds = np.array([access_width(m)[0] or "" for m in st.mnemonic])
+    pk = kinds[ppc]
+    is_load = pk == "load"
+    is_store = pk == "store"
+    first = np.zeros(len(ppc), dtype=bool)
+    first[pairs.first_of_wait] = True
+    gid = np.cumsum(first) - 1
+    n_load = np.bincount(gid, weights=is_load, minlength=gid.max() + 1)
+    store_cyc = np.bincount(gid, weights=np.where(is_store, pairs.stall_share, 0), minlength=gid.max() + 1)
+    per_row = np.where(is_load, pairs.stall_share + np.where(n_load[gid] > 0, store_cyc[gid] / np.maximum(n_load[gid], 1), 0), 0.0)
+    wpc = recs.pc[pairs.wait_rec]
+    out: dict[tuple[int, int], float] = defaultdict(float)
+    rows = np.flatnonzero(is_load & (per_row > 0))
+    for p, w, c in zip(ppc[rows].tolist(), wpc[rows].tolist(), per_row[rows].tolist()):
+        out[(p, w)] += c
+    return out, per_row
+
+
+def address_ready(ctx, pc: int, sources_only: bool = False):
+    """For every execution of the memory op at ``pc``: (record, cycles it could
+    have issued earlier, the pc it could have issued right after).
+
+    It could issue once its sources are ready and its destination registers
+    are free: after the last earlier record of the same wave that writes a
+    register it reads (for a memory op delivering the value, e.g. an s_load
+    delivering the descriptor: the end of the wait that resolved it), or that
+    reads or writes a register it writes (the compiler reused them); the
+    wave's start when none."""
+    d = ctx.d
+    recs, w = d.records, d.waves
+    writes, reads = defs_uses(d.code.isa[pc])
+    conflicts, source_writers = [], set()
+    for p in np.flatnonzero(ctx.result.sums.hit > 0).tolist():
+        pw, pr = defs_uses(d.code.isa[p])
+        if pw & reads:
+            conflicts.append(p)
+            source_writers.add(p)
+        elif (pw | pr) & writes and p != pc and not sources_only:
+            conflicts.append(p)
+    execs = np.flatnonzero(recs.pc == pc)
+    widx = np.flatnonzero(np.isin(recs.pc, np.array(conflicts, dtype=np.int64))) if conflicts else np.zeros(0, dtype=np.int64)
+    ready = w.begin[recs.wave[execs]].astype(np.int64)
+    writer_pc = np.full(len(execs), -1, dtype=np.int64)
+    if len(widx):
+        pos = np.searchsorted(widx, execs) - 1
+        cand = widx[np.maximum(pos, 0)]
+        ok = (pos >= 0) & (cand >= w.rec_start[recs.wave[execs]])
+        end = recs.time + np.maximum(recs.duration, recs.stall)
+        ready = np.where(ok, end[cand], ready)
+        writer_pc = np.where(ok, recs.pc[cand], -1)
+        # a memory op's result is there when the wait that resolved it ends
+        pairs = ctx.att.pairs
+        mem_src = ok & np.isin(recs.pc[cand], np.array(sorted(source_writers), dtype=np.int64))
+        if len(pairs.prod_rec) and mem_src.any():
+            order = np.argsort(pairs.prod_rec, kind="stable")
+            prod_sorted = pairs.prod_rec[order]
+            i = np.minimum(np.searchsorted(prod_sorted, cand), len(prod_sorted) - 1)
+            found = mem_src & (prod_sorted[i] == cand)
+            ready = np.where(found, end[pairs.wait_rec[order[i]]], ready)
+        # time spent issuing other vector-memory ops in between is no gain:
+        # the load would queue behind them anyway
+        is_vmem = np.isin(recs.category, (3, 4))  # VMEM, FLAT
+        cs = np.cumsum(np.where(is_vmem, recs.duration, 0))
+        vm_between = np.where(ok, cs[np.maximum(execs - 1, 0)] - cs[cand], 0)
+        ready = ready + np.maximum(vm_between, 0)
+    slack = np.maximum(recs.time[execs] - ready, 0)
+    return execs, slack, writer_pc
 
 
 @rule(
     "load-use-distance",
     "Loads issued too close to their use",
     "performance",
-    trigger="global-memory producers waited on for ≥ 2 % of kernel cycles with a median load-to-use distance ≤ 8 instructions",
-    evidence="producer pcs and lines, the waits they feed, charged cycles, distance in instructions and cycles",
-    limits="distance is counted in executed instructions of the same wave; independent work from other waves may still hide part of it (exposed cycles are used)",
+    trigger="waits on vector loads hold ≥ 2 % of kernel cycles, from loads whose median load-to-use distance is ≤ 8 instructions",
+    evidence="per load: pc, line, loop and trip count, distance in instructions and cycles, the waits it feeds, where its address became ready and how long it sat ready",
+    limits="distance is counted in executed instructions of the same wave; a wait that drains a store together with a younger load is charged to the load",
+    preconditions=[
+        ("loads", "the waited-on producers are vector loads (stores and atomics are never counted as loads)"),
+        ("room", "in a loop that iterated, the next iteration's load can be issued a whole iteration ahead; in straight-line code the load could have issued ≥ 32 cycles earlier: its address ready and its destination registers free (or free to allocate without losing the waves per SIMD the dispatch gets), not counting time spent issuing other memory ops"),
+        _NOT_AT_CEILING,
+    ],
 )
 def load_use_distance(ctx):
-    hits = []
-    for p in ctx.att.producers:
-        if p.wait_class != "wait_global" or p.distance_instr_median > NEAR_USE_MAX_DISTANCE:
-            continue
-        exposed = sum(c * ctx.exposed_fraction(w) for w, c in p.waits.items())
-        if exposed / ctx.total >= MIN_SHARE / 4:
-            hits.append((p, exposed))
-    cycles = sum(e for _, e in hits)
-    if not hits or cycles / ctx.total < MIN_SHARE:
+    rid = "load-use-distance"
+    cyc, _ = load_cycles(ctx)
+    prods = {p.pc: p for p in ctx.att.producers}
+    stores_only = sum(p.waited_cycles for p in ctx.att.producers if p.kind in ("store", "atomic"))
+    if not cyc and not stores_only:
         return []
-    best = top(hits, key=lambda x: x[1])
-    med = min(p.distance_instr_median for p, _ in best)
+    if not ctx.require(rid, "loads", bool(cyc), f"{stores_only:,} wait cycles on stores/atomics are not load waits" if not cyc else "vector-load producers present"):
+        return []
+    by_p: dict[int, dict[int, float]] = defaultdict(dict)
+    for (p, w), c in cyc.items():
+        by_p[p][w] = c
+    rows, claims = [], Counter()
+    no_room = []
+    for p, waits in by_p.items():
+        ps = prods.get(p)
+        if ps is None or ps.distance_instr_median > NEAR_USE_MAX_DISTANCE:
+            continue
+        exposed = {w: c * ctx.exposed_fraction(w) for w, c in waits.items()}
+        tot = sum(exposed.values())
+        if tot / ctx.total < MIN_SHARE / 4:
+            continue
+        where = ctx.loops.where(p)
+        if ctx.loops.in_loop(p):
+            lever, take = "next-iteration", exposed
+            extra = {}
+        else:
+            execs, slack, wpc = address_ready(ctx, p)
+            med = float(np.median(slack)) if len(slack) else 0.0
+            ready_pc = Counter(wpc.tolist()).most_common(1)[0][0] if len(wpc) else -1
+            barrier = next((q for q in range(max(ready_pc, 0), p) if ctx.d.static.cls[q] == "barrier"), None)
+            extra = {"address_ready_at_pc": None if ready_pc < 0 else int(ready_pc), "address_ready_isa": ctx.d.code.isa[ready_pc] if ready_pc >= 0 else "wave start",
+                     "sat_ready_cycles_median": rnd(med), "barrier_between": barrier}
+            lever = "earlier-in-wave"
+            if med < MIN_SLACK_CYCLES:
+                why = f"pc {p}: could issue only {med:.0f} cycles earlier (after pc {ready_pc})"
+                _, src_slack, src_pc = address_ready(ctx, p, sources_only=True)
+                if not (len(src_slack) and np.median(src_slack) >= MIN_SLACK_CYCLES):
+                    no_room.append(why)
+                    continue
+                nd = len(defs_uses(ctx.d.code.isa[p])[0])
+                free = free_vgprs(ctx)
+                why += (f"; its address is ready {np.median(src_slack):,.0f} cycles earlier but its destination registers are still in use: "
+                        f"moving it needs {nd} more VGPRs")
+                if free is None or nd > free[0]:
+                    no_room.append(why + (f" and only {free[0]} are free without losing resident waves" if free else ""))
+                    continue
+                med = float(np.median(src_slack))
+                lever = "earlier-with-registers"
+                sp = Counter(src_pc.tolist()).most_common(1)[0][0] if len(src_pc) else -1
+                extra.update({"address_ready_at_pc": None if sp < 0 else int(sp), "address_ready_isa": ctx.d.code.isa[sp] if sp >= 0 else "wave start",
+                              "destination_free_at_pc": int(ready_pc) if ready_pc >= 0 else None,
+                              "sat_ready_cycles_median": rnd(med), "extra_vgprs": nd, "vgprs_free_without_losing_waves": free[0], "resident_waves_per_simd": free[1]})
+            # moving the load up by its slack recovers at most the slack per execution
+            per_exec_cap = med * int(ctx.result.sums.hit[p])
+            scale = min(1.0, per_exec_cap / tot) if tot else 0.0
+            take = {w: c * scale for w, c in exposed.items()}
+        for w, c in take.items():
+            claims[w] += c
+        rows.append((p, ps, sum(take.values()), lever, where, extra, sorted(waits, key=lambda w: -waits[w])))
+    if not rows and not no_room:
+        return []  # no near-use load worth a finding
+    detail = (f"{len(rows)} load(s) in an iterated loop or with room to move" + (f"; no room: {'; '.join(no_room[:3])}" if no_room else "")) if rows else "no room: " + "; ".join(no_room[:3])
+    if not ctx.require(rid, "room", bool(rows), detail):
+        return []
+    cycles = sum(claims.values())
+    if cycles / ctx.total < MIN_SHARE:
+        return []
+    if not not_at_ceiling(ctx, rid):
+        return []
+    best = top(rows, key=lambda r: r[2])
+    levers = {r[3] for r in best}
+    lp = next((r[4] for r in best if r[3] == "next-iteration"), None)
+    change = []
+    if "next-iteration" in levers:
+        change.append(
+            f"Prefetch: issue the next iteration's loads before this iteration's compute (the loop at pcs {lp['loop_pcs'][0]}–{lp['loop_pcs'][1]} runs "
+            f"{lp['trips_mean']} times per entry), or double-buffer so each wait lands a full iteration after its load."
+        )
+        dma = [r[0] for r in best if r[3] == "next-iteration" and is_lds_dma(ctx.d.code.isa[r[0]])]
+        if dma:
+            ws = (ctx.d.arch.facts or {}).get("wave_size") or 64
+            wpw = grid_waves(ctx.d)[0] or 1
+            extra_lds = sum((access_width(ctx.d.static.mnemonic[p])[1] or 0) * ws * wpw for p in dma)
+            lds = ctx.d.resources.lds_bytes
+            per_cu = (ctx.d.arch.facts or {}).get("lds_bytes_per_cu")
+            change.append(
+                f"Loads {dma[:4]} write LDS directly (LDS DMA): a second buffer needs about {extra_lds:,} more LDS bytes per workgroup "
+                f"(these loads' bytes per iteration, full EXEC assumed) on top of {lds if lds is not None else '?'} B"
+                + (f", of {per_cu // 1024} KiB per CU: check that occupancy does not drop." if per_cu else ".")
+            )
+    if "earlier-with-registers" in levers:
+        r = next(r for r in best if r[3] == "earlier-with-registers")
+        change.append(
+            f"Issue pc {r[0]} (and loads like it) earlier into fresh registers: its address is ready a median {r[5]['sat_ready_cycles_median']:,.0f} cycles "
+            f"before it issues, but it reuses registers still in use; {r[5]['extra_vgprs']} more VGPRs cost no occupancy here "
+            f"({r[5]['vgprs_free_without_losing_waves']} are free while keeping the {r[5]['resident_waves_per_simd']} waves/SIMD the grid provides)."
+        )
+    if "earlier-in-wave" in levers:
+        r = next(r for r in best if r[3] == "earlier-in-wave")
+        change.append(
+            f"Straight-line code (no loop to prefetch across): issue the load earlier in the same wave — pc {r[0]} could issue right after "
+            f"{'pc ' + str(r[5]['address_ready_at_pc']) + ' (' + r[5]['address_ready_isa'].split()[0] + ')' if r[5]['address_ready_at_pc'] is not None else 'the wave starts'}"
+            f" (its address is ready and its destination registers free there), a median {r[5]['sat_ready_cycles_median']:,.0f} cycles before it issues; "
+            "hoist it above the independent work in between"
+            + (f", across the s_barrier at pc {r[5]['barrier_between']} (legal unless it reads global data other waves of the workgroup write before the barrier)." if r[5].get("barrier_between") is not None else ".")
+        )
+    p0 = best[0]
     return [
         ctx.finding(
-            "load-use-distance",
-            f"{len(hits)} global load(s) are consumed {int(med)}–{int(max(p.distance_instr_median for p, _ in best))} instructions after issue",
-            cycles,
-            0.8 if med <= 4 else 0.7,
+            rid,
+            f"{len(rows)} vector load(s) are consumed {int(min(r[1].distance_instr_median for r in best))}–{int(max(r[1].distance_instr_median for r in best))} instructions after issue",
+            0,
+            0.8 if min(r[1].distance_instr_median for r in best) <= 4 else 0.7,
             {
-                "producers": [
-                    {**ctx.instr(p.pc), "waited_cycles": p.waited_cycles, "exposed_wait_cycles": int(e), "distance_instructions_median": p.distance_instr_median,
-                     "distance_cycles_median": p.distance_cycles_median, "waits": list(p.waits)[:3]}
-                    for p, e in best
+                "loads": [
+                    {**ctx.instr(p), "lever": lever, "loop": where.get("loop"), "trips_mean": where.get("trips_mean"),
+                     "recoverable_cycles": int(c), "distance_instructions_median": rnd(ps.distance_instr_median),
+                     "distance_cycles_median": rnd(ps.distance_cycles_median), "waits": ws[:3], **extra}
+                    for p, ps, c, lever, where, extra, ws in best
                 ],
-                "pairs": [{"producer_pc": p.pc, "wait_pc": w, "cycles": c} for p, _ in best for w, c in list(p.waits.items())[:2]],
             },
-            "Issue these loads earlier: prefetch the next iteration's data into registers (or LDS) before the current compute, "
-            "batch all loads of a stage ahead of the math, or double-buffer so the wait lands a full iteration later.",
-            "Move the load earlier by the distance shown; if the stall of the wait it feeds does not fall, the latency is bandwidth-bound, not distance-bound (check L2/HBM counters).",
-            f"{ctx.d.code.isa[best[0][0].pc].split()[0]} at pc {best[0][0].pc} waited on {int(best[0][1]):,} exposed cycles, used {best[0][0].distance_instr_median:.0f} instructions later",
+            " ".join(change),
+            "Move the load up by the distance shown; if the wait it feeds does not shrink, the latency is bandwidth- or queue-bound, not distance-bound (check L2/HBM counters).",
+            f"{ctx.d.code.isa[p0[0]].split()[0]} at pc {p0[0]} ({'loop' if p0[3] == 'next-iteration' else 'straight-line'}) used {p0[1].distance_instr_median:.0f} instructions after issue, {int(p0[2]):,} cycles recoverable",
+            claims=list(claims.items()),
         )
     ]
 
@@ -57,65 +276,104 @@ def load_use_distance(ctx):
     "load-mfma-interleave",
     "Loads interleaved one-for-one with MFMA",
     "performance",
-    trigger="a loop whose VMEM loads and MFMAs alternate (ratio 1:2 to 2:1, ≥ 60 % alternation) while the loads stall at issue for ≥ 2 % of kernel cycles",
-    evidence="loop pcs, load and MFMA counts, alternation, load issue stall",
+    trigger="an iterated loop whose VMEM loads and MFMAs alternate (ratio 1:2 to 2:1, ≥ 60 % alternation) while the loads stall at issue for ≥ 2 % of kernel cycles",
+    evidence="loop pcs and trip count, load and MFMA counts, alternation, load issue stall",
     limits="works on the static order of the looped instructions",
+    preconditions=[
+        ("in-loop", "the loads and MFMAs are in a loop that iterated (grouping is per iteration)"),
+        _NOT_AT_CEILING,
+    ],
 )
 def load_mfma_interleave(ctx):
-    loop = sorted(loop_pcs(ctx))
+    rid = "load-mfma-interleave"
     st = ctx.d.static
-    seq = [(pc, st.cls[pc]) for pc in loop if st.cls[pc] in ("vmem_load", "mfma")]
-    n_load = sum(1 for _, c in seq if c == "vmem_load")
-    n_mfma = len(seq) - n_load
-    if n_load < 2 or n_mfma < 2 or not (0.5 <= n_load / n_mfma <= 2):
+    best = None
+    for lp in ctx.loops.loops:
+        pcs = [pc for pc in range(lp.first_pc, lp.branch_pc + 1) if ctx.loops.loop_of_pc[pc] == lp.id]
+        seq = [(pc, st.cls[pc]) for pc in pcs if st.cls[pc] in ("vmem_load", "mfma")]
+        n_load = sum(1 for _, c in seq if c == "vmem_load")
+        n_mfma = len(seq) - n_load
+        if n_load < 2 or n_mfma < 2 or not (0.5 <= n_load / n_mfma <= 2):
+            continue
+        alternations = sum(1 for a, b in zip(seq, seq[1:]) if a[1] != b[1])
+        if alternations < 0.6 * 2 * min(n_load, n_mfma):
+            continue
+        loads = [pc for pc, c in seq if c == "vmem_load"]
+        cand = (ctx.exposed_stall(loads), lp, loads, n_load, n_mfma, alternations)
+        if best is None or cand[0] > best[0]:
+            best = cand
+    if best is None:
         return []
-    alternations = sum(1 for a, b in zip(seq, seq[1:]) if a[1] != b[1])
-    if alternations < 0.6 * 2 * min(n_load, n_mfma):
+    stall, lp, loads, n_load, n_mfma, alternations = best
+    if not ctx.require(rid, "in-loop", lp.iterated, f"loop {lp.id} (pcs {lp.first_pc}–{lp.branch_pc}) taken {lp.taken} times"):
         return []
-    loads = [pc for pc, c in seq if c == "vmem_load"]
-    stall = ctx.exposed_stall(loads)
-    if stall / ctx.total < MIN_SHARE:
+    if ctx.stall_of(loads) / ctx.total < MIN_SHARE:
         return []
+    if not not_at_ceiling(ctx, rid):
+        return []
+    s = ctx.result.sums
     return [
         ctx.finding(
-            "load-mfma-interleave",
+            rid,
             f"{n_load} loads alternate with {n_mfma} MFMAs in the loop and stall at issue",
-            stall,
+            0,
             0.6,
-            {"loop_pcs": [loop[0], loop[-1]], "loads": n_load, "mfmas": n_mfma, "alternations": alternations,
-             "load_issue_stall": int(sum(int(ctx.result.sums.stall[pc]) for pc in loads)), "top_loads": [ctx.instr(pc) for pc in top(loads, key=lambda p: int(ctx.result.sums.stall[p]), n=3)]},
+            {"loop_pcs": [lp.first_pc, lp.branch_pc], "trips_mean": rnd(lp.trips_mean, 2), "loads": n_load, "mfmas": n_mfma, "alternations": alternations,
+             "load_issue_stall": ctx.stall_of(loads), "top_loads": [ctx.instr(pc) for pc in top(loads, key=lambda p: int(s.stall[p]), n=3)]},
             "Group the loads into one burst per iteration (or per stage) ahead of the MFMA block, so each load has the MFMAs of a whole stage to hide behind.",
             "After grouping, the load issue stall should move into a single wait before the MFMA block; if total loop time does not drop, the MFMA pipe was the bottleneck.",
-            f"loads alternate with MFMAs ({alternations} alternations) and stall {stall / ctx.total:.0%} of cycles at issue",
+            f"loads alternate with MFMAs ({alternations} alternations) in the loop at pcs {lp.first_pc}–{lp.branch_pc}",
+            claims=[(pc, ctx.exposed_at(pc)) for pc in loads],
         )
     ]
 
 
 @rule(
     "vmem-backpressure",
-    "VMEM issue back-pressure",
+    "Narrow memory instructions stall at issue",
     "performance",
-    trigger="vector-memory instructions (loads, stores, atomics) stalled at issue for ≥ 5 % of kernel cycles",
-    evidence="top stalled memory instructions with their stall",
-    limits="issue stall means the memory queues were full; it does not tell which level (TA, L2, HBM) was saturated",
+    trigger="vector-memory instructions narrower than 128 bit per lane stall at issue for ≥ 5 % of kernel cycles",
+    evidence="the stalled narrow instructions with their width, stall and loop; the share of issue stall on already-128-bit ones",
+    limits="issue stall means the memory queues were full; widening cuts the number of requests for the same bytes, it does not add bandwidth",
+    preconditions=[
+        ("narrow", "the instructions that stall are narrower than 128 bit per lane (dwordx4 / b128 cannot be widened)"),
+        _NOT_AT_CEILING,
+    ],
 )
 def vmem_backpressure(ctx):
+    rid = "vmem-backpressure"
     pcs = pcs_of_class(ctx, "vmem_load", "vmem_store", "vmem_atomic")
     s = ctx.result.sums
-    stall = ctx.exposed_stall(pcs)
-    if stall / ctx.total < 0.05:
+    if ctx.stall_of(pcs) / ctx.total < 0.05:
         return []
-    worst = top(pcs, key=lambda p: int(s.stall[p]))
+    widths = {pc: access_width(ctx.d.static.mnemonic[pc])[1] for pc in pcs}
+    narrow = [pc for pc in pcs if widths[pc] is not None and widths[pc] < WIDEST_BYTES]
+    wide_stall = ctx.stall_of([pc for pc in pcs if widths[pc] == WIDEST_BYTES])
+    narrow_stall = ctx.stall_of(narrow)
+    if not ctx.require(rid, "narrow", narrow_stall / ctx.total >= 0.05,
+                       f"{narrow_stall:,} issue-stall cycles on narrower instructions, {wide_stall:,} on 128-bit ones"):
+        return []
+    if not not_at_ceiling(ctx, rid):
+        return []
+    worst = top(narrow, key=lambda p: int(s.stall[p]))
+    by_width = Counter()
+    for pc in narrow:
+        by_width[widths[pc]] += int(s.hit[pc])
+    w0 = widths[worst[0]]
     return [
         ctx.finding(
-            "vmem-backpressure",
-            "Memory instructions stall at issue (queue full)",
-            stall,
+            rid,
+            f"Memory instructions of {'/'.join(f'{w} B' for w in sorted(by_width))} per lane stall at issue (queue full)",
+            0,
             0.7,
-            {"issue_stall_cycles": int(sum(int(s.stall[pc]) for pc in pcs)), "instructions": [ctx.instr(pc) for pc in worst]},
-            "Issue fewer, wider memory instructions (dwordx4 / 128-bit), keep fewer requests in flight per wave, and make addresses coalesced so each request covers full cache lines.",
-            "If halving the number of memory instructions (same bytes) does not cut the issue stall at the top pc, the limit is bandwidth: compare with the L2/HBM counters.",
-            f"{ctx.d.code.isa[worst[0]].split()[0]} at pc {worst[0]} alone stalls {int(s.stall[worst[0]]):,} cycles at issue",
+            {"issue_stall_narrow": narrow_stall, "issue_stall_128bit": wide_stall,
+             "executions_by_bytes_per_lane": {str(k): v for k, v in sorted(by_width.items())},
+             "instructions": [{**ctx.instr(pc), "bytes_per_lane": widths[pc]} for pc in worst]},
+            f"Move the same bytes with fewer instructions: each lane of pc {worst[0]} moves {w0} B; load/store {WIDEST_BYTES // w0 if w0 else 1} adjacent elements per lane "
+            "with one dwordx4 (128-bit) access, so each request covers full cache lines.",
+            "If the same bytes moved by 128-bit instructions do not cut the issue stall, the limit is bandwidth: compare with L2/HBM counters.",
+            f"{ctx.d.code.isa[worst[0]].split()[0]} at pc {worst[0]} ({w0} B per lane) stalls {int(s.stall[worst[0]]):,} cycles at issue",
+            claims=[(pc, ctx.exposed_at(pc)) for pc in narrow],
         )
     ]
 
@@ -124,13 +382,15 @@ def vmem_backpressure(ctx):
     "lds-to-mfma",
     "LDS reads consumed immediately by MFMA",
     "performance",
-    trigger="lgkm waits on ds_read/ds_load producers followed within 2 instructions by an MFMA, for ≥ 2 % of kernel cycles",
-    evidence="wait pcs, their ds_read producers, the MFMA that follows, charged cycles",
+    trigger="lgkm waits on ds_read/ds_load producers followed within 2 instructions by an MFMA that reads their data, for ≥ 2 % of kernel cycles",
+    evidence="wait pcs, their ds_read producers, the MFMA that follows and the registers it reads from them, loop and trip count",
     limits="looks at the static next instructions after the wait",
+    preconditions=[("reads-lds-data", "the MFMA after the wait reads registers the waited ds_read wrote (a true dependency)")],
 )
 def lds_to_mfma(ctx):
-    st = ctx.d.static
-    rows, cycles = [], 0.0
+    rid = "lds-to-mfma"
+    st, isa = ctx.d.static, ctx.d.code.isa
+    rows, claims, seen = [], [], 0
     for wpc, prods in ctx.att.by_wait_pc.items():
         lds = {p: c for p, c in prods.items() if st.cls[p] == "lds" and st.mnemonic[p].startswith(("ds_read", "ds_load"))}
         if not lds:
@@ -138,22 +398,32 @@ def lds_to_mfma(ctx):
         nxt = [p for p in range(wpc + 1, min(wpc + 3, len(st.cls))) if st.cls[p] == "mfma"]
         if not nxt:
             continue
+        seen += 1
+        written = set().union(*(defs_uses(isa[p])[0] for p in lds))
+        used = defs_uses(isa[nxt[0]])[1] & written
+        if not used:
+            continue
         c = sum(lds.values()) * ctx.exposed_fraction(wpc)
-        cycles += c
-        rows.append({"wait_pc": wpc, "wait": ctx.d.code.isa[wpc], "mfma_pc": nxt[0], "lds_producers": sorted(lds), "exposed_cycles": int(c)})
-    if cycles / ctx.total < MIN_SHARE:
+        claims.append((wpc, c))
+        rows.append({"wait_pc": wpc, "wait": isa[wpc], "mfma_pc": nxt[0], "lds_producers": sorted(lds), "exposed_cycles": int(c)})
+    if not seen:
+        return []
+    if not ctx.require(rid, "reads-lds-data", bool(rows), f"{len(rows)} of {seen} wait→MFMA pairs read the waited data"):
+        return []
+    if sum(c for _, c in claims) / ctx.total < MIN_SHARE:
         return []
     rows.sort(key=lambda r: -r["exposed_cycles"])
     return [
         ctx.finding(
-            "lds-to-mfma",
+            rid,
             f"{len(rows)} LDS wait(s) feed an MFMA directly",
-            cycles,
+            0,
             0.7,
             {"waits": rows[:5]},
             "Software-pipeline the LDS reads: read the fragments for the next MFMA group before issuing the current one, so the lgkm wait covers a whole MFMA group; prefer ds_read_b128 to reduce the count.",
             "After pipelining, the stall at these waits should drop while MFMA issue rises; if it does not, LDS bandwidth (bank conflicts) is the limit.",
             f"the wait at pc {rows[0]['wait_pc']} holds the MFMA at pc {rows[0]['mfma_pc']} for {rows[0]['exposed_cycles']:,} exposed cycles",
+            claims=claims,
         )
     ]
 
@@ -162,41 +432,80 @@ def lds_to_mfma(ctx):
     "drain-to-zero",
     "Waits that drain a counter to zero",
     "performance",
-    trigger="a count-0 wait inside a loop that resolves ≥ 2 memory ops per execution on average, holding ≥ 2 % of kernel cycles",
-    evidence="wait pcs, producers per execution, ops outstanding, charged cycles",
-    limits="without register dependencies attlens cannot prove a partial count suffices: confidence is low",
+    trigger="a count-0 wait inside an iterated loop that resolves ≥ 2 memory ops per execution on average, holding ≥ 2 % of kernel cycles",
+    evidence="wait pcs, producers per execution, the ops the next instructions need, loop and trip count, avoidable cycles",
+    limits="register dependencies come from the disassembly text; the avoidable share assumes the ops complete in issue order",
+    preconditions=[
+        ("in-loop", "the wait is in a loop that iterated"),
+        ("partial-suffices", "every drained op writes registers, and the first instruction after the wait that reads any of them reads only older ops' results, so a partial count would let it start sooner"),
+    ],
 )
 def drain_to_zero(ctx):
     from attlens.model.isa import waitcnt_fields
 
-    loop = loop_pcs(ctx)
+    rid = "drain-to-zero"
     pairs = ctx.att.pairs
-    rows, cycles = [], 0.0
+    isa, st = ctx.d.code.isa, ctx.d.static
+    rows, claims, candidates, needs_all, opaque = [], [], 0, [], []
+    wait_pcs_of_rec = ctx.d.records.pc[pairs.wait_rec]
     for wpc, prods in ctx.att.by_wait_pc.items():
-        f = waitcnt_fields(ctx.d.code.isa[wpc])
-        if wpc not in loop or not f or any(v != 0 for v in f.values()):
+        f = waitcnt_fields(isa[wpc])
+        if not f or any(v != 0 for v in f.values()):
             continue
         execs = int(ctx.result.sums.hit[wpc])
-        n_pairs = int((ctx.d.records.pc[pairs.wait_rec] == wpc).sum())
+        n_pairs = int((wait_pcs_of_rec == wpc).sum())
         per_exec = n_pairs / max(execs, 1)
         if per_exec < 2:
             continue
+        candidates += 1
+        if not ctx.loops.in_loop(wpc):
+            continue
+        # which producers does the first consumer after the wait read?
+        order = sorted(prods)  # static order approximates issue order
+        written = {p: defs_uses(isa[p])[0] for p in order}
+        if not all(written.values()):
+            opaque.append(wpc)  # stores / LDS DMA: who needs them is not visible in registers
+            continue
+        needed = []
+        for q in range(wpc + 1, min(wpc + 24, ctx.d.code.size)):
+            if not isa[q] or st.cls[q] == "wait":
+                break
+            reads = defs_uses(isa[q])[1]
+            needed = [p for p in order if written[p] & reads]
+            if needed:
+                break
+        if not needed or needed[-1] == order[-1]:
+            needs_all.append(wpc)
+            continue  # the youngest op is needed at once (or no consumer is visible): the drain is required
         c = sum(prods.values()) * ctx.exposed_fraction(wpc) * (1 - 1 / per_exec)
-        cycles += c
-        rows.append({"wait_pc": wpc, "wait": ctx.d.code.isa[wpc], "producers_per_execution": round(per_exec, 2), "avoidable_cycles": int(c)})
-    if cycles / ctx.total < MIN_SHARE:
+        claims.append((wpc, c))
+        lp = ctx.loops.where(wpc)
+        rows.append({"wait_pc": wpc, "wait": isa[wpc], "producers_per_execution": round(per_exec, 2), "needed_next": needed,
+                     "loop": lp.get("loop"), "trips_mean": lp.get("trips_mean"), "avoidable_cycles": int(c)})
+    if not candidates:
+        return []
+    if not ctx.require(rid, "in-loop", bool(rows or needs_all or opaque), f"{len(rows) + len(needs_all) + len(opaque)} of {candidates} draining waits are in an iterated loop"):
+        return []
+    detail = "; ".join(x for x in (
+        f"{len(rows)} wait(s) whose next instructions need only older ops" if rows else "",
+        f"the first consumer after wait pc(s) {needs_all[:3]} reads the youngest op" if needs_all else "",
+        f"the ops drained at pc(s) {opaque[:3]} write LDS or memory, not registers: which one is needed next is not visible" if opaque else "") if x)
+    if not ctx.require(rid, "partial-suffices", bool(rows), detail):
+        return []
+    if sum(c for _, c in claims) / ctx.total < MIN_SHARE:
         return []
     rows.sort(key=lambda r: -r["avoidable_cycles"])
     return [
         ctx.finding(
-            "drain-to-zero",
+            rid,
             f"{len(rows)} loop wait(s) drain their counter to 0 over several outstanding ops",
-            cycles,
+            0,
             0.4,
             {"waits": rows[:5]},
-            "Wait only for the oldest op the next instruction needs (vmcnt(N)/lgkmcnt(N) with N = ops still allowed in flight), and consume results in issue order.",
-            "With a partial count the wait's stall should shrink by about the share shown; if the next instruction needs the youngest op, the full drain is required.",
-            f"the wait at pc {rows[0]['wait_pc']} resolves {rows[0]['producers_per_execution']} ops per execution",
+            "Wait only for the oldest ops the next instructions need (vmcnt(N)/lgkmcnt(N) with N = younger ops still allowed in flight), and consume results in issue order.",
+            "With a partial count the wait's stall should shrink by about the share shown; if it does not, the ops complete out of order or together.",
+            f"the wait at pc {rows[0]['wait_pc']} resolves {rows[0]['producers_per_execution']} ops per execution; the next instructions need only the older ones",
+            claims=claims,
         )
     ]
 
@@ -205,9 +514,10 @@ def drain_to_zero(ctx):
     "crosslane-serialized",
     "Cross-lane reductions serialized on the LDS counter",
     "performance",
-    trigger="ds_swizzle/ds_bpermute/ds_permute issue plus the wait cycles charged to them ≥ 3 % of kernel cycles",
-    evidence="cross-lane pcs, their issue stall and the waits on them, DPP instruction count",
+    trigger="ds_swizzle/ds_bpermute/ds_permute stall plus the wait cycles charged to them ≥ 3 % of kernel cycles",
+    evidence="cross-lane pcs, their issue stall and the waits on them, loop and trip count, DPP instruction count",
     limits="DPP ops are counted as evidence, not charged: they are VALU and need no wait",
+    preconditions=[("serialized", "the cross-lane ops are waited on one at a time (≤ 1.5 resolved per wait execution on average); batched ones already share their waits")],
 )
 def crosslane(ctx):
     pcs = pcs_of_class(ctx, "lds_crosslane")
@@ -215,58 +525,137 @@ def crosslane(ctx):
         return []
     s = ctx.result.sums
     waited = {p.pc: p for p in ctx.att.producers if p.pc in pcs}
-    cycles = sum(ctx.exposed([pc]) for pc in pcs) + sum(
-        c * ctx.exposed_fraction(w) for p in waited.values() for w, c in p.waits.items()
-    )
-    if cycles / ctx.total < 0.03:
+    claims = [(pc, ctx.exposed_at(pc)) for pc in pcs]
+    for p in waited.values():
+        claims += [(w, c * ctx.exposed_fraction(w)) for w, c in p.waits.items()]
+    raw = ctx.stall_of(pcs) + sum(p.waited_cycles for p in waited.values())
+    if raw / ctx.total < 0.03:
+        return []
+    execs = {w: int(s.hit[w]) for p in waited.values() for w in p.waits}
+    per_exec = sum(p.pairs for p in waited.values()) / max(sum(execs.values()), 1)
+    if not ctx.require("crosslane-serialized", "serialized", per_exec <= 1.5, f"{per_exec:.2f} cross-lane ops resolved per wait execution"):
         return []
     dpp = sum(1 for pc, c in enumerate(ctx.d.static.cls) if c == "valu" and ("dpp" in ctx.d.code.isa[pc] or "row_" in ctx.d.code.isa[pc]))
     return [
         ctx.finding(
             "crosslane-serialized",
-            f"{len(pcs)} cross-lane LDS ops and their waits cost {cycles / ctx.total:.0%} of cycles",
-            cycles,
+            f"{len(pcs)} cross-lane LDS ops and their waits stall {raw / ctx.total:.0%} of cycles",
+            0,
             0.6,
             {"instructions": [{**ctx.instr(pc), "waited_on": int(waited[pc].waited_cycles) if pc in waited else 0} for pc in top(pcs, key=lambda p: int(s.latency[p]))],
              "dpp_instructions_listed": dpp},
             "Do the reduction in registers: DPP row/quad moves (and v_permlane16/32_swap on gfx950) instead of ds_swizzle/ds_bpermute, or batch several reductions so they share one lgkm wait.",
             "After the change the lgkm waits after the reductions should disappear; if the VALU time added exceeds the wait saved, keep the LDS path.",
             f"{len(pcs)} cross-lane ops each followed by an lgkm wait",
+            claims=claims,
         )
     ]
 
 
+# Kernel-argument preloading fills user SGPRs: 16 on gfx9, 2 of them the
+# kernarg segment pointer, so at most 14 dwords (56 B) of arguments.
+PRELOAD_MAX_BYTES = 56
+_SLOAD = re.compile(r"^s_load_dword(x(\d+))?\s+[^,]+,\s*s\[0:1\],\s*(0x[0-9a-fA-F]+|\d+)")
+
+
+def _kernarg_span(text: str) -> tuple[int, int] | None:
+    """(byte offset, bytes) of an s_load from the kernarg pointer s[0:1]."""
+    m = _SLOAD.match(text.strip())
+    if not m:
+        return None
+    return int(m.group(3), 0), 4 * int(m.group(2) or 1)
+
+
 @rule(
     "smem-wait",
-    "Scalar-memory waits dominate",
+    "Scalar-memory waits",
     "performance",
     trigger="waits on scalar loads (kernel arguments, descriptors) ≥ 10 % of the kernel's stall and ≥ 3 % of its cycles",
-    evidence="scalar producers with the cycles waited on them and their phase (prologue or loop)",
-    limits="in short kernels the first kernel-argument load is unavoidable latency; the rule reports what is exposed",
+    evidence="scalar producers with the cycles waited on them, which are already first before a single wait and which come later with bases ready from the start, kernel-argument offsets, loops",
+    limits="the first wait on kernel arguments is launch latency: only argument preloading removes it, and preloading fits 14 SGPRs (56 B) of arguments",
+    preconditions=[
+        ("not-first", "hoist/batch advice only for scalar loads issued after the first wait whose base registers are ready from the start (≥ 1 % of cycles)"),
+        ("preloadable", "preloading advice only on gfx942/gfx950 and for arguments within the first 56 B (14 user SGPRs); otherwise the first wait is launch latency with nothing to change in the kernel"),
+    ],
 )
 def smem_wait(ctx):
+    rid = "smem-wait"
     b = ctx.result.breakdown
     cyc = b.by_class_stall["wait_smem"]
     if not b.total_stall or cyc / b.total_stall < 0.10:
         return []
     prods = [p for p in ctx.att.producers if p.wait_class == "wait_smem"]
-    exposed = sum(c * ctx.exposed_fraction(w) for p in prods for w, c in p.waits.items())
-    if exposed / ctx.total < 0.03:
+    if sum(p.waited_cycles for p in prods) / ctx.total < 0.03:
         return []
-    loop = loop_pcs(ctx)
-    in_loop = sum(p.waited_cycles for p in prods if p.pc in loop)
-    where = "inside the loop" if in_loop > cyc / 2 else "in the prologue"
+    isa, st = ctx.d.code.isa, ctx.d.static
+    first_wait = next((pc for pc in range(ctx.d.code.size) if st.cls[pc] == "wait"), ctx.d.code.size)
+    leading = [p for p in prods if p.pc < first_wait]
+    later = [p for p in prods if p.pc >= first_wait]
+    lead_waits = sorted({w for p in leading for w in p.waits})
+    # a later s_load can join the first batch when its base registers are not written before it
+    hoistable = []
+    for p in later:
+        _, reads = defs_uses(isa[p.pc])
+        if not any(defs_uses(isa[q])[0] & reads for q in range(p.pc) if isa[q]):
+            hoistable.append(p)
+    hoist_cycles = sum(p.waited_cycles for p in hoistable)
+    lead_cycles = sum(p.waited_cycles for p in leading)
+    stuck = [p.pc for p in later if p not in hoistable]
+    hoist = ctx.require(rid, "not-first", hoist_cycles / ctx.total >= 0.01,
+                        f"{len(hoistable)} later scalar load(s) with bases ready from the start wait {hoist_cycles:,} cycles"
+                        + (f" (pcs {[p.pc for p in hoistable][:8]})" if hoistable else "")
+                        + (f"; pcs {stuck[:6]} depend on earlier results" if stuck else "")
+                        + (f"; pcs {[p.pc for p in leading]} are already first, one wait at pc {lead_waits[0]}" if len(lead_waits) == 1 else ""))
+    spans = [_kernarg_span(isa[p.pc]) for p in leading]
+    tgt = ctx.d.arch.row_key
+    end = max((o + n for o, n in (x for x in spans if x)), default=None)
+    fits = tgt in ("gfx942", "gfx950") and bool(spans) and all(spans) and end is not None and end <= PRELOAD_MAX_BYTES
+    preload = lead_cycles / ctx.total >= 0.03 and ctx.require(
+        rid, "preloadable", fits,
+        f"{tgt}; first-batch arguments end at byte {end}" if end is not None else f"{tgt}; first-batch loads are not kernel-argument loads")
+    if not hoist and not (leading and lead_cycles / ctx.total >= 0.03):
+        return []
+    claims, change, parts = [], [], []
+    if hoist:
+        claims += [(w, c * ctx.exposed_fraction(w)) for p in hoistable for w, c in p.waits.items()]
+        change.append(f"Issue the s_loads at pcs {[p.pc for p in hoistable][:6]} together with the first batch (pcs {[p.pc for p in leading][:4]}) before the "
+                      f"first wait at pc {first_wait} — their base registers are ready from the start — so their latency overlaps the first wait instead of adding another.")
+        parts.append(f"{hoist_cycles:,} on loads issued after the first wait")
+    if leading and lead_cycles / ctx.total >= 0.03:
+        before = sum(1 for q in range(leading[-1].pc + 1, lead_waits[0]) if isa[q] and ctx.result.sums.hit[q]) if lead_waits else 0
+        if preload:
+            claims += [(w, c * ctx.exposed_fraction(w)) for p in leading for w, c in p.waits.items()]
+            change.append(f"The first wait (pc {lead_waits[0]}) is on kernel arguments already loaded first (bytes 0–{end}): preload them into SGPRs "
+                          f"({tgt} kernel-argument preloading: LLVM `amdgpu-kernarg-preload-count` / `inreg` arguments) to remove it.")
+        else:
+            change.append(f"The first wait (pc {lead_waits[0] if lead_waits else '?'}) is on kernel arguments already loaded first with one wait"
+                          + (f" (up to byte {end}, beyond the 56 B that preloading fits: put the arguments needed first at the front of the argument list to make them preloadable)" if end and tgt in ("gfx942", "gfx950") else "")
+                          + f"; it is launch latency: only independent work before it ({before} instruction(s) now) can hide it.")
+        parts.append(f"{lead_cycles:,} on the first batch (launch latency)")
+    severity = None
+    if not claims:
+        # only the first wait, nothing preloadable: an explained no-action that claims nothing
+        severity, conf = "INFO", 0.3
+    else:
+        conf = 0.7 if hoist else 0.4
     return [
         ctx.finding(
-            "smem-wait",
-            f"Scalar-memory waits take {cyc / b.total_stall:.0%} of stall, mostly {where}",
-            exposed,
-            0.7,
-            {"wait_smem_stall": cyc, "share_of_stall": round(cyc / b.total_stall, 4), "in_loop_cycles": in_loop,
-             "producers": [{**ctx.instr(p.pc), "waited_cycles": p.waited_cycles} for p in prods[:5]], "median_wave_instructions": int(sorted(ctx.d.waves.n_records.tolist())[ctx.d.waves.count // 2])},
-            "Hoist and batch scalar loads: load all kernel arguments/descriptors with few wide s_load (x8/x16) at the very top, before any vector work, and wait once; "
-            "on gfx942/gfx950 use kernel-argument preloading into SGPRs; move loop-invariant s_loads out of the loop.",
-            "After hoisting, the lgkm waits on s_load producers should shrink to one; if the kernel is only a few hundred instructions long, the remaining wait is launch latency.",
-            f"{cyc:,} stall cycles wait on scalar loads ({where})",
+            rid,
+            f"Scalar-memory waits: {' + '.join(parts)} stall cycles",
+            0,
+            conf,
+            {"wait_smem_stall": cyc, "share_of_stall": round(cyc / b.total_stall, 4), "first_wait_pc": first_wait,
+             "first_batch": [{**ctx.instr(p.pc), "waited_cycles": p.waited_cycles, "kernarg_bytes": list(_kernarg_span(isa[p.pc]) or [])} for p in leading[:6]],
+             "hoistable": [{**ctx.instr(p.pc), "waited_cycles": p.waited_cycles, "waits": list(p.waits)[:2]} for p in hoistable[:6]] if hoist else []},
+            " ".join(change),
+            " ".join(x for x in (
+                "After hoisting, the later lgkm wait(s) on these loads should shrink to ~0." if hoist else "",
+                "With preloaded arguments the first wait disappears; if it stays, its producers are not kernel arguments." if preload else "",
+                "The first wait's stall per wave should stay about the same across recaptures: it is the time for the first scalar loads to return after launch."
+                if not claims else "") if x),
+            f"scalar-memory waits: {'; '.join(parts)}",
+            claims=claims,
+            explains=["wait_smem"],
+            severity=severity,
         )
     ]

@@ -3,30 +3,41 @@
 from __future__ import annotations
 
 from attlens.analysis.plan import rule
+from attlens.analysis.rules._util import pcs_of_class
+from attlens.analysis.rules.memory import _NOT_AT_CEILING, not_at_ceiling
 
 
 @rule(
     "occupancy-limit",
     "Occupancy limited by a resource",
     "performance",
-    trigger="theoretical waves/SIMD below the hardware maximum, limited by VGPR/AGPR, SGPR or LDS, the grid large enough to fill more waves, the traced CU reaching the limit, and memory waits to hide",
-    evidence="limiter, allocation, the exact registers or bytes to free for the next level, observed residency, grid size",
-    limits="never raised when the dispatch is grid-limited or already at the hardware maximum; cycles at stake = exposed memory-wait cycles / (waves + 1), a rough estimate of what one more wave could hide",
+    trigger="theoretical waves/SIMD below the hardware maximum, limited by VGPR/AGPR, SGPR or LDS, with memory waits ≥ 1 % of cycles to hide",
+    evidence="limiter, the VGPR inputs (reported count, ISA scan), allocation, the exact registers or bytes to free for the next level, observed residency, grid size",
+    limits="cycles at stake = exposed memory-wait cycles / (waves + 1), a rough estimate of what one more wave could hide",
+    preconditions=[
+        ("grid-fills", "the grid has more workgroups than the GPU holds at once at the current occupancy (otherwise more waves per SIMD run nothing more)"),
+        ("reached", "the traced CU actually held the theoretical number of waves per SIMD (otherwise it is not resource-limited in practice)"),
+        _NOT_AT_CEILING,
+    ],
 )
 def occupancy_limit(ctx):
+    rid = "occupancy-limit"
     o = ctx.result.occupancy
-    if not o.available or not o.to_next_wave or o.grid_limited is not False:
+    if not o.available or not o.to_next_wave:
         return []
-    if o.observed_max_per_simd_traced is not None and o.observed_max_per_simd_traced < o.theoretical_waves_per_simd:
-        return []  # the traced CU never filled the slots it had: not resource-limited in practice
+    if not ctx.require(rid, "grid-fills", o.grid_limited is False,
+                       f"{o.workgroups} workgroups, {o.resident_workgroup_capacity} resident at once" if o.grid_limited is not None else "grid size unknown"):
+        return []
+    if not ctx.require(rid, "reached", not (o.observed_max_per_simd_traced is not None and o.observed_max_per_simd_traced < o.theoretical_waves_per_simd),
+                       f"observed {o.observed_max_per_simd_traced} waves/SIMD, theory {o.theoretical_waves_per_simd}"):
+        return []
     b = ctx.result.breakdown
     waits = sum(b.by_class_stall[c] for c in ("wait_global", "wait_lds", "wait_smem"))
-    frac = 1.0
-    if ctx.result.hidden is not None and b.total_stall:
-        h = ctx.result.hidden
-        frac = float(h.exposed.sum()) / float(h.total.sum())
-    cycles = waits * frac / (o.theoretical_waves_per_simd + 1)
-    if cycles / ctx.total < 0.01:
+    wait_pcs = [pc for pc in pcs_of_class(ctx, "wait") if ctx.result.sums.stall[pc] > 0]
+    claims = [(pc, ctx.exposed_at(pc) / (o.theoretical_waves_per_simd + 1)) for pc in wait_pcs]
+    if sum(c for _, c in claims) / ctx.total < 0.01:
+        return []
+    if not not_at_ceiling(ctx, rid):
         return []
     free = o.to_next_wave["free"]
     what = "; ".join(
@@ -35,15 +46,16 @@ def occupancy_limit(ctx):
     )
     return [
         ctx.finding(
-            "occupancy-limit",
+            rid,
             f"{'/'.join(o.limiters).upper()} limit occupancy to {o.theoretical_waves_per_simd} waves/SIMD",
-            cycles,
+            0,
             0.5,
-            {"limiters": o.limiters, "theoretical_waves_per_simd": o.theoretical_waves_per_simd, "to_next_wave": o.to_next_wave,
+            {"limiters": o.limiters, "theoretical_waves_per_simd": o.theoretical_waves_per_simd, "vgpr_inputs": o.vgpr_inputs, "to_next_wave": o.to_next_wave,
              "observed_max_waves_per_simd": o.observed_max_per_simd_traced, "workgroups": o.workgroups, "capacity": o.resident_workgroup_capacity,
              "memory_wait_stall": waits},
             f"For {o.to_next_wave['waves_per_simd']} waves/SIMD: {what}.",
             "Rebuild with the lower budget (e.g. launch bounds / waves-per-eu) and recapture: observed residency should rise; if the memory waits do not shrink, latency hiding was not the limit.",
             f"{what} for {o.to_next_wave['waves_per_simd']} waves/SIMD; memory waits are {waits / max(b.total_stall, 1):.0%} of stall",
+            claims=claims,
         )
     ]

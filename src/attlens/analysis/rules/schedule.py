@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 
 import numpy as np
 
 from attlens.analysis.plan import rule
-from attlens.analysis.rules._util import operand_list, pcs_of_class, registers, top
+from attlens.analysis.regs import is_lds_dma
+from attlens.analysis.rules._util import defs_uses, pcs_of_class, rnd, top
 
 _SHAPE = re.compile(r"_(\d+x\d+)x\d+")
 
@@ -17,14 +19,19 @@ _SHAPE = re.compile(r"_(\d+x\d+)x\d+")
     "Barrier-heavy phases",
     "performance",
     trigger="s_barrier stall ≥ 5 % of kernel cycles",
-    evidence="barrier pcs with their stall, and the waves that arrive last (least stall at the barrier: the others wait for them)",
+    evidence="barrier pcs with their stall, loop and trip count, and the waves that arrive last (least stall at the barrier: the others wait for them)",
     limits="the trace does not record workgroup membership; 'arrives last' compares the traced waves at the same barrier",
+    preconditions=[("multi-wave", "workgroups have more than one wave (a one-wave workgroup never waits at a barrier)")],
 )
 def barrier_heavy(ctx):
+    rid = "barrier-heavy"
     pcs = pcs_of_class(ctx, "barrier")
     s = ctx.result.sums
-    cycles = ctx.exposed_stall(pcs)
-    if cycles / ctx.total < 0.05:
+    if ctx.stall_of(pcs) / ctx.total < 0.05:
+        return []
+    tpw = ctx.d.resources.threads_per_workgroup
+    ws = (ctx.d.arch.facts or {}).get("wave_size") or 64
+    if not ctx.require(rid, "multi-wave", tpw is None or tpw > ws, f"{tpw} threads per workgroup" if tpw else "workgroup size unknown"):
         return []
     recs, w = ctx.d.records, ctx.d.waves
     rows = []
@@ -34,23 +41,28 @@ def barrier_heavy(ctx):
         count = np.bincount(recs.wave[m], minlength=w.count)
         mean = np.where(count > 0, per_wave / np.maximum(count, 1), np.inf)
         last = np.argsort(mean, kind="stable")[:3]
-        rows.append({**ctx.instr(pc), "last_arriving_waves": [{"file": w.filenames[i], "mean_stall": float(mean[i])} for i in last if np.isfinite(mean[i])],
-                     "mean_stall_per_execution": float(s.stall[pc] / max(s.hit[pc], 1))})
+        rows.append({**ctx.instr(pc), **{k: v for k, v in ctx.loops.where(pc).items() if k != "pc"},
+                     "mean_stall_per_execution": rnd(s.stall[pc] / max(s.hit[pc], 1)),
+                     "last_arriving_waves": [{"file": w.filenames[i], "mean_stall": rnd(mean[i])} for i in last if np.isfinite(mean[i])]})
+    in_loop = any(ctx.loops.in_loop(pc) for pc in pcs)
+    change = ("Balance the work between the waves of a workgroup (the last-arriving waves set the pace) and move independent work "
+              "(address math, the next loads) before the barrier" + (", and drop barriers that only protect double-buffered LDS in the loop." if in_loop else "."))
     return [
         ctx.finding(
-            "barrier-heavy",
-            f"Barriers hold waves for {cycles / ctx.total:.0%} of cycles",
-            cycles,
+            rid,
+            f"Barriers hold waves for {ctx.stall_of(pcs) / ctx.total:.0%} of cycles",
+            0,
             0.6,
             {"barriers": rows},
-            "Balance the work between the waves of a workgroup (the last-arriving waves set the pace), drop barriers that only protect double-buffered LDS, and move independent work (address math, next loads) before the barrier.",
+            change,
             "Equalize the work of the last-arriving waves: the others' barrier stall should fall; if all waves arrive together and still stall, the barrier waits on LDS traffic.",
             f"s_barrier at pc {rows[0]['pc']} averages {rows[0]['mean_stall_per_execution']:,.0f} stall cycles per execution",
+            claims=[(pc, ctx.exposed_at(pc)) for pc in pcs],
         )
     ]
 
 
-def _passes(ctx, mnemonic: str) -> int | None:
+def mfma_passes(ctx, mnemonic: str) -> int | None:
     table = (ctx.d.arch.facts or {}).get("mfma_passes") or {"4x4": 2, "16x16": 8, "32x32": 16}
     m = _SHAPE.search(mnemonic)
     return table.get(m.group(1)) if m else None
@@ -60,78 +72,189 @@ def _passes(ctx, mnemonic: str) -> int | None:
     "mfma-dependency",
     "Dependent MFMA chains",
     "performance",
-    trigger="MFMAs (or VALU ops) that read the result of an MFMA fewer instructions later than its pass latency, and stall, for ≥ 2 % of kernel cycles",
-    evidence="(producer MFMA pc → dependent pc) pairs, distance in instructions vs the passes required, the dependent's stall",
+    trigger="MFMAs (or VALU ops) that read the result of an MFMA fewer instructions later than its pass count, and stall, for ≥ 2 % of kernel cycles",
+    evidence="(producer MFMA pc → dependent pc) pairs, distance in instructions vs the passes required, the dependent's stall, loop",
     limits="register dependencies come from the disassembly text in listing order; pass counts per shape are in the architecture table (approximate)",
+    preconditions=[("reads-result", "the dependent instruction reads registers the MFMA writes (from the disassembly)")],
 )
 def mfma_dependency(ctx):
+    rid = "mfma-dependency"
     st, code, s = ctx.d.static, ctx.d.code, ctx.result.sums
     mfma_pcs = [pc for pc, c in enumerate(st.cls) if c == "mfma"]
     if not mfma_pcs:
         return []
-    dst = {pc: registers(operand_list(code.isa[pc])[0]) if operand_list(code.isa[pc]) else set() for pc in mfma_pcs}
-    pairs, cycles = [], 0.0
+    pairs, claims, near = [], [], 0
     recent: list[int] = []
     for pc in np.flatnonzero(code.instruction_mask).tolist():
-        ops = operand_list(code.isa[pc])
-        if st.cls[pc] in ("mfma", "valu") and ops and s.stall[pc] > 0:
-            reads = set().union(*(registers(o) for o in ops[1:])) if len(ops) > 1 else set()
+        if st.cls[pc] in ("mfma", "valu") and s.stall[pc] > 0:
+            reads = defs_uses(code.isa[pc])[1]
             for prev in reversed(recent):
-                passes = _passes(ctx, st.mnemonic[prev])
-                if passes is None:
+                passes = mfma_passes(ctx, st.mnemonic[prev])
+                if passes is None or pc - prev >= passes:
                     continue
-                dist = pc - prev
-                if dist >= passes:  # at least one instruction per pass in between: far enough
-                    continue
-                if dst[prev] & reads:
+                near += 1
+                if defs_uses(code.isa[prev])[0] & reads:
                     c = ctx.exposed_stall([pc])
-                    cycles += c
-                    pairs.append({"producer_pc": prev, "dependent_pc": pc, "distance_instructions": dist, "passes_required": passes,
-                                  "dependent": code.isa[pc], "stall": int(s.stall[pc])})
+                    claims.append((pc, c))
+                    pairs.append({"producer_pc": prev, "dependent_pc": pc, "distance_instructions": pc - prev, "passes_required": passes,
+                                  "dependent": code.isa[pc], "stall": int(s.stall[pc]), "loop": ctx.loops.where(pc).get("loop")})
                     break
         if st.cls[pc] == "mfma":
             recent = (recent + [pc])[-8:]
-    if cycles / ctx.total < 0.02:
+    if not near:
+        return []
+    if not ctx.require(rid, "reads-result", bool(pairs), f"{len(pairs)} of {near} close MFMA followers read its result"):
+        return []
+    if sum(c for _, c in claims) / ctx.total < 0.02:
         return []
     pairs.sort(key=lambda p: -p["stall"])
     return [
         ctx.finding(
-            "mfma-dependency",
+            rid,
             f"{len(pairs)} instruction(s) read an MFMA result before its passes complete",
-            cycles,
+            0,
             0.6,
             {"pairs": pairs[:6]},
             "Interleave independent MFMAs (other accumulator tiles) between an MFMA and its consumer, or unroll over more output tiles so each accumulator is reused only after its pass latency.",
             "With the chain broken the dependents' stall should vanish; if it stays, the stall comes from the MFMA pipe being busy, not from the dependency.",
             f"pc {pairs[0]['dependent_pc']} reads pc {pairs[0]['producer_pc']}'s result {pairs[0]['distance_instructions']} instructions later ({pairs[0]['passes_required']} passes needed)",
+            claims=claims,
         )
     ]
+
+
+# Required wait states between a producer and a dependent (CDNA3 ISA guide,
+# "Dependency resolution: required independent instructions", VOP3P-Matrix
+# table; and the 94x VALU-writes-SGPR/VCC table). Keys: hazard kind.
+_XDL_TO_READ = {2: 5, 4: 7, 8: 11, 16: 19}  # XDL writes VGPR → VALU/VMEM/LDS or MFMA SrcA/B reads it
+_XDL_TO_SRCC = {2: 3, 4: 5, 8: 9, 16: 17}  # XDL writes VGPR → MFMA reads it as overlapped SrcC
+_SGPR_WRITERS = re.compile(r"^v_(cmp|cmpx|add|sub|subrev|addc|subb|subbrev|div_scale|readlane|readfirstlane|mad_u64|mad_i64)")
+_NOP = re.compile(r"^s_nop\s+(0x[0-9a-fA-F]+|\d+)")
+
+
+def _nop_states(text: str) -> int:
+    m = _NOP.match(text.strip())
+    return (int(m.group(1), 0) + 1) if m else 0
+
+
+def _hazard_pair(ctx, prod: int, dep: int) -> tuple[int, str] | None:
+    """(required wait states, hazard kind) when ``dep`` must wait after ``prod``."""
+    isa, st = ctx.d.code.isa, ctx.d.static
+    pw, _ = defs_uses(isa[prod])
+    dw, dr = defs_uses(isa[dep])
+    m = st.mnemonic[prod]
+    if st.cls[prod] == "mfma" and pw & (dr | dw):
+        passes = mfma_passes(ctx, m) or 16
+        srcc = st.cls[dep] == "mfma" and not (pw & (dr - dw))
+        return (_XDL_TO_SRCC if srcc else _XDL_TO_READ).get(passes, 19), f"MFMA ({passes} passes) result → {'MFMA SrcC' if srcc else 'read'}"
+    if st.cls[prod] == "valu" and _SGPR_WRITERS.match(m) and any(k in ("s", "vcc", "exec") for k, _ in (pw & dr)) and st.cls[dep] in ("valu", "mfma"):
+        lanesel = st.mnemonic[dep].startswith(("v_readlane", "v_writelane"))
+        return (4 if lanesel else 2), f"VALU writes SGPR/VCC → {'lane select' if lanesel else 'VALU reads it'}"
+    if st.cls[prod] == "valu" and st.cls[dep] == "mfma" and pw & dr:
+        return 2, "VALU writes VGPR → MFMA reads it"
+    if ("m0", 0) in pw & dr and st.cls[prod] == "salu" and is_lds_dma(isa[dep]):
+        return 1, "SALU writes M0 → LDS DMA reads it"
+    return None
+
+
+def hazard_of(ctx, nop_pc: int) -> dict | None:
+    """The hazard an s_nop separates: the producer before it (in listing
+    order, or before a back edge into it), the dependent after it, and the
+    wait states the ISA requires between them."""
+    isa = ctx.d.code.isa
+    n = ctx.d.code.size
+    start = nop_pc
+    while start > 0 and _nop_states(isa[start - 1]):
+        start -= 1
+    after = nop_pc + 1
+    while after < n and _nop_states(isa[after]):
+        after += 1
+    if after >= n or not isa[after]:
+        return None
+    nops = sum(_nop_states(isa[x]) for x in range(start, after))
+    # predecessors: the listing before the nops, and the end of a loop that branches back to them
+    tails = [start - 1] + [lp.branch_pc - 1 for lp in ctx.loops.static if lp.first_pc == start]
+    for tail in tails:
+        between = 0  # instructions between producer and dependent (each one wait state)
+        extra_nops = 0
+        for prod in range(tail, max(tail - 24, -1), -1):
+            if not isa[prod]:
+                continue
+            k = _nop_states(isa[prod])
+            if k:
+                extra_nops += k
+                continue
+            if ctx.d.static.mnemonic[prod].startswith(("s_branch", "s_cbranch")) and prod != tail:
+                break
+            hit = _hazard_pair(ctx, prod, after)
+            if hit is not None:
+                req, kind = hit
+                provided = nops + extra_nops + between
+                if provided > req + 24:  # too far to be what these nops are for
+                    break
+                return {"producer_pc": prod, "dependent_pc": after, "hazard": kind, "required_wait_states": req,
+                        "independent_instructions_between": between, "nop_wait_states": nops,
+                        "excess_wait_states": max(0, min(nops, provided - req))}
+            between += 1
+    return None
 
 
 @rule(
     "hazard-nops",
     "Hazard bubbles",
     "performance",
-    trigger="s_nop / s_sleep / s_setprio / dependency waits take ≥ 2 % of kernel cycles",
-    evidence="the hazard instructions with their cycles",
-    limits="some nops are required by the ISA; the recoverable part is what independent work could fill",
+    trigger="s_nop / s_sleep / s_setprio / dependency waits stall ≥ 2 % of kernel cycles",
+    evidence="per hazard kind: the s_nops, their cycles, the wait states the ISA requires between producer and dependent and the excess; loops",
+    limits="hazard kinds recognised: MFMA result reads (by passes), VALU writes of SGPR/VCC read by VALU, VALU writes read by MFMA; others are listed as unexplained",
+    preconditions=[("excess", "advice to remove s_nops only where they exceed the wait states the ISA requires; otherwise the finding says they are required and only independent instructions placed in the gap recover them")],
 )
 def hazard_nops(ctx):
+    rid = "hazard-nops"
     pcs = pcs_of_class(ctx, "hazard")
     s = ctx.result.sums
-    cyc = sum(int(s.latency[pc]) for pc in pcs)
-    cycles = ctx.exposed(pcs)
-    if cycles / ctx.total < 0.02:
+    if ctx.stall_of(pcs) / ctx.total < 0.02:
         return []
+    groups = defaultdict(lambda: {"nops": 0, "cycles": 0, "required_wait_states": set(), "excess_wait_states": 0, "example": None})
+    excess_cycles = 0.0
+    for pc in pcs:
+        h = hazard_of(ctx, pc) if ctx.d.static.mnemonic[pc] == "s_nop" else None
+        key = h["hazard"] if h else ("s_nop, hazard not recognised" if ctx.d.static.mnemonic[pc] == "s_nop" else ctx.d.static.mnemonic[pc])
+        g = groups[key]
+        g["nops"] += 1
+        g["cycles"] += int(s.stall[pc] + s.idle[pc])
+        if h:
+            g["required_wait_states"].add(h["required_wait_states"])
+            g["excess_wait_states"] += h["excess_wait_states"]
+            if h["nop_wait_states"]:
+                excess_cycles += ctx.exposed_at(pc) * min(1.0, h["excess_wait_states"] / h["nop_wait_states"])
+            if g["example"] is None:
+                g["example"] = {"nop_pc": pc, "producer_pc": h["producer_pc"], "producer": ctx.d.code.isa[h["producer_pc"]],
+                                "dependent_pc": h["dependent_pc"], "dependent": ctx.d.code.isa[h["dependent_pc"]]}
+    rows = sorted(({"hazard": k, **{kk: (sorted(v) if isinstance(v, set) else v) for kk, v in g.items()}} for k, g in groups.items()), key=lambda r: -r["cycles"])
+    required_only = all(r["excess_wait_states"] == 0 for r in rows)
+    recognised = sum(r["cycles"] for r in rows if r["required_wait_states"])
+    ctx.require(rid, "excess", not required_only, f"{sum(r['excess_wait_states'] for r in rows)} wait states in excess of the requirement")
+    total_cyc = sum(r["cycles"] for r in rows)
+    top_row = rows[0]
+    if required_only:
+        change = ("These s_nops are the spacing the ISA requires (see required_wait_states): none is in excess. Recover them only by placing "
+                  "independent instructions in the gap — e.g. issue several v_cmp before their v_cndmask, or interleave two tiles' math — so the compiler needs fewer nops.")
+        conf = 0.35
+    else:
+        change = ("Some s_nops exceed the required wait states (excess_wait_states): the excess can be removed; the rest is required spacing that only "
+                  "independent instructions placed in the gap can fill.")
+        conf = 0.5
     return [
         ctx.finding(
-            "hazard-nops",
-            f"Hazard bubbles (s_nop and friends) take {cycles / ctx.total:.0%} of cycles",
-            cycles,
-            0.5,
-            {"cycles": cyc, "instructions": [{**ctx.instr(pc), "latency": int(s.latency[pc])} for pc in top(pcs, key=lambda p: int(s.latency[p]))]},
-            "Fill hazard windows with independent instructions (interleave two tiles' math, move address arithmetic into the gaps) so the compiler needs fewer s_nop.",
-            "After interleaving, the s_nop count in the listing should fall; if the nops remain, they are mandatory hazard spacing for the dependent pairs.",
-            f"{len(pcs)} hazard instructions, {cyc:,} cycles",
+            rid,
+            f"Hazard bubbles take {ctx.stall_of(pcs) / ctx.total:.0%} of cycles ({top_row['hazard']}: {top_row['nops']} s_nop)",
+            0,
+            conf,
+            {"cycles": total_cyc, "recognised_cycles": recognised, "excess_cycles": int(excess_cycles), "hazards": rows[:6],
+             "instructions": [{**ctx.instr(pc), "latency": int(s.latency[pc])} for pc in top(pcs, key=lambda p: int(s.latency[p]), n=3)]},
+            change,
+            "After interleaving, the s_nop count in the listing should fall; nops that remain between a producer and its dependent with nothing independent to fill them are mandatory.",
+            f"{len(pcs)} hazard instructions, {total_cyc:,} cycles; {top_row['hazard']} requires {top_row['required_wait_states'] or '?'} wait states",
+            claims=[(pc, ctx.exposed_at(pc)) for pc in pcs],
         )
     ]
