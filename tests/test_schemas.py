@@ -102,7 +102,7 @@ def test_docs_are_generated_from_the_schemas():
     committed = (REPO / "docs" / "json-schema.md").read_text(encoding="utf-8")
     assert committed == render(), "docs/json-schema.md is stale: python -m attlens.schemas.docs --write docs/json-schema.md"
     for name in schemas.names():
-        assert f"## `attlens.{name}` v1" in committed
+        assert f"## `attlens.{name}` v{schemas.load(name)['properties']['schema_version']['const']}" in committed
 
 
 def _listed_waves(tree) -> int:

@@ -172,7 +172,7 @@ def cmd_rules(args) -> int:
         return 0
     from attlens.report.plan_out import render_rules_text
 
-    sys.stdout.write(render_rules_text(rules))
+    emit(render_rules_text(rules))
     return 0
 
 

@@ -120,7 +120,6 @@ def _rows(node: dict, path: str, local: set[str], out: list[tuple[str, str, str]
                 target = _resolve(sub)
                 desc = desc or target.get("description", "")
         if "anyOf" in target:
-            objs = [a for a in target["anyOf"] if a.get("type") in ("object", ["object", "null"]) and "properties" in a]
             out.append((p, _type(target, local), desc))
             continue
         out.append((p, _type(sub, local) if target is sub else _type(target, local), desc))
