@@ -47,7 +47,7 @@ _FORMAT = re.compile(r"format_(d16_)?(x|xy|xyz|xyzw)\b")
 _SCALAR = re.compile(r"^s_(buffer_)?(load|store)_(dword|b32)(x(\d+))?")
 
 # What a rule may call "at the bandwidth ceiling" (same threshold as the PMC
-# analysis, analysis/pmc.py CEILING_FRACTION_MIN).
+# analysis, analysis/pmc.py CEILING_FRACTION).
 CEILING_FRACTION = 0.70
 
 

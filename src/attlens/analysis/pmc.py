@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from attlens.analysis.bandwidth import CEILING_FRACTION  # one 'at the ceiling' threshold for the trace and the counters
 from attlens.errors import UsageError
 
 # ---------------------------------------------------------------------------
@@ -45,8 +46,24 @@ L2_LINE_BYTES = 128
 class PmcProduct:
     name: str
     xcc: int  # XCCs per agent in SPX mode (per-XCC counters come out x this)
-    peak_hbm_gbps: float
-    peak_source: str
+    target: str  # ARCH_TABLE row holding the product's peak bandwidth
+
+    @property
+    def peak_hbm_gbps(self) -> float:
+        return _peak(self)[0]
+
+    @property
+    def peak_source(self) -> str:
+        return _peak(self)[1]
+
+
+def _peak(prod: PmcProduct) -> tuple[float, str]:
+    """The product's peak HBM bandwidth from the one architecture table
+    (``model/archdata.py``, ``hbm_peak_gbps``), with its source."""
+    from attlens.model.archdata import ARCH_TABLE, hbm_peak
+
+    gbps, _product, source = hbm_peak(ARCH_TABLE[prod.target], f"AMD Instinct {prod.name}")
+    return gbps, source
 
 
 @dataclass(frozen=True)
@@ -73,8 +90,6 @@ class PmcTarget:
         return self.product.peak_hbm_gbps
 
 
-_SPEC = "AMD product specification (peak theoretical memory bandwidth)"
-
 PMC_TARGETS: dict[str, PmcTarget] = {
     "gfx942": PmcTarget(
         target="gfx942",
@@ -93,9 +108,9 @@ PMC_TARGETS: dict[str, PmcTarget] = {
         block_limits=GFX9_BLOCK_LIMITS,
         l2_line_bytes=L2_LINE_BYTES,
         products={
-            "MI300X": PmcProduct("MI300X", 8, 5300.0, _SPEC + "; RCP sysinfo.csv of MI300X_A1 computes 5324.8 = 1300 MHz x 32 B x 128 channels"),
-            "MI325X": PmcProduct("MI325X", 8, 6000.0, _SPEC),
-            "MI300A": PmcProduct("MI300A", 6, 5300.0, _SPEC + " [assumption: not in the interfaces doc; 6 XCCs]"),
+            "MI300X": PmcProduct("MI300X", 8, "gfx942"),
+            "MI325X": PmcProduct("MI325X", 8, "gfx942"),
+            "MI300A": PmcProduct("MI300A", 6, "gfx942"),  # 6 XCCs [assumption: not in the interfaces doc]
         },
         default_product="MI300X",
     ),
@@ -112,8 +127,8 @@ PMC_TARGETS: dict[str, PmcTarget] = {
         block_limits=GFX9_BLOCK_LIMITS,
         l2_line_bytes=L2_LINE_BYTES,
         products={
-            "MI350X": PmcProduct("MI350X", 8, 8000.0, _SPEC),
-            "MI355X": PmcProduct("MI355X", 8, 8000.0, _SPEC),
+            "MI350X": PmcProduct("MI350X", 8, "gfx950"),
+            "MI355X": PmcProduct("MI355X", 8, "gfx950"),
         },
         default_product="MI350X",
     ),
@@ -128,7 +143,6 @@ STREAMING_HIT_RATE_MAX = 0.50  # L2 hit rate below this = streaming, little reus
 PARTIAL_LINE_SHARE_MIN = 0.25  # share of sub-line requests at/above this = partial-line traffic
 PARTIAL_LINE_MIN_REQUESTS = 256  # fewer requests than this never fire partial-line (noise)
 REDUNDANT_FETCH_MIN = 1.25  # read bytes / ideal read bytes at/above this = redundant fetch
-CEILING_FRACTION_MIN = 0.70  # achieved / peak at/above this = at the bandwidth ceiling
 SPLIT_CONSISTENCY_TOL = 0.02  # gfx950: RDREQ vs 32B+64B+128B may differ this much (separate runs)
 
 
@@ -735,7 +749,7 @@ def _redundant(res: PmcResult) -> Decision:
 
 def _ceiling(res: PmcResult) -> Decision:
     title = "at the bandwidth ceiling"
-    thr = f"(read + written bytes) / duration >= {CEILING_FRACTION_MIN:.0%} of the {res.peak_hbm_gbps:,.0f} GB/s peak"
+    thr = f"(read + written bytes) / duration >= {CEILING_FRACTION:.0%} of the {res.peak_hbm_gbps:,.0f} GB/s peak"
     nums = {"bytes_moved": res.bytes_moved, "duration_ns": res.duration_ns, "duration_source": res.duration_source,
             "achieved_gbps": res.achieved_gbps, "achieved_gbps_range": res.achieved_gbps_range,
             "peak_hbm_gbps": res.peak_hbm_gbps, "fraction_of_peak": res.fraction_of_peak,
@@ -744,7 +758,7 @@ def _ceiling(res: PmcResult) -> Decision:
         return Decision("bandwidth_ceiling", title, None, "no kernel duration; achieved bandwidth unavailable", nums, thr)
     if res.achieved_gbps_range is None:
         return Decision("bandwidth_ceiling", title, None, "read or written bytes unavailable; achieved bandwidth unknown", nums, thr)
-    v = _verdict(res.fraction_of_peak_range, CEILING_FRACTION_MIN, True)
+    v = _verdict(res.fraction_of_peak_range, CEILING_FRACTION, True)
     bw = _span(res.achieved_gbps_range, lambda x: f"{x:,.0f} GB/s")
     fr = _span(res.fraction_of_peak_range, _pct)
     src = f" (duration from {res.duration_source})" if res.duration_source else ""
