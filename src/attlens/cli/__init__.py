@@ -17,10 +17,10 @@ import os
 import sys
 
 from attlens import __version__
-from attlens.cli import analysis_cmds, capture_cmds, compare_cmds, report_cmds
+from attlens.cli import analysis_cmds, capture_cmds, compare_cmds, report_cmds, sweep_cmds
 from attlens.cli.common import EPILOG, print_error
 
-GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds)
+GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds, sweep_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
