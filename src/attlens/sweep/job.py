@@ -135,10 +135,12 @@ class Attempt:
         return self.t0 + self.job.timeout
 
 
-def start(root: Path, job: Job, gpu: str | None, engine: str) -> Attempt:
-    """Create the attempt's folder and start its ``attlens profile`` run in a
-    new process group (never waits)."""
-    n, adir = new_attempt_dir(root, job, engine, gpu)
+def start(root: Path, job: Job, gpu: str | None, engine: str, attempt: tuple[int, Path] | None = None, pin: bool = True) -> Attempt:
+    """Create the attempt's folder (unless ``attempt`` names one made by the
+    driver) and start its ``attlens profile`` run in a new process group
+    (never waits). ``pin=False``: the scheduler already pinned the GPU (Slurm);
+    ``gpu`` is only recorded."""
+    n, adir = attempt if attempt is not None else new_attempt_dir(root, job, engine, gpu)
     argv = profile_command(job, adir)
     with (job_dir(root, job.name) / "job.log").open("a", encoding="utf-8") as log:
         log.write(f"=== attempt {n} on {host()} GPU {gpu if gpu is not None else '(as assigned by the scheduler)'} at "
@@ -146,7 +148,7 @@ def start(root: Path, job: Job, gpu: str | None, engine: str) -> Attempt:
     a = Attempt(job, n, adir, gpu, engine, time.time(), time.monotonic())
     try:
         with (adir / "profile.json").open("wb") as out, (adir / "stderr.txt").open("wb") as err:
-            a.proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=job.cwd, env=child_env(job, gpu),
+            a.proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=job.cwd, env=child_env(job, gpu if pin else None),
                                       start_new_session=True)
         a.pid_start = start_time(a.proc.pid)
     except OSError as exc:

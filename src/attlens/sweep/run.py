@@ -162,7 +162,7 @@ def open_session(root: Path, sweep: Sweep, engine: str, overrides: dict | None =
         if changes["changed"]:
             s.notes.append(f"{len(changes['changed'])} job(s) changed in the sweep file and run again: {', '.join(changes['changed'][:10])}")
         recover(s)
-        failed = [j["job_id"] for j in manifest.jobs() if j["state"] == "failed" and j["job_id"] in jobs]
+        failed = [j["job_id"] for j in manifest.jobs() if j["state"] == "failed" and j["job_id"] in jobs and (not only or j["job_id"] in only)]
         if failed:
             manifest.set_state(failed, "pending")
             s.notes.append(f"{len(failed)} failed job(s) retried")

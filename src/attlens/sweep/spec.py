@@ -138,12 +138,15 @@ def validate(doc, path: Path | str = "sweep file") -> None:
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(list(e.absolute_path)), list(map(str, e.absolute_path))))
     if not errors:
         return
-    err = jsonschema.exceptions.best_match(errors)
+    # A failing subschema also makes its keys "unevaluated": report the real
+    # violation first, unknown keys only when nothing else is wrong.
+    real = [e for e in errors if e.validator != "unevaluatedProperties"]
+    err = jsonschema.exceptions.best_match(real or errors)
     if err.validator == "not":
         msg = "give argv or command, not both"
     elif err.validator == "unevaluatedProperties":
-        msg = err.message.replace("Unevaluated properties are", "unknown key(s):").replace(" were unexpected", "").replace(
-            " was unexpected", "")
+        m = re.search(r"\((.*) (?:was|were) unexpected\)", err.message)
+        msg = f"unknown key(s): {m.group(1) if m else err.message}"
     else:
         msg = err.message
     raise SweepFileError(f"{path}: {_where(err)}: {msg}", hint="see docs/sweep.md for the format (attlens sweep init writes an example)")
