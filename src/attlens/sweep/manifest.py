@@ -79,6 +79,12 @@ CREATE TABLE IF NOT EXISTS slurm_arrays (
     script       TEXT NOT NULL,
     tasks        TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS slurm_tasks (
+    task     TEXT PRIMARY KEY,
+    array_id TEXT NOT NULL REFERENCES slurm_arrays(array_id),
+    job_id   TEXT NOT NULL REFERENCES jobs(job_id),
+    folded   INTEGER NOT NULL DEFAULT 0
+);
 """
 
 _JSON_COLUMNS = ("spec", "summary")
@@ -266,8 +272,18 @@ class Manifest:
             self.conn.execute("INSERT OR REPLACE INTO slurm_arrays(array_id, submitted_at, script, tasks) VALUES (?, ?, ?, ?)",
                               (array_id, time.time(), script, json.dumps(tasks)))
             for i, job_id in enumerate(tasks):
+                self.conn.execute("INSERT OR REPLACE INTO slurm_tasks(task, array_id, job_id, folded) VALUES (?, ?, ?, 0)",
+                                  (f"{array_id}_{i}", array_id, job_id))
                 self.conn.execute("UPDATE jobs SET slurm_job = ?, state = 'pending', engine = 'slurm', updated_at = ? WHERE job_id = ?",
                                   (f"{array_id}_{i}", time.time(), job_id))
+
+    def open_slurm_tasks(self) -> list[tuple[str, str]]:
+        """(task, job) of array tasks whose outcome is not folded in yet."""
+        return list(self.conn.execute("SELECT task, job_id FROM slurm_tasks WHERE folded = 0 ORDER BY array_id, task"))
+
+    def fold_slurm_task(self, task: str) -> None:
+        with _txn(self.conn):
+            self.conn.execute("UPDATE slurm_tasks SET folded = 1 WHERE task = ?", (task,))
 
     def slurm_arrays(self) -> list[dict]:
         cur = self.conn.execute("SELECT * FROM slurm_arrays ORDER BY submitted_at")

@@ -158,29 +158,27 @@ def accounting_states(array_ids: list[str]) -> dict[str, str]:
 
 
 def refresh(m) -> dict[str, str]:
-    """Fold the ended array tasks' records into the manifest; returns job ->
-    Slurm state (``squeue``, else ``sacct``, else ``ENDED`` once it left the queue)."""
+    """Fold the ended array tasks' records into the manifest (each task once);
+    returns job -> Slurm state of its latest task (``squeue``, else ``sacct``,
+    else ``ENDED`` once it left the queue)."""
     arrays = [a["array_id"] for a in m.slurm_arrays()]
     queued = queue_states(arrays)
     acct = accounting_states(arrays)
-    states: dict[str, str] = {}
-    for j in m.jobs():
-        task = j["slurm_job"]
-        if not task:
-            continue
+    jobs = {j["job_id"]: j for j in m.jobs()}
+    for task, name in m.open_slurm_tasks():
+        j = jobs.get(name)
         q = queued.get(task)
-        states[j["job_id"]] = q or acct.get(task) or "ENDED"
-        if j["state"] in ("done", "failed") and q is None:
-            continue
         if q in QUEUED:
-            if q == "RUNNING" and j["state"] != "running":
-                m.set_state([j["job_id"]], "running")
+            if q == "RUNNING" and j is not None and j["state"] != "running" and j["slurm_job"] == task:
+                m.set_state([name], "running")
             continue
-        how = acct.get(task) or "not in squeue; no accounting"
-        new = ingest(m.root, m, j, lost_error=f"Slurm task {task} ended without a result ({how})")
-        if new == "pending" and not m.attempts(j["job_id"]):
-            m.set_state([j["job_id"]], "failed", error=f"Slurm task {task} ended without starting the job ({how}); see slurm/logs/{task}.out")
-    return states
+        if j is not None and j["slurm_job"] == task:  # a newer task of the job supersedes this one
+            how = acct.get(task) or "not in squeue; no accounting"
+            new = ingest(m.root, m, j, lost_error=f"Slurm task {task} ended without a result ({how})")
+            if new == "pending" and not m.attempts(name):
+                m.set_state([name], "failed", error=f"Slurm task {task} ended without starting the job ({how}); see slurm/logs/{task}.out")
+        m.fold_slurm_task(task)
+    return {j["job_id"]: queued.get(j["slurm_job"]) or acct.get(j["slurm_job"]) or "ENDED" for j in m.jobs() if j["slurm_job"]}
 
 
 def run_slurm(s: Session, opts: SlurmOptions, progress, only: set[str] | None = None) -> dict | None:
