@@ -27,7 +27,6 @@ from sweep_helpers import (
     attlens,
     fake_runs,
     manifest_rows,
-    status,
     sweep_env,
     vec_duration_us,
     vec_waves,
