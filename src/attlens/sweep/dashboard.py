@@ -167,8 +167,8 @@ def findings_markdown(rows: list[dict], cats: list[dict], meta: dict) -> str:
     for cat in cats:
         lines += [f"## {cat['title']}", "", f"_{_text(cat['meaning'])}._", ""]
         if not cat["rules"]:
-            lines += [f"No rule of this attlens detects this yet (none of its rule ids matches the category), so this list is empty "
-                      f"whatever the kernels do; it fills in when such a rule exists.", ""]
+            lines += ["No rule of this attlens detects this yet (none of its rule ids matches the category), so this list is empty "
+                      "whatever the kernels do; it fills in when such a rule exists.", ""]
             continue
         rules = ", ".join(_code(r) for r in cat["rules"])
         if not cat["jobs"]:

@@ -32,22 +32,30 @@ class _Analysis:
     deadline: float
 
 
+def _ended(proc: subprocess.Popen, deadline: float) -> tuple[int | None, bool] | None:
+    """(exit code, timed out) once the process ended or ran out of time (its
+    tree is then ended); None while it runs."""
+    rc = proc.poll()
+    if rc is not None:
+        return rc, False
+    if time.monotonic() > deadline:
+        end_tree(proc)
+        return proc.poll(), True
+    return None
+
+
 def default_analysis_workers() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
 def run_local(s: Session, gpus: list[str], progress, only: set[str] | None = None, analysis_workers: int | None = None) -> None:
     workers = analysis_workers or default_analysis_workers()
+    s.progress = progress
     queue: deque[str] = deque(s.todo(only))
     not_before: dict[str, float] = {}
     running: dict[str, jobmod.Attempt] = {}  # gpu -> attempt
     waiting: deque[dict] = deque()  # profiled, waiting for an analysis slot
     analyzing: list[_Analysis] = []
-    counts = {"done": 0, "failed": 0}
-
-    def count(state: str) -> None:
-        counts[state] += 1
-        progress.set_counts(done=counts["done"], failed=counts["failed"], analyzing=len(analyzing) + len(waiting))
 
     def next_ready(now: float) -> str | None:
         for name in queue:
@@ -56,18 +64,13 @@ def run_local(s: Session, gpus: list[str], progress, only: set[str] | None = Non
                 return name
         return None
 
-    def after_profile(rec: dict, gpu: str) -> None:
+    def after_profile(rec: dict) -> None:
         decision, delay = s.profiled(rec)
         if decision == "analyze":
             waiting.append(rec)
-            progress.event(f"{rec['job']}: profiled on GPU {gpu} in {rec['seconds']:.1f} s (attempt {rec['attempt']}); analyzing")
         elif decision == "retry":
             not_before[rec["job"]] = time.monotonic() + delay
             queue.append(rec["job"])
-            progress.event(f"{rec['job']}: attempt {rec['attempt']} failed ({rec['error']}); retry in {delay:g} s")
-        else:
-            count("failed")
-            progress.event(f"{rec['job']}: FAILED (attempt {rec['attempt']}, exit {rec['exit_code']}): {rec['error']}")
 
     def after_analysis(an: _Analysis, rc: int | None, timed_out: bool) -> None:
         rec = an.rec
@@ -75,8 +78,6 @@ def run_local(s: Session, gpus: list[str], progress, only: set[str] | None = Non
         result = jobmod.read_result(s.root, adir, s.jobs[rec["job"]].spec_hash) if rc == 0 and not timed_out else None
         if result is not None:
             s.finished(rec, result)
-            count("done")
-            progress.event(f"{rec['job']}: done ({result['summary'].get('kernel') or 'no capture'})")
             return
         if timed_out:
             err = f"did not finish within {s.jobs[rec['job']].timeout:g} s"
@@ -87,8 +88,6 @@ def run_local(s: Session, gpus: list[str], progress, only: set[str] | None = Non
                 lines = []
             err = lines[-1].strip() if lines else f"exited with {rc}"
         s.analysis_failed(rec, err, rc)
-        count("failed")
-        progress.event(f"{rec['job']}: FAILED in analysis: {err}")
 
     def start_analysis(rec: dict) -> None:
         adir = s.root / rec["attempt_dir"]
@@ -98,7 +97,6 @@ def run_local(s: Session, gpus: list[str], progress, only: set[str] | None = Non
                                         start_new_session=True)
             except OSError as exc:
                 s.analysis_failed(rec, f"cannot start: {exc}", None)
-                count("failed")
                 return
         t0 = time.monotonic()
         analyzing.append(_Analysis(rec, proc, t0, t0 + s.jobs[rec["job"]].timeout))
@@ -115,32 +113,24 @@ def run_local(s: Session, gpus: list[str], progress, only: set[str] | None = Non
                 a = jobmod.start(s.root, s.jobs[name], gpu, "local")
                 if a.proc is None:  # could not even start: a permanent failure
                     s.started(a)
-                    after_profile(jobmod.conclude(s.root, a, None, False), gpu)
+                    after_profile(jobmod.conclude(s.root, a, None, False))
                     continue
                 s.started(a)
                 running[gpu] = a
                 progress.slot(f"GPU {gpu}", f"{name} (attempt {a.n})")
             for gpu, a in list(running.items()):
-                rc, timed_out = a.proc.poll(), False
-                if rc is None and time.monotonic() > a.deadline:
-                    end_tree(a.proc)
-                    rc, timed_out = a.proc.poll(), True
-                if rc is None and not timed_out:
-                    continue
-                del running[gpu]
-                progress.slot(f"GPU {gpu}", None)
-                after_profile(jobmod.conclude(s.root, a, rc, timed_out), gpu)
+                ended = _ended(a.proc, a.deadline)
+                if ended is not None:
+                    del running[gpu]
+                    progress.slot(f"GPU {gpu}", None)
+                    after_profile(jobmod.conclude(s.root, a, *ended))
             while waiting and len(analyzing) < workers:
                 start_analysis(waiting.popleft())
             for an in list(analyzing):
-                rc, timed_out = an.proc.poll(), False
-                if rc is None and time.monotonic() > an.deadline:
-                    end_tree(an.proc)
-                    rc, timed_out = an.proc.poll(), True
-                if rc is None and not timed_out:
-                    continue
-                analyzing.remove(an)
-                after_analysis(an, rc, timed_out)
+                ended = _ended(an.proc, an.deadline)
+                if ended is not None:
+                    analyzing.remove(an)
+                    after_analysis(an, *ended)
             progress.set_counts(analyzing=len(analyzing) + len(waiting))
             time.sleep(POLL_SECONDS)
     except BaseException:

@@ -90,14 +90,10 @@ def _drive(ray, s: Session, progress, only, gpu_ids) -> None:
         raise EngineUnavailable("the Ray cluster has no GPU resource", hint="start it with GPUs (ray start --num-gpus N) or give --gpus")
     profile_remote = ray.remote(num_gpus=1, num_cpus=0, max_retries=0)(profile_task)
     finish_remote = ray.remote(num_cpus=1, max_retries=0)(finish_task)
+    s.progress = progress
     queue: deque[str] = deque(s.todo(only))
     not_before: dict[str, float] = {}
     inflight: dict = {}  # ref -> ("profile", stub rec) | ("finish", rec)
-    counts = {"done": 0, "failed": 0}
-
-    def count(state):
-        counts[state] += 1
-        progress.set_counts(done=counts["done"], failed=counts["failed"], analyzing=sum(k == "finish" for k, _ in inflight.values()))
 
     def submit_ready(now):
         profiling = sum(k == "profile" for k, _ in inflight.values())
@@ -123,18 +119,14 @@ def _drive(ray, s: Session, progress, only, gpu_ids) -> None:
         decision, delay = s.profiled(rec)
         if decision == "analyze":
             inflight[finish_remote.remote(str(s.root), str(s.root / rec["attempt_dir"]))] = ("finish", rec)
-            progress.event(f"{rec['job']}: profiled on {rec['host']} GPU {rec['gpu']} in {rec['seconds']:.1f} s (attempt {rec['attempt']}); analyzing")
         elif decision == "retry":
             not_before[rec["job"]] = time.monotonic() + delay
             queue.append(rec["job"])
-            progress.event(f"{rec['job']}: attempt {rec['attempt']} failed ({rec['error']}); retry in {delay:g} s")
-        else:
-            count("failed")
-            progress.event(f"{rec['job']}: FAILED (attempt {rec['attempt']}, exit {rec['exit_code']}): {rec['error']}")
 
     try:
         while queue or inflight:
             submit_ready(time.monotonic())
+            progress.set_counts(analyzing=sum(k == "finish" for k, _ in inflight.values()))
             if not inflight:
                 time.sleep(POLL_SECONDS)
                 continue
@@ -154,12 +146,8 @@ def _drive(ray, s: Session, progress, only, gpu_ids) -> None:
                     on_profile(rec, out)
                 elif out is not None and out["result"] is not None:
                     s.finished(rec, out["result"])
-                    count("done")
-                    progress.event(f"{rec['job']}: done ({out['result']['summary'].get('kernel') or 'no capture'})")
                 else:
                     s.analysis_failed(rec, err or out["error"], None if out is None else out["exit_code"])
-                    count("failed")
-                    progress.event(f"{rec['job']}: FAILED in analysis: {err or out['error']}")
     except BaseException:
         # Ctrl-C / SIGTERM: a plain cancel interrupts each task, which ends its
         # job's process tree (jobmod.wait); the attempts are recorded as interrupted.

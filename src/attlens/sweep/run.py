@@ -71,6 +71,8 @@ class Session:
     engine: str
     failures: dict[str, int] = field(default_factory=dict)  # transient failures in this run
     notes: list[str] = field(default_factory=list)
+    progress: object = None  # attlens.sweep.progress.Progress of the engine, for the events below
+    finished_count: dict[str, int] = field(default_factory=lambda: {"done": 0, "failed": 0})
 
     def close(self) -> None:
         self.manifest.close()
@@ -86,12 +88,22 @@ class Session:
         self.manifest.begin_attempt(a.job.name, a.n, a.engine, jobmod.host(), a.gpu, a.started_at,
                                     a.proc.pid if a.proc else None, a.pid_start)
 
+    def _event(self, text: str, state: str | None = None) -> None:
+        if state is not None:
+            self.finished_count[state] += 1
+        if self.progress is not None:
+            if state is not None:
+                self.progress.set_counts(**self.finished_count)
+            self.progress.event(text)
+
     def profiled(self, rec: dict) -> tuple[str, float]:
         """After the profile step: ``("analyze", 0)``, ``("retry", delay)`` or
         ``("failed", 0)``; the manifest and the attempt record say the same."""
         name, job = rec["job"], self.jobs[rec["job"]]
         if rec["kind"] == "ok":
             self.manifest.end_attempt(name, rec["attempt"], {**rec, "outcome": "analyzing"})
+            where = f"{rec['host']} " if rec.get("engine") != "local" else ""
+            self._event(f"{name}: profiled on {where}GPU {rec['gpu']} in {rec['seconds']:.1f} s (attempt {rec['attempt']}); analyzing")
             return "analyze", 0.0
         if rec["kind"] == "transient":
             n = self.failures.get(name, 0) + 1
@@ -101,10 +113,12 @@ class Session:
                 rec = {**rec, "outcome": "retry", "retry_in": delay}
                 jobmod.write_record(self.root / rec["attempt_dir"], rec)
                 self.manifest.end_attempt(name, rec["attempt"], rec, job_state="pending")
+                self._event(f"{name}: attempt {rec['attempt']} failed ({rec['error']}); retry in {delay:g} s")
                 return "retry", delay
         rec = {**rec, "outcome": "failed"}
         jobmod.write_record(self.root / rec["attempt_dir"], rec)
         self.manifest.end_attempt(name, rec["attempt"], rec, job_state="failed")
+        self._event(f"{name}: FAILED (attempt {rec['attempt']}, exit {rec['exit_code']}): {rec['error']}", "failed")
         return "failed", 0.0
 
     def finished(self, rec: dict, result: dict) -> None:
@@ -112,6 +126,7 @@ class Session:
         rec = {**rec, "outcome": "done", "ended_at": ended, "seconds": round(ended - rec["started_at"], 3)}
         jobmod.write_record(self.root / rec["attempt_dir"], rec)
         self.manifest.record_done(rec["job"], rec["attempt"], rec, result)
+        self._event(f"{rec['job']}: done ({result['summary'].get('kernel') or 'no capture'})", "done")
 
     def analysis_failed(self, rec: dict, error: str, exit_code: int | None) -> None:
         ended = time.time()
@@ -119,6 +134,7 @@ class Session:
                "ended_at": ended, "seconds": round(ended - rec["started_at"], 3)}
         jobmod.write_record(self.root / rec["attempt_dir"], rec)
         self.manifest.end_attempt(rec["job"], rec["attempt"], rec, job_state="failed")
+        self._event(f"{rec['job']}: FAILED in analysis: {error}", "failed")
 
     def interrupted(self, rec: dict) -> None:
         rec = {**rec, "outcome": "interrupted", "error": "the sweep was stopped", "ended_at": rec.get("ended_at") or time.time()}

@@ -81,7 +81,7 @@ def array_script(root: Path, sub_path: Path, n: int, jobs: list[Job], opts: Slur
     array = f"0-{n - 1}" + (f"%{opts.max_parallel}" if opts.max_parallel else "")
     lines = ["#!/bin/bash",
              f"# attlens sweep: {n} job(s) of {root} (docs/sweep.md); one job per array task",
-             f"#SBATCH --job-name=attlens-sweep",
+             "#SBATCH --job-name=attlens-sweep",
              f"#SBATCH --array={array}",
              "#SBATCH --ntasks=1",
              f"#SBATCH --time={time_limit_minutes(jobs)}"]
