@@ -107,7 +107,7 @@ def cmd_run(args) -> int:
     from attlens.sweep.progress import Progress
     from attlens.sweep.run import open_session
     from attlens.sweep.spec import load_sweep
-    from attlens.sweep.status import render_status, status_doc
+    from attlens.sweep.status import status_doc
 
     for name, v in (("--timeout", args.timeout), ("--backoff", args.backoff)):
         if v is not None and not (v >= 0 if name == "--backoff" else v > 0):
@@ -156,7 +156,7 @@ def cmd_run(args) -> int:
                 _print_run(args, doc)
                 return EXIT_OK
         else:
-            slots = [f"GPU {g}" for g in gpus] if gpus else []
+            slots = [f"GPU {g}" for g in gpus] if gpus and args.engine == "local" else []
             with Progress(len(todo), slots, quiet=quiet) as progress:
                 if args.engine == "local":
                     from attlens.sweep.local import run_local
@@ -199,9 +199,16 @@ def cmd_status(args) -> int:
     try:
         scheduler = None
         if m.slurm_arrays():
+            from attlens.sweep.run import FolderLock
             from attlens.sweep.slurm import refresh
 
-            scheduler = refresh(m)
+            # Fold the ended tasks in, unless a `sweep run` holds the folder (it does that itself).
+            lock = FolderLock(m.root)
+            owner = lock.acquire()
+            try:
+                scheduler = refresh(m, fold=owner)
+            finally:
+                lock.release()
         doc = status_doc(m, scheduler)
     finally:
         m.close()

@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from attlens.sweep import job as jobmod
-from attlens.sweep.proc import end_tree
+from attlens.sweep.proc import end_tree, start_time
 from attlens.sweep.run import Session
 
 POLL_SECONDS = 0.1
@@ -98,6 +98,7 @@ def run_local(s: Session, gpus: list[str], progress, only: set[str] | None = Non
             except OSError as exc:
                 s.analysis_failed(rec, f"cannot start: {exc}", None)
                 return
+        s.manifest.set_attempt_process(rec["job"], rec["attempt"], proc.pid, start_time(proc.pid))
         t0 = time.monotonic()
         analyzing.append(_Analysis(rec, proc, t0, t0 + s.jobs[rec["job"]].timeout))
 

@@ -223,6 +223,12 @@ class Manifest:
             self.conn.execute("UPDATE jobs SET state = 'running', engine = ?, host = ?, gpu = ?, started_at = ?, updated_at = ? WHERE job_id = ?",
                               (engine, host, gpu, started_at, time.time(), job_id))
 
+    def set_attempt_process(self, job_id: str, attempt: int, pid: int, pid_start: str | None) -> None:
+        """The process now working for the attempt (its analysis step), so a
+        later run can end it if this sweep dies."""
+        with _txn(self.conn):
+            self.conn.execute("UPDATE attempts SET pid = ?, pid_start = ? WHERE job_id = ? AND attempt = ?", (pid, pid_start, job_id, attempt))
+
     def _count_attempts(self, job_id: str) -> None:
         self.conn.execute("UPDATE jobs SET attempts = (SELECT COUNT(*) FROM attempts WHERE job_id = ?) WHERE job_id = ?", (job_id, job_id))
 

@@ -157,15 +157,16 @@ def accounting_states(array_ids: list[str]) -> dict[str, str]:
     return states
 
 
-def refresh(m) -> dict[str, str]:
-    """Fold the ended array tasks' records into the manifest (each task once);
+def refresh(m, fold: bool = True) -> dict[str, str]:
+    """Fold the ended array tasks' records into the manifest (each task once;
+    ``fold=False``: only read, while another process drives the sweep);
     returns job -> Slurm state of its latest task (``squeue``, else ``sacct``,
     else ``ENDED`` once it left the queue)."""
     arrays = [a["array_id"] for a in m.slurm_arrays()]
     queued = queue_states(arrays)
     acct = accounting_states(arrays)
     jobs = {j["job_id"]: j for j in m.jobs()}
-    for task, name in m.open_slurm_tasks():
+    for task, name in (m.open_slurm_tasks() if fold else []):
         j = jobs.get(name)
         q = queued.get(task)
         if q in QUEUED:
