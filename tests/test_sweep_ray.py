@@ -1,4 +1,4 @@
-"""The Ray engine on a real local Ray instance (started by attlens, with four
+"""The Ray engine on a real local Ray instance (started by attlens, with two
 fake GPUs declared as Ray GPU resources, and stopped at the end) gives the
 same manifest as the local engine for the same sweep: states, attempts and
 their outcomes, exit codes, errors, paths and headline figures."""
@@ -36,16 +36,16 @@ def test_ray_engine_gives_the_local_engines_manifest(tmp_path):
     _require_ray()
     env = sweep_env(tmp_path)
     local_out, ray_out = tmp_path / "local", tmp_path / "ray"
-    local = json.loads(attlens(env, "sweep", "run", _sweep(tmp_path, "local"), "--out", local_out, "--gpus", "0,1,2,3", "--json", code=31).stdout)
+    local = json.loads(attlens(env, "sweep", "run", _sweep(tmp_path, "local"), "--out", local_out, "--gpus", "0,1", "--json", code=31).stdout)
     local_runs = len(fake_runs(tmp_path))
-    p = attlens(env, "sweep", "run", _sweep(tmp_path, "ray"), "--out", ray_out, "--engine", "ray", "--gpus", "0,1,2,3", "--json", code=31)
+    p = attlens(env, "sweep", "run", _sweep(tmp_path, "ray"), "--out", ray_out, "--engine", "ray", "--gpus", "0,1", "--json", code=31)
     ray = json.loads(p.stdout)
     assert ray["engine"] == "ray" and all(a["engine"] == "ray" for j in ray["jobs"] for a in j["attempt_history"])
     assert normalized(ray, ray_out) == normalized(local, local_out)
     assert ray["counts"] == {"pending": 0, "running": 0, "done": 5, "failed": 1}
     # the profile tasks held one Ray GPU each: pinned, never two on one GPU at a time
     runs = [r for r in fake_runs(tmp_path)[local_runs:]]
-    assert runs and all(r["ROCR_VISIBLE_DEVICES"] in ("0", "1", "2", "3") and r["HIP_VISIBLE_DEVICES"] == "0" for r in runs)
+    assert runs and all(r["ROCR_VISIBLE_DEVICES"] in ("0", "1") and r["HIP_VISIBLE_DEVICES"] == "0" for r in runs)
     assert_exclusive(attempt_intervals(runs))
     for j in ray["jobs"]:
         if j["report"]:

@@ -148,7 +148,7 @@ def cmd_run(args) -> int:
 
             opts = SlurmOptions(partition=args.partition, max_parallel=args.max_parallel, gres=args.gres, extra=list(args.sbatch_arg),
                                 wait=args.wait)
-            with Progress(len(todo), [], live=None if not args.json else False, quiet=quiet) as progress:
+            with Progress(len(todo), [], quiet=quiet) as progress:
                 submitted = run_slurm(s, opts, progress, only)
             if not args.wait:
                 doc = status_doc(s.manifest)

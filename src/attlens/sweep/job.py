@@ -7,6 +7,7 @@ Layout of a job's folder (``DIR/jobs/<name>/``)::
     attempt-<n>/profile/     the ``attlens profile --out`` folder (captures, logs)
     attempt-<n>/profile.json its ``--json`` output (or its ``attlens.error``)
     attempt-<n>/stderr.txt   its stderr, also appended to job.log
+    attempt-<n>/process.json host, pid and start time of its profile run
     attempt-<n>/analysis.log the analysis step's output (local engine)
     attempt-<n>/report.html  the capture's HTML report
     attempt-<n>/result.json  written last: the attempt is complete
@@ -151,6 +152,9 @@ def start(root: Path, job: Job, gpu: str | None, engine: str, attempt: tuple[int
             a.proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=job.cwd, env=child_env(job, gpu if pin else None),
                                       start_new_session=True)
         a.pid_start = start_time(a.proc.pid)
+        # Where the job runs, for a later run to end it should this sweep (or
+        # its Ray worker) die without doing so.
+        write_atomic(adir / "process.json", json.dumps({"host": host(), "pid": a.proc.pid, "pid_start": a.pid_start}))
     except OSError as exc:
         a.start_error = f"cannot start the job: {exc.strerror or exc}" + (f" (cwd {job.cwd})" if not Path(job.cwd).is_dir() else "")
     return a

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -66,6 +67,20 @@ def _ray():
 
 def run_ray(s: Session, progress, only: set[str] | None = None, address: str | None = None, gpus: list[str] | None = None) -> None:
     ray = _ray()
+    # Ray prints its own messages (worker and raylet notices) on the driver's
+    # stdout, which belongs to the sweep's --json output: send them to stderr.
+    sys.stdout.flush()
+    saved_stdout = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        _run(ray, s, progress, only, address, gpus)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved_stdout, 1)
+        os.close(saved_stdout)
+
+
+def _run(ray, s: Session, progress, only, address, gpus) -> None:
     started_here = False
     if not ray.is_initialized():
         try:

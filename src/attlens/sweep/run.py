@@ -195,10 +195,13 @@ def recover(s: Session) -> None:
     me = jobmod.host()
     for a in m.running_attempts():
         if a["engine"] == "slurm":
-            continue  # a Slurm task may still be running: its array decides (slurm.sync)
-        if a["host"] == me and a["pid"]:
-            if end_tree_pid(a["pid"], a["pid_start"]):
-                s.notes.append(f"ended job {a['job_id']} (attempt {a['attempt']}, pid {a['pid']}) left running by a stopped sweep")
+            continue  # a Slurm task may still be running: its array decides (slurm.refresh)
+        where = {"host": a["host"], "pid": a["pid"], "pid_start": a["pid_start"]}
+        if not a["pid"]:  # started by a Ray worker: the attempt folder says where
+            where = jobmod.read_json(jobmod.job_dir(s.root, a["job_id"]) / f"{jobmod.ATTEMPT_PREFIX}{a['attempt']}" / "process.json") or {}
+        if where.get("host") == me and where.get("pid"):
+            if end_tree_pid(where["pid"], where.get("pid_start")):
+                s.notes.append(f"ended job {a['job_id']} (attempt {a['attempt']}, pid {where['pid']}) left running by a stopped sweep")
     for j in m.jobs():
         if j["state"] != "running" or j["engine"] == "slurm":
             continue
