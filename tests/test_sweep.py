@@ -48,6 +48,7 @@ def _main_jobs(tmp: Path) -> list[dict]:
         {"name": "flaky", "env": {"FAKE_ROCPROF_FAIL_TIMES": "1", "FAKE_ROCPROF_FAIL_STATE": str(tmp / "flaky.state")}},
         {"name": "broken", "env": {"FAKE_ROCPROF_FAIL_TIMES": "99", "FAKE_ROCPROF_FAIL_STATE": str(tmp / "broken.state")}},
         {"name": "hang", "timeout": HANG_TIMEOUT, "retries": 0, "env": {"FAKE_ROCPROF_HANG": str(tmp / "hang.pids")}},
+        {"name": "nocwd", "cwd": "no/such/dir"},
     ]
 
 
@@ -75,7 +76,7 @@ def _jobs(doc) -> dict:
 def test_states_attempts_and_failure_classes(main_sweep):
     doc = main_sweep["doc"]
     assert doc["schema"] == "attlens.sweep_status" and doc["engine"] == "local"
-    assert doc["counts"] == {"pending": 0, "running": 0, "done": 5, "failed": 3}
+    assert doc["counts"] == {"pending": 0, "running": 0, "done": 5, "failed": 4}
     j = _jobs(doc)
     for name in ("g1", "g2", "g3", "g4"):
         assert j[name]["state"] == "done" and j[name]["attempts"] == 1 and j[name]["exit_code"] == 0
@@ -83,6 +84,9 @@ def test_states_attempts_and_failure_classes(main_sweep):
     # permanent: kernel not found (exit 12) is not retried
     assert j["nokernel"]["state"] == "failed" and j["nokernel"]["attempts"] == 1 and j["nokernel"]["exit_code"] == 12
     assert "no_such_kernel" in j["nokernel"]["error"]
+    # a program that cannot start is permanent too
+    assert j["nocwd"]["state"] == "failed" and j["nocwd"]["attempts"] == 1 and j["nocwd"]["exit_code"] is None
+    assert j["nocwd"]["error"].startswith("cannot start the job") and "no/such/dir" in j["nocwd"]["error"]
     # transient (rocprofv3 failed, exit 14): retried once, then done
     assert j["flaky"]["state"] == "done" and [(a["outcome"], a["exit_code"]) for a in j["flaky"]["attempt_history"]] == [("retry", 14), ("done", 0)]
     assert j["flaky"]["attempt_dir"] == "jobs/flaky/attempt-2"
@@ -95,7 +99,7 @@ def test_states_attempts_and_failure_classes(main_sweep):
     # one folder per job, a log per job with every attempt
     log = (main_sweep["out"] / "jobs/flaky/job.log").read_text()
     assert "=== attempt 1" in log and "=== attempt 2" in log and "planted failure 1" in log
-    assert "1 job(s) failed" not in main_sweep["stderr"] and "3 job(s) failed" in main_sweep["stderr"]
+    assert "4 job(s) failed" in main_sweep["stderr"]
 
 
 def test_gpu_pinning_is_exclusive(main_sweep):
@@ -153,7 +157,7 @@ def test_headline_figures_are_the_captures(main_sweep, shared):
 
 def test_status_terminal(main_sweep):
     p = attlens(main_sweep["env"], "sweep", "status", main_sweep["out"])
-    assert "8 job(s): 5 done, 3 failed" in p.stdout and "broken" in p.stdout and "job.log" in p.stdout
+    assert "9 job(s): 5 done, 4 failed" in p.stdout and "broken" in p.stdout and "job.log" in p.stdout
 
 
 def test_dashboard_rows_equal_the_manifest(main_sweep, tmp_path):
