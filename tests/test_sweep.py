@@ -370,6 +370,9 @@ def test_bad_input_and_options(tmp_path):
     (tmp_path / "full" / "mine.txt").write_text("keep")
     assert "holds no sweep" in attlens(env, "sweep", "run", good, "--out", tmp_path / "full", "--gpus", "0", code=2).stderr
     assert "not a sweep folder" in attlens(env, "sweep", "status", tmp_path / "full", code=3).stderr
+    (tmp_path / "badm").mkdir()
+    (tmp_path / "badm" / "manifest.sqlite").write_text("not sqlite")
+    assert "not a usable SQLite manifest" in attlens(env, "sweep", "status", tmp_path / "badm", code=3).stderr
     assert "no such file" in attlens(env, "sweep", "report", tmp_path / "nope", code=3).stderr
     p = attlens(env, "sweep", "run", good, "--out", tmp_path / "o", "--gpus", "0", "--only", "zz", code=2)
     assert "no job named zz" in p.stderr

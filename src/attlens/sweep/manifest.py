@@ -133,9 +133,13 @@ class Manifest:
             version = m.meta("schema_version")
             if version is None and create:
                 m.set_meta(schema_version=str(SCHEMA_VERSION), created_at=str(time.time()), attlens_version=__version__)
-            elif version is None or int(version) > SCHEMA_VERSION:
+            elif version is None or not version.isdigit():
                 conn.close()
-                raise UsageError(f"{p}: manifest schema version {version} is not one this attlens ({__version__}) reads")
+                raise InputNotFound(f"{p}: not an attlens sweep manifest (no schema version)")
+            elif int(version) > SCHEMA_VERSION:
+                conn.close()
+                raise UsageError(f"{p}: manifest schema version {version} is newer than this attlens ({__version__}) reads",
+                                 hint="use the attlens that wrote it")
         except sqlite3.DatabaseError as exc:
             raise InputNotFound(f"{p}: not a usable SQLite manifest: {exc}") from None
         return m
@@ -185,11 +189,6 @@ class Manifest:
     def jobs(self) -> list[dict]:
         cur = self.conn.execute("SELECT * FROM jobs ORDER BY position")
         return [_row(cur, r) for r in cur.fetchall()]
-
-    def job(self, job_id: str) -> dict | None:
-        cur = self.conn.execute("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
-        r = cur.fetchone()
-        return None if r is None else _row(cur, r)
 
     def attempts(self, job_id: str | None = None) -> list[dict]:
         if job_id is None:
