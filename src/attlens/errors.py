@@ -27,6 +27,11 @@ EXIT_PROFILER_FAILED = 14  # rocprofv3 (or the program under it) failed or timed
 # diff / check
 EXIT_REGRESSION = 20  # attlens check: the metric regressed beyond --max-regression
 EXIT_INCOMPARABLE = 21  # the two captures cannot be compared meaningfully (use --force)
+# sweeps (attlens sweep)
+EXIT_SWEEP_FILE = 30  # the sweep file is missing, unreadable or does not follow its schema
+EXIT_SWEEP_INCOMPLETE = 31  # the sweep ran, but some job failed (see attlens sweep status)
+EXIT_SWEEP_BUSY = 32  # another attlens sweep run holds the sweep folder
+EXIT_ENGINE_UNAVAILABLE = 33  # the engine cannot be used here (Ray not installed, no sbatch, no GPU found)
 
 
 class AttlensError(Exception):
@@ -95,3 +100,21 @@ class ProfilerFailed(AttlensError):
 
 class Incomparable(AttlensError):
     exit_code = EXIT_INCOMPARABLE
+
+
+class SweepFileError(AttlensError):
+    """The sweep file is missing, unreadable or does not follow its schema."""
+
+    exit_code = EXIT_SWEEP_FILE
+
+
+class SweepIncomplete(AttlensError):
+    exit_code = EXIT_SWEEP_INCOMPLETE
+
+
+class SweepBusy(AttlensError):
+    exit_code = EXIT_SWEEP_BUSY
+
+
+class EngineUnavailable(AttlensError):
+    exit_code = EXIT_ENGINE_UNAVAILABLE

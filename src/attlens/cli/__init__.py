@@ -4,8 +4,10 @@ The commands live in one module per group (``analysis_cmds``: one capture;
 ``report_cmds``: reports and the demo; ``compare_cmds``: diff and check;
 ``capture_cmds``: rocprofv3 runs and their outputs; ``query_cmds``: asm,
 waits, occupancy, captures; ``agent_cmds``: the MCP server and the agent
-skill; ``meta_cmds``: the JSON schemas). Each group's ``register(sub)`` adds its subparsers with ``set_defaults(func=...)``; this
-module only assembles them and turns errors into exit codes.
+skill; ``sweep_cmds``: sweeps over many kernels and GPUs; ``meta_cmds``: the
+JSON schemas). Each group's ``register(sub)`` adds its subparsers with
+``set_defaults(func=...)``; this module only assembles them and turns errors
+into exit codes.
 
 Only argparse is imported at start-up; everything else is imported inside the
 command that needs it, so ``attlens --help`` stays instant.
@@ -18,10 +20,11 @@ import os
 import sys
 
 from attlens import __version__
-from attlens.cli import agent_cmds, analysis_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds
+from attlens.cli import agent_cmds, analysis_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds, sweep_cmds
 from attlens.cli.common import EPILOG, print_error, say
 
-GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, agent_cmds, meta_cmds)
+GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, sweep_cmds, agent_cmds, meta_cmds)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(

@@ -1,0 +1,315 @@
+"""The sweep's state: one SQLite file, ``DIR/manifest.sqlite`` (docs/sweep.md).
+
+Only the process that drives the sweep writes it (``sweep run``, and ``sweep
+status`` for a Slurm sweep, which folds in what the array tasks wrote in
+their job folders); Slurm tasks and Ray workers never open it, so it can live
+on a shared file system without SQLite's locking across nodes. Every change is
+one transaction: a job is recorded ``done`` together with its attempt, its
+paths and its headline figures, after its folder is complete, or not at all.
+
+Paths are stored relative to DIR, so the folder can be moved.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+from attlens import __version__
+from attlens.errors import InputNotFound, UsageError
+
+FILE = "manifest.sqlite"
+SCHEMA_VERSION = 1
+JOB_STATES = ("pending", "running", "done", "failed")
+# running: profiling; analyzing: profiled, the analysis/report is being made;
+# retry: failed in a way that looks transient, another attempt follows;
+# interrupted: the sweep was stopped (Ctrl-C, SIGTERM) and ended the job;
+# lost: the sweep (or the node, or the Slurm task) died and left no record.
+ATTEMPT_OUTCOMES = ("running", "analyzing", "done", "retry", "failed", "interrupted", "lost")
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id      TEXT PRIMARY KEY,
+    position    INTEGER NOT NULL,
+    spec        TEXT NOT NULL,
+    spec_hash   TEXT NOT NULL,
+    state       TEXT NOT NULL CHECK (state IN {JOB_STATES}),
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    engine      TEXT,
+    host        TEXT,
+    gpu         TEXT,
+    started_at  REAL,
+    ended_at    REAL,
+    seconds     REAL,
+    exit_code   INTEGER,
+    error       TEXT,
+    attempt_dir TEXT,
+    capture     TEXT,
+    report      TEXT,
+    profile_json TEXT,
+    summary     TEXT,
+    slurm_job   TEXT,
+    updated_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    job_id     TEXT NOT NULL REFERENCES jobs(job_id),
+    attempt    INTEGER NOT NULL,
+    engine     TEXT NOT NULL,
+    host       TEXT,
+    gpu        TEXT,
+    pid        INTEGER,
+    pid_start  TEXT,
+    started_at REAL NOT NULL,
+    ended_at   REAL,
+    seconds    REAL,
+    outcome    TEXT NOT NULL CHECK (outcome IN {ATTEMPT_OUTCOMES}),
+    exit_code  INTEGER,
+    error      TEXT,
+    PRIMARY KEY (job_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS slurm_arrays (
+    array_id     TEXT PRIMARY KEY,
+    submitted_at REAL NOT NULL,
+    script       TEXT NOT NULL,
+    tasks        TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS slurm_tasks (
+    task     TEXT PRIMARY KEY,
+    array_id TEXT NOT NULL REFERENCES slurm_arrays(array_id),
+    job_id   TEXT NOT NULL REFERENCES jobs(job_id),
+    folded   INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+_JSON_COLUMNS = ("spec", "summary")
+
+
+def _row(cur, row) -> dict:
+    d = {c[0]: v for c, v in zip(cur.description, row)}
+    for k in _JSON_COLUMNS:
+        if k in d and d[k] is not None:
+            d[k] = json.loads(d[k])
+    return d
+
+
+class Manifest:
+    def __init__(self, conn: sqlite3.Connection, root: Path):
+        self.conn = conn
+        self.root = root
+
+    # ------------------------------------------------------------ open/close
+    @classmethod
+    def path(cls, root: Path) -> Path:
+        return Path(root) / FILE
+
+    @classmethod
+    def exists(cls, root: Path) -> bool:
+        return cls.path(root).is_file()
+
+    @classmethod
+    def open(cls, root: Path, create: bool = False) -> Manifest:
+        root = Path(root)
+        p = cls.path(root)
+        if not p.is_file():
+            if not create:
+                raise InputNotFound(f"{root}: not a sweep folder (no {FILE})",
+                                    hint="give the --out folder of attlens sweep run; for a folder of captures use attlens sweep report")
+            root.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(str(p), timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")  # a committed "done" survives a power cut
+            conn.execute("PRAGMA foreign_keys = ON")
+            if create:
+                conn.executescript(_SCHEMA)
+            m = cls(conn, root)
+            version = m.meta("schema_version")
+            if version is None and create:
+                m.set_meta(schema_version=str(SCHEMA_VERSION), created_at=str(time.time()), attlens_version=__version__)
+            elif version is None or not version.isdigit():
+                conn.close()
+                raise InputNotFound(f"{p}: not an attlens sweep manifest (no schema version)")
+            elif int(version) > SCHEMA_VERSION:
+                conn.close()
+                raise UsageError(f"{p}: manifest schema version {version} is newer than this attlens ({__version__}) reads",
+                                 hint="use the attlens that wrote it")
+        except sqlite3.DatabaseError as exc:
+            raise InputNotFound(f"{p}: not a usable SQLite manifest: {exc}") from None
+        return m
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------ meta
+    def meta(self, key: str) -> str | None:
+        try:
+            r = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return None if r is None else r[0]
+
+    def set_meta(self, **kv) -> None:
+        with _txn(self.conn):
+            for k, v in kv.items():
+                self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (k, str(v)))
+
+    # ------------------------------------------------------------ jobs
+    def sync_jobs(self, jobs) -> dict:
+        """Add the sweep file's jobs: new ones as pending; a known job whose
+        spec hash changed is re-run (its old attempts stay on disk); labels and
+        run policy are updated in place. Returns the names per change."""
+        now = time.time()
+        added, changed = [], []
+        with _txn(self.conn):
+            base = self.conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM jobs").fetchone()[0]
+            for i, job in enumerate(jobs):
+                spec = json.dumps(job.to_dict(), sort_keys=True)
+                r = self.conn.execute("SELECT spec_hash, state FROM jobs WHERE job_id = ?", (job.name,)).fetchone()
+                if r is None:
+                    self.conn.execute("INSERT INTO jobs(job_id, position, spec, spec_hash, state, updated_at) VALUES (?, ?, ?, ?, 'pending', ?)",
+                                      (job.name, base + i, spec, job.spec_hash, now))
+                    added.append(job.name)
+                elif r[0] != job.spec_hash:
+                    self.conn.execute(
+                        "UPDATE jobs SET spec = ?, spec_hash = ?, state = 'pending', exit_code = NULL, error = NULL, attempt_dir = NULL, "
+                        "capture = NULL, report = NULL, profile_json = NULL, summary = NULL, slurm_job = NULL, updated_at = ? WHERE job_id = ?",
+                        (spec, job.spec_hash, now, job.name))
+                    changed.append(job.name)
+                else:
+                    self.conn.execute("UPDATE jobs SET spec = ? WHERE job_id = ?", (spec, job.name))
+        return {"added": added, "changed": changed}
+
+    def jobs(self) -> list[dict]:
+        cur = self.conn.execute("SELECT * FROM jobs ORDER BY position")
+        return [_row(cur, r) for r in cur.fetchall()]
+
+    def attempts(self, job_id: str | None = None) -> list[dict]:
+        if job_id is None:
+            cur = self.conn.execute("SELECT * FROM attempts ORDER BY job_id, attempt")
+        else:
+            cur = self.conn.execute("SELECT * FROM attempts WHERE job_id = ? ORDER BY attempt", (job_id,))
+        return [_row(cur, r) for r in cur.fetchall()]
+
+    def counts(self) -> dict:
+        out = {s: 0 for s in JOB_STATES}
+        for state, n in self.conn.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state"):
+            out[state] = n
+        return out
+
+    def set_state(self, job_ids, state: str, **fields) -> None:
+        cols = "".join(f", {k} = ?" for k in fields)
+        with _txn(self.conn):
+            for j in job_ids:
+                self.conn.execute(f"UPDATE jobs SET state = ?{cols}, updated_at = ? WHERE job_id = ?", (state, *fields.values(), time.time(), j))
+
+    # ------------------------------------------------------------ attempts
+    def begin_attempt(self, job_id: str, attempt: int, engine: str, host: str | None, gpu: str | None, started_at: float,
+                      pid: int | None = None, pid_start: str | None = None) -> None:
+        with _txn(self.conn):
+            self.conn.execute(
+                "INSERT INTO attempts(job_id, attempt, engine, host, gpu, pid, pid_start, started_at, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running') "
+                "ON CONFLICT(job_id, attempt) DO UPDATE SET engine = excluded.engine, host = excluded.host, gpu = excluded.gpu, pid = excluded.pid, "
+                "pid_start = excluded.pid_start, started_at = excluded.started_at, outcome = 'running'",
+                (job_id, attempt, engine, host, gpu, pid, pid_start, started_at))
+            self._count_attempts(job_id)
+            self.conn.execute("UPDATE jobs SET state = 'running', engine = ?, host = ?, gpu = ?, started_at = ?, updated_at = ? WHERE job_id = ?",
+                              (engine, host, gpu, started_at, time.time(), job_id))
+
+    def set_attempt_process(self, job_id: str, attempt: int, pid: int, pid_start: str | None) -> None:
+        """The process now working for the attempt (its analysis step), so a
+        later run can end it if this sweep dies."""
+        with _txn(self.conn):
+            self.conn.execute("UPDATE attempts SET pid = ?, pid_start = ? WHERE job_id = ? AND attempt = ?", (pid, pid_start, job_id, attempt))
+
+    def _count_attempts(self, job_id: str) -> None:
+        self.conn.execute("UPDATE jobs SET attempts = (SELECT COUNT(*) FROM attempts WHERE job_id = ?) WHERE job_id = ?", (job_id, job_id))
+
+    def _upsert_attempt(self, job_id: str, attempt: int, rec: dict) -> None:
+        cols = ("engine", "host", "gpu", "started_at", "ended_at", "seconds", "outcome", "exit_code", "error")
+        vals = [rec.get(c) for c in cols]
+        self.conn.execute(
+            f"INSERT INTO attempts(job_id, attempt, {', '.join(cols)}) VALUES (?, ?, {', '.join('?' * len(cols))}) "
+            f"ON CONFLICT(job_id, attempt) DO UPDATE SET {', '.join(f'{c} = COALESCE(excluded.{c}, {c})' for c in cols)}",
+            (job_id, attempt, *vals))
+        self._count_attempts(job_id)
+
+    def end_attempt(self, job_id: str, attempt: int, rec: dict, job_state: str | None = None) -> None:
+        """Record how an attempt ended (``rec``: the attempt record of
+        :mod:`attlens.sweep.job`) and move the job to ``job_state``
+        (``pending`` before a retry, ``failed``, or unchanged while analyzing)."""
+        with _txn(self.conn):
+            self._upsert_attempt(job_id, attempt, rec)
+            if job_state is not None:
+                self.conn.execute(
+                    "UPDATE jobs SET state = ?, exit_code = ?, error = ?, ended_at = ?, seconds = ?, attempt_dir = ?, gpu = COALESCE(?, gpu), "
+                    "host = COALESCE(?, host), engine = COALESCE(?, engine), updated_at = ? WHERE job_id = ?",
+                    (job_state, rec.get("exit_code"), rec.get("error"), rec.get("ended_at"), rec.get("seconds"), rec.get("attempt_dir"),
+                     rec.get("gpu"), rec.get("host"), rec.get("engine"), time.time(), job_id))
+
+    def record_done(self, job_id: str, attempt: int, rec: dict, result: dict) -> None:
+        """The job's folder is complete (result.json written): record the
+        attempt, the job's paths and its headline figures in one transaction."""
+        rec = {**rec, "outcome": "done"}
+        with _txn(self.conn):
+            self._upsert_attempt(job_id, attempt, rec)
+            self.conn.execute(
+                "UPDATE jobs SET state = 'done', exit_code = ?, error = NULL, started_at = COALESCE(?, started_at), ended_at = ?, seconds = ?, "
+                "attempt_dir = ?, capture = ?, report = ?, profile_json = ?, summary = ?, gpu = COALESCE(?, gpu), host = COALESCE(?, host), "
+                "engine = COALESCE(?, engine), updated_at = ? WHERE job_id = ?",
+                (rec.get("exit_code"), rec.get("started_at"), rec.get("ended_at"), rec.get("seconds"), result["attempt_dir"], result.get("capture"),
+                 result.get("report"), result.get("profile_json"), json.dumps(result.get("summary"), sort_keys=True), rec.get("gpu"),
+                 rec.get("host"), rec.get("engine"), time.time(), job_id))
+
+    def running_attempts(self) -> list[dict]:
+        cur = self.conn.execute("SELECT * FROM attempts WHERE outcome IN ('running', 'analyzing') ORDER BY job_id, attempt")
+        return [_row(cur, r) for r in cur.fetchall()]
+
+    # ------------------------------------------------------------ slurm
+    def add_slurm_array(self, array_id: str, script: str, tasks: list[str]) -> None:
+        with _txn(self.conn):
+            self.conn.execute("INSERT OR REPLACE INTO slurm_arrays(array_id, submitted_at, script, tasks) VALUES (?, ?, ?, ?)",
+                              (array_id, time.time(), script, json.dumps(tasks)))
+            for i, job_id in enumerate(tasks):
+                self.conn.execute("INSERT OR REPLACE INTO slurm_tasks(task, array_id, job_id, folded) VALUES (?, ?, ?, 0)",
+                                  (f"{array_id}_{i}", array_id, job_id))
+                self.conn.execute("UPDATE jobs SET slurm_job = ?, state = 'pending', engine = 'slurm', updated_at = ? WHERE job_id = ?",
+                                  (f"{array_id}_{i}", time.time(), job_id))
+
+    def open_slurm_tasks(self) -> list[tuple[str, str]]:
+        """(task, job) of array tasks whose outcome is not folded in yet."""
+        return list(self.conn.execute("SELECT task, job_id FROM slurm_tasks WHERE folded = 0 ORDER BY array_id, task"))
+
+    def fold_slurm_task(self, task: str) -> None:
+        with _txn(self.conn):
+            self.conn.execute("UPDATE slurm_tasks SET folded = 1 WHERE task = ?", (task,))
+
+    def slurm_arrays(self) -> list[dict]:
+        cur = self.conn.execute("SELECT * FROM slurm_arrays ORDER BY submitted_at")
+        out = []
+        for r in cur.fetchall():
+            d = _row(cur, r)
+            d["tasks"] = json.loads(d["tasks"])
+            out.append(d)
+        return out
+
+
+class _txn:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error): one writer at a time, all or nothing."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        return False

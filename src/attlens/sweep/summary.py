@@ -1,0 +1,170 @@
+"""One row of the sweep dashboard: the headline figures of one analyzed
+capture, kept in the manifest (``jobs.summary``) and shown side by side.
+
+Every value comes from the analysis and the plan of the capture (the same
+numbers as ``attlens analyze --json`` / ``attlens plan --json``); a value that
+could not be determined is ``None`` (null in JSON), never 0.
+
+- ``duration_us``: mean duration (µs) of the kernel's dispatches in the
+  ``*kernel_trace.csv`` the loader matched to the capture (a sweep job: its
+  discovery run; a capture folder: the trace found beside it), with its source.
+- ``dominant_class`` / ``stall_mix``: stall cycles per taxonomy class over all
+  traced waves, as shares of the total stall (docs/taxonomy.md).
+- ``occupancy``: theoretical waves per SIMD and its limiter(s) / the observed
+  peak on the traced CU.
+- ``top_finding``: the highest-priority *performance* finding of the plan;
+  capture findings (few waves, prologue only, no source lines, ...) go to
+  ``health.issues`` (with a partial load and a noisy pair of dispatches),
+  the analysis warnings to ``health.notes``. Status: ``bad`` (partial input
+  or a HIGH capture finding), ``warn`` (any other issue), ``ok``.
+- ``bandwidth_fraction``: achieved / peak memory bandwidth, when a finding of
+  the plan states it in its evidence (``bandwidth_fraction``, or
+  ``fraction_of_peak``); otherwise unknown (None), never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+SUMMARY_SCHEMA = "attlens.sweep_summary"
+BANDWIDTH_KEYS = ("bandwidth_fraction", "fraction_of_peak")
+NOISY_SHARE = 0.05  # two dispatches whose class shares differ more than this are flagged
+
+
+def _r(x, nd: int = 6):
+    return None if x is None else round(float(x), nd)
+
+
+def _finding(f) -> dict:
+    return {"rule": f.rule, "kind": f.kind, "severity": f.severity, "title": f.title, "confidence": f.confidence,
+            "share": _r(f.share) if f.kind == "performance" else None}
+
+
+def bandwidth_fraction(findings) -> tuple[float | None, str | None]:
+    for f in findings:
+        ev = f.evidence if isinstance(f.evidence, dict) else {}
+        for key in BANDWIDTH_KEYS:
+            v = ev.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+                return float(v), f"plan finding {f.rule} ({key})"
+    return None, None
+
+
+def _duration_from_trace(dispatch) -> tuple[float | None, str | None]:
+    """Mean duration of the kernel's dispatches in the kernel trace the loader used."""
+    from attlens.errors import AttlensError
+    from attlens.io.rocprof_csv import read_kernel_trace
+
+    for f in getattr(dispatch, "rocprof_files", None) or []:
+        if not str(f).endswith("kernel_trace.csv"):
+            continue
+        try:
+            rows = [r for r in read_kernel_trace(Path(f)) if r["kernel_name"] == dispatch.kernel_name]
+        except (AttlensError, OSError):
+            continue
+        ds = [r["end_ns"] - r["start_ns"] for r in rows if r["start_ns"] is not None and r["end_ns"] is not None and r["end_ns"] >= r["start_ns"]]
+        if ds:
+            return sum(ds) / len(ds) / 1000.0, f"{Path(f).name}: mean of {len(ds)} dispatch(es)"
+    return None, None
+
+
+def _shape_text(res) -> str | None:
+    if res.grid is None:
+        return None
+    g = "×".join(map(str, res.grid))
+    w = "×".join(map(str, res.workgroup)) if res.workgroup else "?"
+    return f"grid {g}, workgroup {w}"
+
+
+def summarize(result, plan, profile_doc: dict | None = None, shape: str | None = None) -> dict:
+    """The dashboard row of one analyzed capture."""
+    d = result.dispatch
+    b = result.breakdown
+    o = result.occupancy
+    total_stall = b.total_stall
+    mix = {c: _r(v / total_stall) for c, v in b.by_class_stall.items() if v and total_stall}
+    top = max(((c, v) for c, v in b.by_class_stall.items() if v), key=lambda kv: kv[1], default=None)
+    perf = [f for f in plan.findings if f.kind == "performance"]
+    capture_findings = [f for f in plan.findings if f.kind == "capture"]
+    bw, bw_src = bandwidth_fraction(plan.findings)
+    duration, dsrc = _duration_from_trace(d)
+    k = (profile_doc or {}).get("kernel") or {}
+    if duration is None and k.get("average_us") is not None:
+        duration, dsrc = float(k["average_us"]), f"attlens profile kernel table: mean of {k.get('dispatch_count') or k.get('calls')} dispatch(es)"
+    issues = [f"{f.rule}: {f.title}" for f in capture_findings]
+    if d.partial:
+        issues.append(f"partial: some input was skipped ({len(result.warnings)} warning(s))")
+    noise = (profile_doc or {}).get("noise_check")
+    if noise and (noise.get("max_class_share_difference") or 0) > NOISY_SHARE:
+        issues.append(f"noisy: stall class shares of dispatches {noise.get('dispatches')} differ by up to {noise['max_class_share_difference']:.1%}")
+    bad = d.partial or any(f.severity == "HIGH" for f in capture_findings)
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "schema_version": 1,
+        "att_available": True,
+        "kernel": d.kernel_name or None,
+        "shape": shape if shape is not None else _shape_text(d.resources),
+        "grid": list(d.resources.grid) if d.resources.grid else None,
+        "workgroup": list(d.resources.workgroup) if d.resources.workgroup else None,
+        "target": d.arch.target,
+        "dispatch_id": d.resources.dispatch_id,
+        "duration_us": _r(duration, 3),
+        "duration_source": dsrc,
+        "waves": d.waves.count,
+        "total_cycles": b.total_latency + b.total_idle,
+        "latency": b.total_latency,
+        "stall": total_stall,
+        "idle": b.total_idle,
+        "stall_share": _r(total_stall / b.total_latency) if b.total_latency else None,
+        "dominant_class": None if top is None else top[0],
+        "dominant_class_share": None if top is None or not total_stall else _r(top[1] / total_stall),
+        "stall_mix": mix,
+        "occupancy": {"theoretical": o.theoretical_waves_per_simd, "observed": o.observed_max_per_simd_traced, "limiters": list(o.limiters)},
+        "top_finding": _finding(perf[0]) if perf else None,
+        "findings": [_finding(f) for f in plan.findings],
+        "bandwidth_fraction": _r(bw),
+        "bandwidth_source": bw_src,
+        "health": {"status": "bad" if bad else ("warn" if issues else "ok"), "issues": issues, "notes": list(result.warnings)},
+    }
+
+
+def summarize_without_capture(profile_doc: dict, shape: str | None = None) -> dict:
+    """The row of a job whose target offers no thread trace (timing only)."""
+    k = profile_doc.get("kernel") or {}
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "schema_version": 1,
+        "att_available": False,
+        "kernel": k.get("name"),
+        "shape": shape,
+        "grid": k.get("grid"),
+        "workgroup": k.get("workgroup"),
+        "target": profile_doc.get("target"),
+        "dispatch_id": None,
+        "duration_us": _r(k.get("average_us"), 3),
+        "duration_source": "discovery run" if k.get("average_us") is not None else None,
+        "waves": None, "total_cycles": None, "latency": None, "stall": None, "idle": None, "stall_share": None,
+        "dominant_class": None, "dominant_class_share": None, "stall_mix": {},
+        "occupancy": {"theoretical": None, "observed": None, "limiters": []},
+        "top_finding": None, "findings": [], "bandwidth_fraction": None, "bandwidth_source": None,
+        "health": {"status": "bad", "issues": [profile_doc.get("att_unavailable_reason") or "no thread trace on this target"], "notes": []},
+    }
+
+
+def analyze_capture(capture: Path, report_path: Path | None, profile_doc: dict | None = None, shape: str | None = None,
+                    rocprof_dir=None) -> dict:
+    """Load and analyze one capture, write its HTML report (when asked) and
+    return its dashboard row."""
+    from attlens.analysis.analyze import analyze
+    from attlens.analysis.plan import make_plan
+    from attlens.analysis.waves import analyze_waves
+    from attlens.model.loader import load
+    from attlens.report.html import render_html
+
+    r = analyze(load(capture, rocprof_dir=rocprof_dir))
+    waves = analyze_waves(r)
+    plan = make_plan(r, waves=waves)
+    if report_path is not None:
+        render_html(r, plan, waves, report_path)
+    return summarize(r, plan, profile_doc, shape)
