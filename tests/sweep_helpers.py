@@ -129,6 +129,13 @@ def vec_duration_us(shared: Path) -> float:
     return sum(ds) / len(ds) / 1000.0
 
 
+def vec_dispatch_us(shared: Path, dispatch_id: int) -> float:
+    """Duration of one dispatch in the discovery kernel trace, read with csv only."""
+    with open(shared / VEC / "rocprofv3/discover_kernel_trace.csv", newline="") as fh:
+        (d,) = [int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) for r in csv.DictReader(fh) if int(r["Dispatch_Id"]) == dispatch_id]
+    return d / 1000.0
+
+
 def vec_waves(shared: Path) -> int:
     """Wave files listed in filenames.json (se → cu → slot → wave → [file, begin, end])."""
     def leaves(x):

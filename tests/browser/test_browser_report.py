@@ -378,7 +378,7 @@ def test_sweep_dashboard(open_page, tmp_path):
         assert c["occupancy"]["value"] == o_["theoretical"] and c["occupancy"]["text"].startswith(f"{o_['theoretical']} / {o_['observed']}")
         f = s["top_finding"]
         assert c["top_finding"]["value"] == f["share"] and f["title"] in c["top_finding"]["text"] and f"[{f['rule']}]" in c["top_finding"]["text"]
-        assert c["bandwidth_fraction"]["value"] is None and c["bandwidth_fraction"]["text"] == ""  # unknown: blank, never 0
+        assert c["bandwidth_fraction"]["value"] == s["bandwidth_fraction"] and c["bandwidth_fraction"]["text"] == _sweep_pct(s["bandwidth_fraction"])
         assert c["health"]["text"].startswith(s["health"]["status"])
         # the stall mix bar: one segment per class, widths = the manifest's shares
         segs = page.eval_on_selector_all(f"#sweep-table tr[data-job='{r['job']}'] .mix span",

@@ -5,21 +5,26 @@ Every value comes from the analysis and the plan of the capture (the same
 numbers as ``attlens analyze --json`` / ``attlens plan --json``); a value that
 could not be determined is ``None`` (null in JSON), never 0.
 
-- ``duration_us``: mean duration (µs) of the kernel's dispatches in the
-  ``*kernel_trace.csv`` the loader matched to the capture (a sweep job: its
-  discovery run; a capture folder: the trace found beside it), with its source.
+- ``duration_us``: the traced dispatch's own duration (µs) from the run's
+  kernel trace / results.json as the loader matched it; else the mean
+  duration of the kernel's dispatches in the ``*kernel_trace.csv`` beside the
+  capture (a sweep job: its discovery run), with its source.
 - ``dominant_class`` / ``stall_mix``: stall cycles per taxonomy class over all
   traced waves, as shares of the total stall (docs/taxonomy.md).
 - ``occupancy``: theoretical waves per SIMD and its limiter(s) / the observed
   peak on the traced CU.
-- ``top_finding``: the highest-priority *performance* finding of the plan;
+- ``top_finding``: the plan's first finding about the kernel (a whole-dispatch
+  limit such as grid starvation or the bandwidth ceiling, else the
+  highest-priority performance finding; when neither fired, the plan's note
+  on the largest stall class);
   capture findings (few waves, prologue only, no source lines, ...) go to
   ``health.issues`` (with a partial load and a noisy pair of dispatches),
   the analysis warnings to ``health.notes``. Status: ``bad`` (partial input
   or a HIGH capture finding), ``warn`` (any other issue), ``ok``.
-- ``bandwidth_fraction``: achieved / peak memory bandwidth, when a finding of
-  the plan states it in its evidence (``bandwidth_fraction``, or
-  ``fraction_of_peak``); otherwise unknown (None), never 0.
+- ``bandwidth_fraction``: achieved / peak HBM bandwidth from the plan's
+  bandwidth estimate (PMC bytes when attached, else the trace's estimate;
+  docs/analysis.md) when bytes, duration and peak are known; otherwise
+  unknown (None), never 0.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ import math
 from pathlib import Path
 
 SUMMARY_SCHEMA = "attlens.sweep_summary"
-BANDWIDTH_KEYS = ("bandwidth_fraction", "fraction_of_peak")
 NOISY_SHARE = 0.05  # two dispatches whose class shares differ more than this are flagged
 
 
@@ -37,18 +41,18 @@ def _r(x, nd: int = 6):
 
 
 def _finding(f) -> dict:
+    # share of cycles at stake: only performance findings claim cycles
     return {"rule": f.rule, "kind": f.kind, "severity": f.severity, "title": f.title, "confidence": f.confidence,
             "share": _r(f.share) if f.kind == "performance" else None}
 
 
-def bandwidth_fraction(findings) -> tuple[float | None, str | None]:
-    for f in findings:
-        ev = f.evidence if isinstance(f.evidence, dict) else {}
-        for key in BANDWIDTH_KEYS:
-            v = ev.get(key)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
-                return float(v), f"plan finding {f.rule} ({key})"
-    return None, None
+def bandwidth_fraction(plan) -> tuple[float | None, str | None]:
+    """Achieved / peak HBM bandwidth of the plan's estimate, with its source."""
+    bw = getattr(plan, "bandwidth", None)
+    if bw is None or not bw.available or bw.fraction_of_peak is None:
+        return None, None
+    where = "PMC counters" if bw.source == "pmc" else "trace estimate (upper bound)"
+    return float(bw.fraction_of_peak), f"{where}: {bw.achieved_gbps:,.0f} of {bw.peak_gbps:,.0f} GB/s"
 
 
 def _duration_from_trace(dispatch) -> tuple[float | None, str | None]:
@@ -85,10 +89,14 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
     total_stall = b.total_stall
     mix = {c: _r(v / total_stall) for c, v in b.by_class_stall.items() if v and total_stall}
     top = max(((c, v) for c, v in b.by_class_stall.items() if v), key=lambda kv: kv[1], default=None)
-    perf = [f for f in plan.findings if f.kind == "performance"]
+    # the plan's order: dispatch limits first, then performance; else its note
+    # on the largest stall class (why no advice is supported)
+    lead = [f for f in plan.findings if f.kind in ("dispatch", "performance")] or [f for f in plan.findings if f.kind == "note"]
     capture_findings = [f for f in plan.findings if f.kind == "capture"]
-    bw, bw_src = bandwidth_fraction(plan.findings)
+    bw, bw_src = bandwidth_fraction(plan)
     duration, dsrc = _duration_from_trace(d)
+    if d.resources.duration_ns is not None:
+        duration, dsrc = d.resources.duration_ns / 1000.0, d.resources.sources.get("duration_ns")
     k = (profile_doc or {}).get("kernel") or {}
     if duration is None and k.get("average_us") is not None:
         duration, dsrc = float(k["average_us"]), f"attlens profile kernel table: mean of {k.get('dispatch_count') or k.get('calls')} dispatch(es)"
@@ -121,7 +129,7 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
         "dominant_class_share": None if top is None or not total_stall else _r(top[1] / total_stall),
         "stall_mix": mix,
         "occupancy": {"theoretical": o.theoretical_waves_per_simd, "observed": o.observed_max_per_simd_traced, "limiters": list(o.limiters)},
-        "top_finding": _finding(perf[0]) if perf else None,
+        "top_finding": _finding(lead[0]) if lead else None,
         "findings": [_finding(f) for f in plan.findings],
         "bandwidth_fraction": _r(bw),
         "bandwidth_source": bw_src,

@@ -76,7 +76,7 @@
     { key: "bandwidth_fraction", label: "bandwidth", num: true, value: function (r) { return nz(sum(r).bandwidth_fraction); }, cell: function (td, r) {
       var s = sum(r);
       td.textContent = pct(s.bandwidth_fraction);
-      td.title = s.bandwidth_fraction === null || s.bandwidth_fraction === undefined ? "unknown: no finding states the achieved bandwidth" : (s.bandwidth_source || "");
+      td.title = s.bandwidth_fraction === null || s.bandwidth_fraction === undefined ? "unknown: the bytes moved, the dispatch duration or the peak bandwidth is not known" : (s.bandwidth_source || "");
     } },
     { key: "health", label: "capture health", value: function (r) { var h = sum(r).health; return h ? HEALTH_RANK[h.status] : null; }, cell: function (td, r) {
       var h = sum(r).health; if (!h) return;
