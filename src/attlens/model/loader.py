@@ -131,19 +131,35 @@ def _segmented_idle(time, duration, wave_of, begins, starts):
     n = len(time)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    time = time.astype(np.int64, copy=False)
+    ends = time + duration
     lo = min(int(time.min()), int(begins.min()))
-    span = int(max(int((time + duration).max()), int(begins.max())) - lo + 1)
+    span = int(max(int(ends.max()), int(begins.max())) - lo + 1)
+    if span * (len(begins) + 1) >= 2**62:
+        # Values too far apart to shift every wave into its own range: per wave.
+        out = np.empty(n, dtype=np.int64)
+        stops = np.r_[starts[1:], n]
+        for w, (a, b) in enumerate(zip(starts.tolist(), stops.tolist())):
+            if a < b:
+                prev = np.maximum.accumulate(np.r_[begins[w], ends[a : b - 1]])
+                out[a:b] = np.maximum(time[a:b] - np.maximum(prev, begins[w]), 0)
+        return out
+    # One running maximum over all records, each wave shifted above the last.
     shift = wave_of.astype(np.int64) * span - lo
-    ends = time + duration + shift
+    ends += shift
     cm = np.maximum.accumulate(ends)
+    del ends
     prev = np.empty(n, dtype=np.int64)
     prev[1:] = cm[:-1]
+    del cm
     begin_shifted = begins[wave_of] + shift
-    first = np.zeros(n, dtype=bool)
-    first[starts[starts < n]] = True
+    first = starts[starts < n]
     prev[first] = begin_shifted[first]
-    prev = np.maximum(prev, begin_shifted)
-    return np.maximum(time + shift - prev, 0)
+    np.maximum(prev, begin_shifted, out=prev)
+    del begin_shifted
+    shift += time
+    shift -= prev
+    return np.maximum(shift, 0, out=shift)
 
 
 def _build_static(code) -> StaticCode:
@@ -185,75 +201,55 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
     n_pc = code.size
 
     with _no_gc():
-        raw_waves, problems = read_wave_files(d, index.waves)
-    for entry, msg in problems:
+        table = read_wave_files(d, index.waves, n_pc=n_pc, valid_pc=code.instruction_mask)
+    for entry, msg in table.problems:
         warnings.append(f"{entry.filename}: {msg}; wave skipped")
-
-    valid_pc = code.instruction_mask
-    kept = []
-    for rw in raw_waves:
-        ins = rw.instructions
-        if len(ins):
-            pcs = ins[:, 4]
-            bad = (pcs < 0) | (pcs >= n_pc)
-            if bad.any():
-                warnings.append(
-                    f"{rw.entry.filename}: pc index {int(pcs[bad][0])} is outside the {n_pc}-entry listing; wave skipped"
-                )
-                continue
-            not_instr = ~valid_pc[pcs]
-            if not_instr.any():
-                warnings.append(
-                    f"{rw.entry.filename}: {int(not_instr.sum())} record(s) point at label rows or absent pcs; those records dropped"
-                )
-                rw.instructions = ins[~not_instr]
-        kept.append(rw)
-    if not kept:
-        if problems or warnings:
+    for entry, msg in table.notes:
+        warnings.append(f"{entry.filename}: {msg}")
+    n_kept = len(table.entries)
+    if not n_kept:
+        if table.problems:
             raise CorruptCapture(f"{d.name}: none of the {len(index.waves)} wave files is usable ({warnings[0]})")
         raise EmptyCapture(f"{d.name}: no traced waves")
 
-    # Per-record arrays, wave by wave.
-    counts = np.array([len(w.instructions) for w in kept], dtype=np.int64)
+    # Records of all waves back to back, wave by wave (the reader's order).
+    counts = table.rec_count
     rec_stop = np.cumsum(counts)
     rec_start = rec_stop - counts
-    allins = np.concatenate([w.instructions for w in kept]) if counts.sum() else np.zeros((0, 5), dtype=np.int64)
-    tl_counts = np.array([len(w.timeline) for w in kept], dtype=np.int64)
-    tl_stop = np.cumsum(tl_counts)
-    alltl = np.concatenate([w.timeline for w in kept]) if tl_counts.sum() else np.zeros((0, 2), dtype=np.int64)
-    wave_of = np.repeat(np.arange(len(kept), dtype=np.int32), counts)
-    begins = np.array([w.begin for w in kept], dtype=np.int64)
-    time = np.ascontiguousarray(allins[:, 0])
-    duration = np.ascontiguousarray(allins[:, 3])
+    tl_stop = np.cumsum(table.tl_count)
+    wave_of = np.repeat(np.arange(n_kept, dtype=np.int32), counts)
+    rc = table.records
     records = Records(
-        time=time,
-        category=allins[:, 1].astype(np.int8),
-        stall=np.ascontiguousarray(allins[:, 2]),
-        duration=duration,
-        pc=allins[:, 4].astype(np.int32),
+        time=rc["time"],
+        category=rc["category"],
+        stall=rc["stall"],
+        duration=rc["duration"],
+        pc=rc["pc"],
         wave=wave_of,
-        idle=_segmented_idle(time, duration, wave_of, begins, rec_start),
+        idle=_segmented_idle(rc["time"], rc["duration"], wave_of, table.begin, rec_start),
     )
     waves = Waves(
-        se=np.array([w.entry.se for w in kept], dtype=np.int32),
-        simd=np.array([w.simd for w in kept], dtype=np.int32),
-        slot=np.array([w.slot for w in kept], dtype=np.int32),
-        instance=np.array([w.entry.instance for w in kept], dtype=np.int32),
-        cu=np.array([w.cu for w in kept], dtype=np.int32),
-        begin=begins,
-        end=np.array([w.end for w in kept], dtype=np.int64),
+        se=np.array([e.se for e in table.entries], dtype=np.int32),
+        simd=table.simd,
+        slot=table.slot,
+        instance=np.array([e.instance for e in table.entries], dtype=np.int32),
+        cu=table.cu,
+        begin=table.begin,
+        end=table.end,
         rec_start=rec_start,
         rec_stop=rec_stop,
-        tl_start=tl_stop - tl_counts,
+        tl_start=tl_stop - table.tl_count,
         tl_stop=tl_stop,
-        filenames=[w.entry.filename for w in kept],
-        _stored_waitcnt=[w.waitcnt for w in kept],
+        filenames=[e.filename for e in table.entries],
+        waitcnt_blob=table.waitcnt_blob,
+        waitcnt_off=table.waitcnt_off,
     )
     timeline = Timeline(
-        state=alltl[:, 0].astype(np.int8),
-        duration=np.ascontiguousarray(alltl[:, 1]),
-        wave=np.repeat(np.arange(len(kept), dtype=np.int32), tl_counts),
+        state=table.states["state"],
+        duration=table.states["duration"],
+        wave=np.repeat(np.arange(n_kept, dtype=np.int32), table.tl_count),
     )
+    problems = table.problems
 
     occupancy = realtime = None
     snapshots: dict = {}
@@ -288,7 +284,7 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
     arch, resources, used = resolve_arch_and_resources(
         d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, warnings
     )
-    n_missing = len(index.waves) - len(kept)
+    n_missing = len(index.waves) - n_kept
     partial = bool(problems) or n_missing > 0 or any("ignored" in w or "dropped" in w for w in warnings)
     return Dispatch(
         path=d,
