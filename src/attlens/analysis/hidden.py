@@ -43,92 +43,168 @@ class HiddenLatency:
         return float((self.total - self.exposed).sum()) / t if t else 0.0
 
 
+# record groups by the lists they are compared with (att-format.md §4.5 table)
+_G_MATRIX, _G_VALU, _G_VMEM, _G_SCAL, _G_OTHER = range(5)
+_GROUP_OF_CATEGORY = np.full(256, _G_OTHER, dtype=np.int8)
+_GROUP_OF_CATEGORY[[_LDS, _VMEM, _FLAT]] = _G_VMEM
+_GROUP_OF_CATEGORY[[_SALU, _SMEM]] = _G_SCAL
+_GROUP_OF_CATEGORY[_VALU] = _G_VALU
+
+
 def compute_hidden(dispatch, sums) -> HiddenLatency:
+    """Hidden latency per pc (kept in the capture's digest when there is one;
+    ``sums`` must be the dispatch's own :class:`PcSums`)."""
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec
+
+    return memo(dispatch, "hidden", lambda: _compute_hidden(dispatch, sums), DataclassCodec(HiddenLatency))
+
+
+def _compute_hidden(dispatch, sums) -> HiddenLatency:
+    """All (SE, SIMD) scopes at once: every time is shifted by its scope's
+    offset (scopes far enough apart that no packed block reaches the next), so
+    each busy list is one sorted array for the whole dispatch and each record
+    group needs one ``searchsorted`` per boundary and candidate list."""
     recs, w = dispatch.records, dispatch.waves
     n_pc = dispatch.code.size
+    n = recs.count
+    zero = np.zeros(n_pc, dtype=np.int64)
+    if n == 0:
+        total = sums.idle + sums.latency
+        return HiddenLatency(zero, zero.copy(), zero.copy(), total.copy(), total)
     is_matrix_pc = np.array([m.startswith(_MATRIX_PREFIXES) for m in dispatch.static.mnemonic], dtype=bool)
-    typ = recs.category.astype(np.int64)
-    typ = np.where(is_matrix_pc[recs.pc], _MATRIX, typ)
-    time, stall = recs.time, recs.stall
-    length = np.maximum(recs.stall, recs.duration)
-    t_issue = time + stall
-    t_end = time + length
-    # cursor: previous token's end in the same wave (not a running maximum)
-    cursor = np.empty_like(time)
-    cursor[1:] = t_end[:-1]
-    cursor[w.rec_start[w.rec_start < len(time)]] = w.begin[w.rec_start < len(time)]
-    cursor = np.minimum(cursor, time)  # an idle interval never runs backwards
-
-    h_idle = np.zeros(len(time), dtype=np.int64)
-    h_stall = np.zeros(len(time), dtype=np.int64)
-    h_issue = np.zeros(len(time), dtype=np.int64)
-    scope = (w.se.astype(np.int64) * 64 + w.simd)[recs.wave]
-    for key in np.unique(scope):
-        idx = np.flatnonzero(scope == key)
-        ty = typ[idx]
-        s, e = t_issue[idx], t_end[idx]
-        ln = e - s
-
-        def lst(mask, lens=None):
-            return serial_blocks(s[mask], ln[mask] if lens is None else lens[mask])
-
-        is_mat = ty == _MATRIX
-        wmma = lst(is_mat)
-        valu_s = np.concatenate([s[ty == _VALU], s[is_mat]])
-        valu_l = np.concatenate([ln[ty == _VALU], (3 * ln[is_mat]) // 4])
-        valu = serial_blocks(valu_s, valu_l)
-        vmem = lst(np.isin(ty, (_LDS, _VMEM, _FLAT)))
-        scal = lst(np.isin(ty, (_SALU, _SMEM)))
-        math = merge_blocks(valu, wmma)
-        vector = merge_blocks(math, vmem)
-        allb = merge_blocks(vector, scal)
-
-        c, t0, t1, t2 = cursor[idx], time[idx], t_issue[idx], t_end[idx]
-
-        def parts(sel, blocks, zero_issue):
-            # idle, stall and issue are contiguous: one "covered up to x"
-            # evaluation at each of the 4 boundaries gives all three overlaps.
-            pts = np.concatenate([c[sel], t0[sel], t1[sel], t2[sel]])
-            cov = covered_upto(pts, blocks).reshape(4, -1)
-            pi, ps = cov[1] - cov[0], cov[2] - cov[1]
-            pu = np.zeros_like(pi) if zero_issue else cov[3] - cov[2]
-            return pi, ps, pu
-
-        def choose(sel, first, second):
-            a = parts(sel, *first)
-            b = parts(sel, *second)
-            take_a = (a[0] + a[1] + a[2]) >= (b[0] + b[1] + b[2])
-            out = idx[sel]
-            h_idle[out] = np.where(take_a, a[0], b[0])
-            h_stall[out] = np.where(take_a, a[1], b[1])
-            h_issue[out] = np.where(take_a, a[2], b[2])
-
-        sel = is_mat
-        if sel.any():
-            choose(sel, (valu, True), (wmma, True))
-        sel = ty == _VALU
-        if sel.any():
-            choose(sel, (valu, True), (wmma, False))
-        sel = np.isin(ty, (_LDS, _VMEM, _FLAT))
-        if sel.any():
-            choose(sel, (math, False), (vmem, True))
-        sel = np.isin(ty, (_SALU, _SMEM))
-        if sel.any():
-            choose(sel, (vector, False), (scal, True))
-        sel = ~np.isin(ty, (_MATRIX, _VALU, _LDS, _VMEM, _FLAT, _SALU, _SMEM))
-        if sel.any():
-            pi, ps, pu = parts(sel, allb, False)
-            out = idx[sel]
-            h_idle[out], h_stall[out], h_issue[out] = pi, ps, pu
-
     pc = recs.pc
+    group = _GROUP_OF_CATEGORY[recs.category]
+    group[is_matrix_pc[pc]] = _G_MATRIX
+    time = recs.time
+    length = np.maximum(recs.stall, recs.duration).astype(np.int64)
+    # scope offsets: (SE, SIMD) of each record's wave, packed far apart
+    scope_key = w.se.astype(np.int64) * 64 + w.simd
+    scopes, scope_of_wave = np.unique(scope_key, return_inverse=True)
+    lo = min(int(time.min()), int(w.begin.min()))
+    hi = int((time + length).max())
+    span = hi - lo + int(length.sum()) + 1
+    if span * (len(scopes) + 1) >= 2**62:
+        return _hidden_per_scope(dispatch, sums, group, length, scope_of_wave, len(scopes))
+    offset = (scope_of_wave.astype(np.int64) * span - lo)[recs.wave]
+    t0 = time + offset
+    t1 = t0 + recs.stall
+    t2 = t0 + length
+    del offset
+    # cursor: previous token's end in the same wave (not a running maximum),
+    # the wave's begin for its first token; an idle interval never runs backwards
+    c = np.empty(n, dtype=np.int64)
+    c[1:] = t2[:-1]
+    firsts = w.rec_start[w.rec_start < n]
+    first_w = np.flatnonzero(w.rec_start < n)
+    c[firsts] = w.begin[first_w] + scope_of_wave[first_w].astype(np.int64) * span - lo
+    np.minimum(c, t0, out=c)
+    return _hidden_from_points(pc, group, t0, t1, t2, c, n_pc, sums)
 
-    def per_pc(v):
-        return np.bincount(pc, weights=v, minlength=n_pc).round().astype(np.int64)
 
+def _busy_lists(group, t1, t2):
+    ln = t2 - t1
+    mat, valu = group == _G_MATRIX, group == _G_VALU
+    wmma = serial_blocks(t1[mat], ln[mat])
+    vsel = mat | valu
+    valu_len = np.where(mat, (3 * ln) // 4, ln)
+    valu_b = serial_blocks(t1[vsel], valu_len[vsel])
+    vm = group == _G_VMEM
+    vmem = serial_blocks(t1[vm], ln[vm])
+    sc = group == _G_SCAL
+    scal = serial_blocks(t1[sc], ln[sc])
+    math = merge_blocks(valu_b, wmma)
+    vector = merge_blocks(math, vmem)
+    return {"valu": valu_b, "wmma": wmma, "vmem": vmem, "scal": scal, "math": math, "vector": vector,
+            "all": merge_blocks(vector, scal)}
+
+
+def _hidden_from_points(pc, group, t0, t1, t2, c, n_pc, sums) -> HiddenLatency:
+    lists = _busy_lists(group, t1, t2)
+    acc = np.zeros((3, n_pc), dtype=np.float64)  # hidden idle, stall, issue per pc
+
+    def covered_at(x, same_as, known, blocks):
+        """covered_upto(x), looking up only where x differs from ``same_as``."""
+        cov = known.copy()
+        d = np.flatnonzero(x != same_as)
+        if len(d):
+            cov[d] = covered_upto(x[d], blocks)
+        return cov
+
+    def parts(sel, blocks, zero_issue):
+        # idle, stall and issue are contiguous: "covered up to x" at the four
+        # boundaries gives all three overlaps. Most records have no idle and
+        # no stall, so a boundary equal to its neighbour is not looked up.
+        x0, x1 = t0[sel], t1[sel]
+        cov0 = covered_upto(x0, blocks)
+        cov_c = covered_at(c[sel], x0, cov0, blocks)
+        cov1 = covered_at(x1, x0, cov0, blocks)
+        if zero_issue:
+            issue = np.zeros(len(x0), dtype=np.int64)
+        else:
+            issue = covered_at(t2[sel], x1, cov1, blocks) - cov1
+        return cov0 - cov_c, cov1 - cov0, issue
+
+    # (group, first candidate (list, zero issue), second candidate or None)
+    plan = (
+        (_G_MATRIX, ("valu", True), ("wmma", True)),
+        (_G_VALU, ("valu", True), ("wmma", False)),
+        (_G_VMEM, ("math", False), ("vmem", True)),
+        (_G_SCAL, ("vector", False), ("scal", True)),
+        (_G_OTHER, ("all", False), None),
+    )
+    for g, first, second in plan:
+        sel = np.flatnonzero(group == g)
+        if not len(sel):
+            continue
+        a = parts(sel, lists[first[0]], first[1])
+        if second is not None:
+            b = parts(sel, lists[second[0]], second[1])
+            take_a = (a[0] + a[1] + a[2]) >= (b[0] + b[1] + b[2])
+            a = tuple(np.where(take_a, x, y) for x, y in zip(a, b))
+        p = pc[sel]
+        for k in range(3):
+            acc[k] += np.bincount(p, weights=a[k], minlength=n_pc)
+    per_pc = np.rint(acc).astype(np.int64)
     issue_pc = sums.latency - sums.stall
-    hi = np.minimum(per_pc(h_idle), sums.idle)
-    hs = np.minimum(per_pc(h_stall), sums.stall)
-    hu = np.minimum(per_pc(h_issue), issue_pc)
+    hi = np.minimum(per_pc[0], sums.idle)
+    hs = np.minimum(per_pc[1], sums.stall)
+    hu = np.minimum(per_pc[2], issue_pc)
     total = sums.idle + sums.latency
     return HiddenLatency(hi, hs, hu, total - hi - hs - hu, total)
+
+
+def _hidden_per_scope(dispatch, sums, group, length, scope_of_wave, n_scopes) -> HiddenLatency:
+    """Same model, one (SE, SIMD) scope at a time: for times so far apart that
+    shifting scopes apart could overflow int64."""
+    recs, w = dispatch.records, dispatch.waves
+    n_pc = dispatch.code.size
+    n = recs.count
+    c_all = np.empty(n, dtype=np.int64)
+    t2_all = recs.time + length
+    c_all[1:] = t2_all[:-1]
+    firsts = w.rec_start[w.rec_start < n]
+    c_all[firsts] = w.begin[w.rec_start < n]
+    np.minimum(c_all, recs.time, out=c_all)
+    scope_of_rec = scope_of_wave[recs.wave]
+    parts = []
+    for s in range(n_scopes):
+        idx = np.flatnonzero(scope_of_rec == s)
+        t0 = recs.time[idx].astype(np.int64)
+        parts.append(_hidden_from_points(recs.pc[idx], group[idx], t0, t0 + recs.stall[idx], t2_all[idx], c_all[idx], n_pc, _NoClamp(n_pc)))
+    hidden = [sum(p.hidden_idle for p in parts), sum(p.hidden_stall for p in parts), sum(p.hidden_issue for p in parts)]
+    issue_pc = sums.latency - sums.stall
+    hi = np.minimum(hidden[0], sums.idle)
+    hs = np.minimum(hidden[1], sums.stall)
+    hu = np.minimum(hidden[2], issue_pc)
+    total = sums.idle + sums.latency
+    return HiddenLatency(hi, hs, hu, total - hi - hs - hu, total)
+
+
+class _NoClamp:
+    """Sums large enough that the per-scope partial results are not clamped."""
+
+    def __init__(self, n_pc: int):
+        big = np.full(n_pc, np.iinfo(np.int64).max // 4, dtype=np.int64)
+        self.idle = self.stall = big
+        self.latency = big * 2

@@ -53,6 +53,26 @@ class StallBreakdown:
 
 
 def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, StallBreakdown, WaitDeps, WaitPairs]:
+    """Per-pc sums, the stall breakdown, the wait dependencies and pairs (the
+    sums and pairs are kept in the capture's digest when there is one)."""
+    if deps is not None:
+        return _compute_pc_sums(dispatch, deps)
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec, TupleCodec
+
+    deps = compute_wait_deps(dispatch)
+    codec = TupleCodec(DataclassCodec(PcSums), DataclassCodec(StallBreakdown), DataclassCodec(WaitPairs))
+    sums, breakdown, pairs = memo(dispatch, f"pc_sums-{deps.model}",
+                                  lambda: _drop_deps(_compute_pc_sums(dispatch, deps)), codec)
+    return sums, breakdown, deps, pairs
+
+
+def _drop_deps(result):
+    sums, breakdown, _deps, pairs = result
+    return sums, breakdown, pairs
+
+
+def _compute_pc_sums(dispatch, deps: WaitDeps) -> tuple[PcSums, StallBreakdown, WaitDeps, WaitPairs]:
     recs = dispatch.records
     n_pc = dispatch.code.size
     st = dispatch.static
@@ -73,7 +93,6 @@ def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, Sta
     class_lat[rows, static_cls[rows]] = lat[rows]
 
     # Waits: split each execution over its producers.
-    deps = deps if deps is not None else compute_wait_deps(dispatch)
     wait_rows = np.flatnonzero(~nonwait & dispatch.code.instruction_mask)
     unresolved = _CLASS_INDEX["wait_unresolved"]
     # Start with everything unresolved, then move resolved executions' cycles.

@@ -40,8 +40,28 @@ CATEGORY_NAMES = {
 STATE_NAMES = {0: "EMPTY", 1: "IDLE", 2: "EXEC", 3: "WAIT", 4: "STALL"}
 
 
+class _Columns:
+    """Arrays given directly, or (from a digest) loaded on first access."""
+
+    def __getattr__(self, name):
+        loaders = self.__dict__.get("_loaders")
+        if loaders and name in loaders:
+            value = loaders.pop(name)()
+            setattr(self, name, value)
+            return value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def lazy(cls, loaders: dict, **given):
+        """An instance whose fields in ``loaders`` are produced on first use."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update(given)
+        obj.__dict__["_loaders"] = dict(loaders)
+        return obj
+
+
 @dataclass
-class Records:
+class Records(_Columns):
     """Every executed instruction of every traced wave (one row per record)."""
 
     # dtypes follow the decoder's record struct (io/wave_files.py checks the ranges)
@@ -59,7 +79,7 @@ class Records:
 
 
 @dataclass
-class Waves:
+class Waves(_Columns):
     """One row per traced wave, sorted by (se, simd, slot, instance)."""
 
     se: np.ndarray
@@ -95,7 +115,7 @@ class Waves:
 
 
 @dataclass
-class Timeline:
+class Timeline(_Columns):
     state: np.ndarray  # uint8
     duration: np.ndarray  # int32
     wave: np.ndarray  # int32
@@ -206,6 +226,7 @@ class Dispatch:
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # some input was skipped (see warnings)
     rocprof_files: list[str] = field(default_factory=list)
+    digest: object | None = field(default=None, repr=False, compare=False)  # attlens.cache.store.Digest
 
     def source_text(self, loc: SourceLoc) -> list[str] | None:
         """Lines of a source file from the capture's snapshots, if present."""

@@ -175,15 +175,63 @@ def _build_static(code) -> StaticCode:
     return StaticCode(mnemonic=mn, cls=cls, own_source=own, inline_chain=chains)
 
 
-def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
+@dataclass
+class CaptureData:
+    """Everything read from the capture directory alone (what a digest holds);
+    the target and resources, which also depend on files beside it, are
+    resolved on every load."""
+
+    code: object  # CodeListing
+    index: object  # FilenamesIndex
+    waves: Waves
+    records: Records
+    timeline: Timeline
+    occupancy: object | None
+    realtime: object | None
+    snapshots: dict
+    warnings: list[str]  # warnings about the capture's own files, in order
+    skipped_waves: bool  # some wave file was unusable
+
+
+def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None) -> Dispatch:
     """Load one decoded ATT directory (``ui_output_agent_*_dispatch_*``).
 
     Raises an :class:`attlens.errors.AttlensError` subclass for unusable
     input; recoverable problems (one unreadable wave file, a damaged optional
     file) become ``dispatch.warnings`` and set ``dispatch.partial``.
+
+    ``cache``: None uses the digest store in the user cache directory
+    (:mod:`attlens.cache`), False reads the capture afresh, a path names
+    another cache directory. A digest gives the same dispatch as a fresh read.
     """
     caps = resolve_capture_dirs(path)
     d = caps[0]
+    from attlens.cache import open_cache
+
+    store = open_cache(cache)
+    digest = data = None
+    if store is not None:
+        from attlens.cache.capture import digest_of, read_digest
+
+        try:
+            key = digest_of(d)
+        except OSError:
+            store = None
+        else:
+            digest = store.open(d, key)
+            if digest is not None:
+                data = read_digest(digest, lambda: read_capture(d))
+    if data is None:
+        data = read_capture(d)
+        if store is not None:
+            from attlens.cache.capture import write_digest
+
+            digest = write_digest(store, d, key, data)
+    return _assemble(d, data, rocprof_dir, digest)
+
+
+def read_capture(d: Path) -> CaptureData:
+    """Read every file of one capture directory (no cache)."""
     warnings: list[str] = []
 
     index = read_filenames_json(d / "filenames.json")
@@ -273,6 +321,12 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
         except CorruptCapture as exc:
             warnings.append(f"{exc}; ignored")
 
+    return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems))
+
+
+def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
+    code, index = data.code, data.index
+    warnings = list(data.warnings)
     kernel_name = code.labels[0][1] if code.labels else ""
     static = _build_static(code)
 
@@ -284,23 +338,24 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
     arch, resources, used = resolve_arch_and_resources(
         d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, warnings
     )
-    n_missing = len(index.waves) - n_kept
-    partial = bool(problems) or n_missing > 0 or any("ignored" in w or "dropped" in w for w in warnings)
+    n_missing = len(index.waves) - data.waves.count
+    partial = data.skipped_waves or n_missing > 0 or any("ignored" in w or "dropped" in w for w in warnings)
     return Dispatch(
         path=d,
         kernel_name=kernel_name,
         code=code,
         static=static,
         index=index,
-        waves=waves,
-        records=records,
-        timeline=timeline,
-        occupancy=occupancy,
-        realtime=realtime,
-        snapshots=snapshots,
+        waves=data.waves,
+        records=data.records,
+        timeline=data.timeline,
+        occupancy=data.occupancy,
+        realtime=data.realtime,
+        snapshots=data.snapshots,
         arch=arch,
         resources=resources,
         warnings=warnings,
         partial=partial,
         rocprof_files=used,
+        digest=digest,
     )
