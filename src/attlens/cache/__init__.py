@@ -30,9 +30,19 @@ import sys
 from pathlib import Path
 
 DEFAULT_MAX_BYTES = 4 << 30
+# Set by the command line (--cache-dir / --no-cache) for the command it runs.
+_configured: dict = {"dir": None, "enabled": True}
+
+
+def configure(cache_dir: str | os.PathLike | None = None, enabled: bool = True) -> None:
+    """Where ``attlens.load`` keeps digests in this process (CLI options)."""
+    _configured["dir"] = None if cache_dir is None else Path(cache_dir)
+    _configured["enabled"] = enabled
 
 
 def default_cache_dir() -> Path:
+    if _configured["dir"] is not None:
+        return _configured["dir"]
     env = os.environ.get("ATTLENS_CACHE_DIR")
     if env:
         return Path(env)
@@ -65,7 +75,7 @@ def open_cache(cache=None):
     if isinstance(cache, DigestStore):
         return cache
     if cache is None:
-        if os.environ.get("ATTLENS_NO_CACHE", "").lower() in ("1", "true", "yes"):
+        if not _configured["enabled"] or os.environ.get("ATTLENS_NO_CACHE", "").lower() in ("1", "true", "yes"):
             return None
         return DigestStore(default_cache_dir())
     return DigestStore(Path(cache))

@@ -17,10 +17,10 @@ import os
 import sys
 
 from attlens import __version__
-from attlens.cli import analysis_cmds, capture_cmds, compare_cmds, report_cmds
-from attlens.cli.common import EPILOG, print_error
+from attlens.cli import analysis_cmds, cache_cmds, capture_cmds, compare_cmds, report_cmds
+from attlens.cli.common import EPILOG, configure_cache, print_error
 
-GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds)
+GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds, cache_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from attlens.errors import EXIT_INTERNAL, AttlensError
 
     try:
+        configure_cache(args)
         return args.func(args)
     except AttlensError as exc:
         print_error(exc, getattr(args, "json", False))

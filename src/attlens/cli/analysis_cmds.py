@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from attlens.cli.common import EPILOG, add_capture_args, exit_code, one_capture, write_atomic
+from attlens.cli.common import EPILOG, add_cache_args, add_capture_args, exit_code, one_capture, write_atomic
 
 
 def register(sub) -> None:
@@ -56,6 +56,7 @@ def register(sub) -> None:
     p.add_argument("--max-waves", type=int, metavar="N", help="export only the first N waves (by start time)")
     p.add_argument("--window", metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
     p.add_argument("--json", action="store_true", help="print a summary object")
+    add_cache_args(p)
     p.set_defaults(func=cmd_export)
 
 

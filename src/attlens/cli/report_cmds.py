@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from attlens.cli.common import EPILOG, exit_code, write_atomic
+from attlens.cli.common import EPILOG, add_cache_args, exit_code, write_atomic
 
 
 def register(sub) -> None:
@@ -15,6 +15,7 @@ def register(sub) -> None:
     p.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="an HTML diff of two captures instead")
     p.add_argument("--rocprof-dir", metavar="DIR")
     p.add_argument("--pmc", metavar="PATH", help="counter_collection.csv / pmc_perf.csv of the same kernel to add the L2/HBM block")
+    add_cache_args(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
