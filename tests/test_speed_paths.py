@@ -427,3 +427,42 @@ def test_hidden_per_scope_fallback_equals_the_shifted_path(shared):
     slow = hm._hidden_per_scope(d, r.sums, group, length, scope_of_wave, len(scopes))
     assert np.array_equal(slow.exposed, r.hidden.exposed)
     assert np.array_equal(slow.hidden_stall, r.hidden.hidden_stall)
+
+
+# ---------------------------------------------------------------------------
+# Perfetto export: streamed, capped, and saying what was cut
+# ---------------------------------------------------------------------------
+
+
+def test_perfetto_export_caps_events_and_says_what_was_cut(shared, tmp_path):
+    import io
+    import json
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from attlens.cli import main
+
+    cap = shared / "traces" / VEC_ADD
+    full, small = tmp_path / "all.json", tmp_path / "small.json"
+
+    def export(out, *extra):
+        o, e = io.StringIO(), io.StringIO()
+        with redirect_stdout(o), redirect_stderr(e):
+            assert main(["export", str(cap), "--perfetto", str(out), "--json", *extra]) == 0
+        return json.loads(o.getvalue()), e.getvalue()
+
+    s_all, _ = export(full, "--max-events", "0")
+    doc = json.loads(full.read_text())
+    assert s_all["waves_exported"] == s_all["waves_total"] == 632 and s_all["waves_cut_by_max_events"] == 0
+    assert s_all["events"] == len(doc["traceEvents"]) and s_all["bytes"] == full.stat().st_size
+    s_cap, _ = export(small, "--max-events", "15000")
+    doc = json.loads(small.read_text())
+    meta = doc["metadata"]
+    assert len(doc["traceEvents"]) == s_cap["events"] <= 15000
+    assert 0 < s_cap["waves_exported"] < 632 and s_cap["waves_cut_by_max_events"] == 632 - s_cap["waves_exported"]
+    assert meta["waves_cut_by_max_events"] == s_cap["waves_cut_by_max_events"] and meta["max_events"] == 15000
+    waves = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["name"].startswith("wave ")]
+    assert len(waves) == s_cap["waves_exported"]
+    # the earliest-starting waves are the ones kept
+    all_waves = sorted((e["ts"], e["name"]) for e in json.loads(full.read_text())["traceEvents"]
+                       if e["ph"] == "X" and e["name"].startswith("wave "))
+    assert sorted(e["name"] for e in waves) == sorted(n for _, n in all_waves[: len(waves)])

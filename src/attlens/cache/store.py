@@ -203,7 +203,7 @@ class DigestStore:
         target = folder / key
         stale = [p for p in _children(folder) if p.name != key and not p.name.startswith(".")]
         if stale:
-            note(f"{capture}: the capture changed since its digest was made; rebuilding it")
+            note(f"{capture}: its digest is out of date (the capture or attlens changed since it was made); rebuilding it")
             for p in stale:
                 _remove(p)
         if not target.is_dir():
