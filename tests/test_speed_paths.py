@@ -414,19 +414,15 @@ def test_hidden_latency_equals_the_previous_implementation(path):
     assert np.array_equal(r.hidden.exposed, r.hidden.total - hi - hs - hu)
 
 
-def test_hidden_per_scope_fallback_equals_the_shifted_path(shared):
-    """Times too far apart to shift scopes: the per-scope path gives the same."""
-    from attlens.analysis import hidden as hm
+@pytest.mark.parametrize("batch", [1, 5000])
+def test_hidden_latency_does_not_depend_on_the_batch_size(shared, batch):
+    """One (SE, SIMD) scope per batch (no shifting at all) or a few: same result."""
+    from attlens.analysis.hidden import _compute_hidden
 
     d, r = loaded(shared / "traces/flash_attn_func/big/ui_output_agent_38430_dispatch_44")
-    group = hm._GROUP_OF_CATEGORY[d.records.category]
-    is_matrix_pc = np.array([m.startswith(hm._MATRIX_PREFIXES) for m in d.static.mnemonic], dtype=bool)
-    group[is_matrix_pc[d.records.pc]] = hm._G_MATRIX
-    length = np.maximum(d.records.stall, d.records.duration).astype(np.int64)
-    scopes, scope_of_wave = np.unique(d.waves.se.astype(np.int64) * 64 + d.waves.simd, return_inverse=True)
-    slow = hm._hidden_per_scope(d, r.sums, group, length, scope_of_wave, len(scopes))
-    assert np.array_equal(slow.exposed, r.hidden.exposed)
-    assert np.array_equal(slow.hidden_stall, r.hidden.hidden_stall)
+    h = _compute_hidden(d, r.sums, batch_records=batch)
+    for k in ("hidden_idle", "hidden_stall", "hidden_issue", "exposed"):
+        assert np.array_equal(getattr(h, k), getattr(r.hidden, k))
 
 
 # ---------------------------------------------------------------------------
@@ -466,3 +462,17 @@ def test_perfetto_export_caps_events_and_says_what_was_cut(shared, tmp_path):
     all_waves = sorted((e["ts"], e["name"]) for e in json.loads(full.read_text())["traceEvents"]
                        if e["ph"] == "X" and e["name"].startswith("wave "))
     assert sorted(e["name"] for e in waves) == sorted(n for _, n in all_waves[: len(waves)])
+
+
+@pytest.mark.parametrize("batch", [7, 1000])
+def test_wait_dependencies_do_not_depend_on_the_batch_size(shared, batch):
+    from attlens.analysis.waitdeps import ACT_NONE, ACT_WAIT, _batched_gfx9, pc_action
+    from attlens.model.isa import waitcnt_fields
+
+    d, r = loaded(shared / "traces/flash_attn_func/big/ui_output_agent_38430_dispatch_44")
+    actions = np.array([pc_action(t, "gfx9") for t in d.code.isa], dtype=np.int8)
+    fields_of = {pc: waitcnt_fields(d.code.isa[pc]) for pc in np.flatnonzero(actions == ACT_WAIT).tolist()}
+    rec_act = actions[d.records.pc]
+    got = _batched_gfx9(d, np.flatnonzero(rec_act != ACT_NONE), rec_act, fields_of, batch_events=batch)
+    for k in ("entry_wait", "entry_wave", "entry_start", "entry_stop", "producers", "entry_outstanding"):
+        assert np.array_equal(getattr(got, k), getattr(r.deps, k)), k

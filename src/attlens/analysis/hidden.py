@@ -60,46 +60,82 @@ def compute_hidden(dispatch, sums) -> HiddenLatency:
     return memo(dispatch, "hidden", lambda: _compute_hidden(dispatch, sums), DataclassCodec(HiddenLatency))
 
 
-def _compute_hidden(dispatch, sums) -> HiddenLatency:
-    """All (SE, SIMD) scopes at once: every time is shifted by its scope's
-    offset (scopes far enough apart that no packed block reaches the next), so
-    each busy list is one sorted array for the whole dispatch and each record
-    group needs one ``searchsorted`` per boundary and candidate list."""
+BATCH_RECORDS = 1 << 16  # records handled together (bounds the temporaries)
+
+
+def _compute_hidden(dispatch, sums, batch_records: int = BATCH_RECORDS) -> HiddenLatency:
+    """(SE, SIMD) scopes in batches of about ``batch_records`` records (a scope
+    is never split: its busy lists need all of it). Within a batch every time
+    is shifted by its scope's offset, far enough apart that no packed block
+    reaches the next scope, so each busy list is one sorted array and each
+    record group needs one ``searchsorted`` per boundary and candidate list."""
     recs, w = dispatch.records, dispatch.waves
     n_pc = dispatch.code.size
-    n = recs.count
-    zero = np.zeros(n_pc, dtype=np.int64)
-    if n == 0:
-        total = sums.idle + sums.latency
-        return HiddenLatency(zero, zero.copy(), zero.copy(), total.copy(), total)
     is_matrix_pc = np.array([m.startswith(_MATRIX_PREFIXES) for m in dispatch.static.mnemonic], dtype=bool)
-    pc = recs.pc
-    group = _GROUP_OF_CATEGORY[recs.category]
-    group[is_matrix_pc[pc]] = _G_MATRIX
-    time = recs.time
-    length = np.maximum(recs.stall, recs.duration).astype(np.int64)
-    # scope offsets: (SE, SIMD) of each record's wave, packed far apart
+    acc = np.zeros((3, n_pc), dtype=np.float64)  # hidden idle, stall, issue per pc
     scope_key = w.se.astype(np.int64) * 64 + w.simd
-    scopes, scope_of_wave = np.unique(scope_key, return_inverse=True)
-    lo = min(int(time.min()), int(w.begin.min()))
-    hi = int((time + length).max())
-    span = hi - lo + int(length.sum()) + 1
-    if span * (len(scopes) + 1) >= 2**62:
-        return _hidden_per_scope(dispatch, sums, group, length, scope_of_wave, len(scopes))
-    offset = (scope_of_wave.astype(np.int64) * span - lo)[recs.wave]
-    t0 = time + offset
-    t1 = t0 + recs.stall
+    wave_order = np.argsort(scope_key, kind="stable")
+    keys = scope_key[wave_order]
+    n_rec = (w.rec_stop - w.rec_start).astype(np.int64)
+    bounds = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True])  # scope starts in wave_order
+    scope_recs = np.add.reduceat(n_rec[wave_order], bounds[:-1]) if len(keys) else np.zeros(0, dtype=np.int64)
+    i = 0
+    while i < len(scope_recs):
+        j, total = i + 1, int(scope_recs[i])
+        while j < len(scope_recs) and total + int(scope_recs[j]) <= batch_records:
+            total += int(scope_recs[j])
+            j += 1
+        waves_b = wave_order[bounds[i] : bounds[j]]
+        scope_b = np.repeat(np.arange(j - i), np.diff(bounds[i : j + 1]))
+        if total:
+            _batch(recs, w, waves_b, scope_b, n_rec, is_matrix_pc, acc)
+        i = j
+    per_pc = np.rint(acc).astype(np.int64)
+    issue_pc = sums.latency - sums.stall
+    hi = np.minimum(per_pc[0], sums.idle)
+    hs = np.minimum(per_pc[1], sums.stall)
+    hu = np.minimum(per_pc[2], issue_pc)
+    total = sums.idle + sums.latency
+    return HiddenLatency(hi, hs, hu, total - hi - hs - hu, total)
+
+
+def _batch(recs, w, waves_b, scope_b, n_rec, is_matrix_pc, acc) -> None:
+    from attlens.analysis.waitdeps import _ranges
+
+    counts = n_rec[waves_b]
+    rec = _ranges(w.rec_start[waves_b], counts)  # each wave's records stay together, in order
+    pc = recs.pc[rec]
+    group = _GROUP_OF_CATEGORY[recs.category[rec]]
+    group[is_matrix_pc[pc]] = _G_MATRIX
+    time = recs.time[rec].astype(np.int64, copy=False)
+    stall = recs.stall[rec].astype(np.int64)
+    length = np.maximum(stall, recs.duration[rec])
+    begin = w.begin[waves_b].astype(np.int64)
+    lo = min(int(time.min()), int(begin.min()))
+    span = int((time + length).max()) - lo + int(length.sum()) + 1
+    n_scopes = int(scope_b[-1]) + 1
+    if n_scopes > 1 and span * (n_scopes + 1) >= 2**62:
+        # too far apart to shift into one range: one scope at a time
+        for k in range(n_scopes):
+            sel = scope_b == k
+            _batch(recs, w, waves_b[sel], np.zeros(int(sel.sum()), dtype=np.int64), n_rec, is_matrix_pc, acc)
+        return
+    wave_off = scope_b.astype(np.int64) * span - lo
+    t0 = time
+    t0 += np.repeat(wave_off, counts)
+    t1 = t0 + stall
+    del stall
     t2 = t0 + length
-    del offset
+    del length
     # cursor: previous token's end in the same wave (not a running maximum),
     # the wave's begin for its first token; an idle interval never runs backwards
-    c = np.empty(n, dtype=np.int64)
+    c = np.empty_like(t0)
     c[1:] = t2[:-1]
-    firsts = w.rec_start[w.rec_start < n]
-    first_w = np.flatnonzero(w.rec_start < n)
-    c[firsts] = w.begin[first_w] + scope_of_wave[first_w].astype(np.int64) * span - lo
+    firsts = np.cumsum(counts) - counts
+    has = counts > 0
+    c[firsts[has]] = (begin + wave_off)[has]
     np.minimum(c, t0, out=c)
-    return _hidden_from_points(pc, group, t0, t1, t2, c, n_pc, sums)
+    _accumulate(pc, group, t0, t1, t2, c, acc)
 
 
 def _busy_lists(group, t1, t2):
@@ -119,9 +155,10 @@ def _busy_lists(group, t1, t2):
             "all": merge_blocks(vector, scal)}
 
 
-def _hidden_from_points(pc, group, t0, t1, t2, c, n_pc, sums) -> HiddenLatency:
+def _accumulate(pc, group, t0, t1, t2, c, acc) -> None:
+    """Add the hidden idle, stall and issue of these records to ``acc`` (per pc)."""
+    n_pc = acc.shape[1]
     lists = _busy_lists(group, t1, t2)
-    acc = np.zeros((3, n_pc), dtype=np.float64)  # hidden idle, stall, issue per pc
 
     def covered_at(x, same_as, known, blocks):
         """covered_upto(x), looking up only where x differs from ``same_as``."""
@@ -165,46 +202,5 @@ def _hidden_from_points(pc, group, t0, t1, t2, c, n_pc, sums) -> HiddenLatency:
         p = pc[sel]
         for k in range(3):
             acc[k] += np.bincount(p, weights=a[k], minlength=n_pc)
-    per_pc = np.rint(acc).astype(np.int64)
-    issue_pc = sums.latency - sums.stall
-    hi = np.minimum(per_pc[0], sums.idle)
-    hs = np.minimum(per_pc[1], sums.stall)
-    hu = np.minimum(per_pc[2], issue_pc)
-    total = sums.idle + sums.latency
-    return HiddenLatency(hi, hs, hu, total - hi - hs - hu, total)
 
 
-def _hidden_per_scope(dispatch, sums, group, length, scope_of_wave, n_scopes) -> HiddenLatency:
-    """Same model, one (SE, SIMD) scope at a time: for times so far apart that
-    shifting scopes apart could overflow int64."""
-    recs, w = dispatch.records, dispatch.waves
-    n_pc = dispatch.code.size
-    n = recs.count
-    c_all = np.empty(n, dtype=np.int64)
-    t2_all = recs.time + length
-    c_all[1:] = t2_all[:-1]
-    firsts = w.rec_start[w.rec_start < n]
-    c_all[firsts] = w.begin[w.rec_start < n]
-    np.minimum(c_all, recs.time, out=c_all)
-    scope_of_rec = scope_of_wave[recs.wave]
-    parts = []
-    for s in range(n_scopes):
-        idx = np.flatnonzero(scope_of_rec == s)
-        t0 = recs.time[idx].astype(np.int64)
-        parts.append(_hidden_from_points(recs.pc[idx], group[idx], t0, t0 + recs.stall[idx], t2_all[idx], c_all[idx], n_pc, _NoClamp(n_pc)))
-    hidden = [sum(p.hidden_idle for p in parts), sum(p.hidden_stall for p in parts), sum(p.hidden_issue for p in parts)]
-    issue_pc = sums.latency - sums.stall
-    hi = np.minimum(hidden[0], sums.idle)
-    hs = np.minimum(hidden[1], sums.stall)
-    hu = np.minimum(hidden[2], issue_pc)
-    total = sums.idle + sums.latency
-    return HiddenLatency(hi, hs, hu, total - hi - hs - hu, total)
-
-
-class _NoClamp:
-    """Sums large enough that the per-scope partial results are not clamped."""
-
-    def __init__(self, n_pc: int):
-        big = np.full(n_pc, np.iinfo(np.int64).max // 4, dtype=np.int64)
-        self.idle = self.stall = big
-        self.latency = big * 2

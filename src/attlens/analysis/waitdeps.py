@@ -357,6 +357,43 @@ def compute_wait_deps(dispatch, model: str | None = None) -> WaitDeps:
     return memo(dispatch, f"waitdeps-{model}", lambda: _compute_wait_deps(dispatch, model), DataclassCodec(WaitDeps))
 
 
+BATCH_EVENTS = 1 << 16  # memory ops and waits simulated together (bounds the temporaries)
+
+
+def _batched_gfx9(dispatch, interesting, rec_act, fields_of, batch_events: int = BATCH_EVENTS) -> WaitDeps:
+    """:func:`_resolve_gfx9` over batches of whole waves."""
+    recs, code = dispatch.records, dispatch.code
+    n_lg = _wait_counts(fields_of, code.size, "lgkmcnt")
+    n_vm = _wait_counts(fields_of, code.size, "vmcnt")
+    wave_ev = np.searchsorted(interesting, dispatch.waves.rec_start)  # first event of each wave
+    parts = []
+    a = 0
+    n_ev = len(interesting)
+    while a < n_ev:
+        # end the batch at the first wave boundary past a + batch_events
+        k = int(np.searchsorted(wave_ev, a + batch_events, side="left"))
+        b = int(wave_ev[k]) if k < len(wave_ev) else n_ev
+        if b <= a:
+            b = int(wave_ev[k + 1]) if k + 1 < len(wave_ev) else n_ev
+        idx = interesting[a:b]
+        pcs = recs.pc[idx]
+        parts.append(_resolve_gfx9(idx, rec_act[idx], recs.wave[idx], n_lg[pcs], n_vm[pcs]))
+        a = b
+    if not parts:
+        z = np.zeros(0, dtype=np.int64)
+        return WaitDeps("gfx9", z, np.zeros(0, dtype=np.int32), z, z, z, z)
+    shift = np.cumsum([0] + [len(p[5]) for p in parts[:-1]])
+    return WaitDeps(
+        model="gfx9",
+        entry_wait=np.concatenate([p[0] for p in parts]),
+        entry_wave=np.concatenate([p[1] for p in parts]).astype(np.int32),
+        entry_start=np.concatenate([p[3] + s for p, s in zip(parts, shift)]),
+        entry_stop=np.concatenate([p[4] + s for p, s in zip(parts, shift)]),
+        producers=np.concatenate([p[5] for p in parts]),
+        entry_outstanding=np.concatenate([p[2] for p in parts]),
+    )
+
+
 def _compute_wait_deps(dispatch, model: str) -> WaitDeps:
     code = dispatch.code
     actions = np.array([pc_action(t, model) for t in code.isa], dtype=np.int8)
@@ -365,12 +402,7 @@ def _compute_wait_deps(dispatch, model: str) -> WaitDeps:
     rec_act = actions[recs.pc]
     interesting = np.flatnonzero(rec_act != ACT_NONE)
     if model == "gfx9":
-        pcs = recs.pc[interesting]
-        wait, wave, outstanding, start, stop, producers = _resolve_gfx9(
-            interesting, rec_act[interesting], recs.wave[interesting],
-            _wait_counts(fields_of, code.size, "lgkmcnt")[pcs], _wait_counts(fields_of, code.size, "vmcnt")[pcs],
-        )
-        return WaitDeps(model, wait, wave.astype(np.int32), start, stop, producers, outstanding)
+        return _batched_gfx9(dispatch, interesting, rec_act, fields_of)
     simulate = _SIMULATORS[model]
     # Split the interesting record indices per wave (records are stored wave by wave).
     bounds = np.searchsorted(interesting, dispatch.waves.rec_start)

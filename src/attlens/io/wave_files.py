@@ -639,11 +639,29 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
     _move_down(sink.tl, tcap1, sink.n_tl, n_tl)
     sink.n_rec += n_rec
     sink.n_tl += n_tl
+    _release_tail(sink.rec, sink.n_rec)
+    _release_tail(sink.tl, sink.n_tl)
     sink.meta += meta
     sink.waitcnt += waitcnt
     sink.problems += problems
     sink.notes += notes
     return _table([sink])
+
+
+def _release_tail(cols: dict, used: int) -> None:
+    """Give the pages of rows ``used:`` of shared columns back to the system
+    (the child's copy of its rows, once moved down, would stay resident)."""
+    page = mmap.PAGESIZE
+    for col in cols.values():
+        buf = col.base.obj if isinstance(col.base, memoryview) else None
+        if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_REMOVE"):
+            continue
+        start = -(-used * col.itemsize // page) * page
+        if start < len(buf):
+            try:
+                buf.madvise(mmap.MADV_REMOVE, start, len(buf) - start)
+            except OSError:
+                pass
 
 
 def _move_down(cols: dict, src: int, dst: int, n: int, step: int = 1 << 20) -> None:

@@ -124,13 +124,36 @@ def resolve_capture_dirs(path: str | Path, all_captures: bool = False) -> list[P
     return caps
 
 
-def _segmented_idle(time, duration, wave_of, begins, starts):
+IDLE_BATCH_RECORDS = 1 << 18  # records per step of the idle computation (bounds its temporaries)
+
+
+def _segmented_idle(time, duration, wave_of, begins, starts, batch: int = IDLE_BATCH_RECORDS):
     """Idle before each record, per wave: gap from the running maximum of the
     previous records' ends (starting at the wave's begin), clamped at 0
-    (the writer's rule, att-format.md §2.2)."""
+    (the writer's rule, att-format.md §2.2). Whole waves at a time, about
+    ``batch`` records per step."""
     n = len(time)
+    out = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return out
+    stops = np.r_[starts[1:], n].astype(np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    w = 0
+    n_w = len(starts)
+    while w < n_w:
+        a = int(starts[w])
+        # whole waves up to about `batch` records (at least one wave)
+        v = int(np.searchsorted(stops, a + batch, side="right"))
+        v = max(v, w + 1)
+        b = int(stops[v - 1])
+        if b > a:
+            out[a:b] = _idle_block(time[a:b], duration[a:b], wave_of[a:b] - w, begins[w:v], starts[w:v] - a)
+        w = v
+    return out
+
+
+def _idle_block(time, duration, wave_of, begins, starts):
+    n = len(time)
     time = time.astype(np.int64, copy=False)
     ends = time + duration
     lo = min(int(time.min()), int(begins.min()))
