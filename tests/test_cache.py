@@ -223,3 +223,20 @@ def test_library_load_uses_the_digest(capture, tmp_path):
         assert (d.records.time == d1.records.time).all() and (d.records.idle == d1.records.idle).all()
         assert d.waves.filenames == d1.waves.filenames and d.warnings == d1.warnings
         assert d.waves.stored_waitcnt(0) == d1.waves.stored_waitcnt(0)
+
+
+def test_files_beside_the_capture_are_read_again_when_they_change(shared, tmp_path):
+    """Target and resources come from rocprofv3 outputs beside the capture; the
+    digest keeps them only while those files are unchanged."""
+    root = tmp_path / "flash_attn_func"
+    cap = root / "small" / Path(SMALL).name
+    shutil.copytree(shared / "traces" / SMALL, cap)
+    shutil.copytree(shared / "traces/flash_attn_func/rocprofv3", root / "rocprofv3")
+    cache = tmp_path / "cache"
+    with_info, _ = _analyze(cap, cache)
+    assert _analyze(cap, cache)[0] == with_info == _fresh(cap)
+    for f in (root / "rocprofv3").iterdir():
+        if f.name.endswith(("agent_info.csv", "results.json")):
+            f.unlink()
+    without, _ = _analyze(cap, cache)
+    assert without == _fresh(cap) != with_info

@@ -77,7 +77,8 @@ def _backward_branches(dispatch) -> list[StaticLoop]:
     return loops
 
 
-def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
+def _phase_arrays(dispatch) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: its phase and how many times its pc ran before in its wave."""
     recs, w = dispatch.records, dispatch.waves
     n_pc = dispatch.code.size
     n = recs.count
@@ -105,6 +106,16 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
         seg = idx[a:b]
         ph = np.where(seg < lo, 1, np.where(seg > hi, 4, np.where(exec_index[a:b] == 0, 2, 3)))
         phase[a:b] = ph
+    return phase, exec_index
+
+
+def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
+    from attlens.cache import memo
+    from attlens.cache.store import ArraysCodec
+
+    recs = dispatch.records
+    # the per-record arrays are kept in the capture's digest when there is one
+    phase, exec_index = memo(dispatch, "phases", lambda: _phase_arrays(dispatch), ArraysCodec("phase", "exec_index"))
     kernel = {}
     for i, name in enumerate(PHASES):
         m = phase == i
@@ -113,11 +124,8 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
     dists = []
     if hotspots is not None:
         pcs = [hotspots.instructions[i].pc for i in hotspots.by_stall[:top]]
-        by_pc = np.argsort(recs.pc, kind="stable")
-        pcs_sorted = recs.pc[by_pc]
         for pc in pcs:
-            lo, hi = np.searchsorted(pcs_sorted, pc), np.searchsorted(pcs_sorted, pc, side="right")
-            rows = by_pc[lo:hi]
+            rows = np.flatnonzero(recs.pc == pc)  # a few passes instead of sorting every record
             if len(rows) == 0:
                 continue
             s = recs.stall[rows]
@@ -144,6 +152,7 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
             f"the traced waves never reached the kernel's loop (pcs {lp.first_pc}–{lp.last_pc}, backward branch at pc "
             f"{lp.branch_pc} never executed): this capture shows only the code before it, not the main work"
         )
+    w = dispatch.waves
     n_rec = w.n_records
     longest = int(n_rec.max()) if len(n_rec) else 0
     threshold = max(longest // 10, 1)

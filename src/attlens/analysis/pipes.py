@@ -44,8 +44,16 @@ class PipeUtilization:
 
 
 def compute_pipes(dispatch) -> PipeUtilization:
-    recs, w = dispatch.records, dispatch.waves
+    """Kept in the capture's digest when there is one."""
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec
+
     quantum = (dispatch.arch.facts or {}).get("time_quantum", 4 if dispatch.index.gfxip in (None, 9) else 1)
+    return memo(dispatch, f"pipes-q{quantum}", lambda: _compute_pipes(dispatch, quantum), DataclassCodec(PipeUtilization))
+
+
+def _compute_pipes(dispatch, quantum) -> PipeUtilization:
+    recs, w = dispatch.records, dispatch.waves
     pipe_id_by_pc = np.array([PIPES.index(pipe_of_class(c)) if c else PIPES.index("IMMED/MSG") for c in dispatch.static.cls], dtype=np.int64)
     pipe = pipe_id_by_pc[recs.pc]
     start = recs.time + recs.stall

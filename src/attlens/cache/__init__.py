@@ -83,8 +83,11 @@ def open_cache(cache=None):
 
 def memo(dispatch, name: str, compute, codec):
     """``compute()``, or its result stored in the dispatch's digest (then kept
-    there for the next command). Without a digest it is just ``compute()``."""
-    digest = getattr(dispatch, "digest", None)
+    there for the next command). Without a digest it is just ``compute()``.
+    ``dispatch`` may also be the digest itself."""
+    from attlens.cache.store import Digest
+
+    digest = dispatch if isinstance(dispatch, Digest) else getattr(dispatch, "digest", None)
     if digest is None:
         return compute()
     value = digest.get_derived(name, codec)

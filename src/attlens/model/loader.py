@@ -347,20 +347,88 @@ def read_capture(d: Path) -> CaptureData:
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems))
 
 
+def _context_key(d: Path, rocprof_dir) -> str:
+    """The state of every file the context lookup may read beside the capture
+    (the capture's own files are covered by the digest's key)."""
+    import hashlib
+    import os
+
+    import orjson
+
+    from attlens.model.context import _search_dirs
+
+    items: list = [None if rocprof_dir is None else os.path.realpath(rocprof_dir)]
+    real_d = os.path.realpath(d)
+    for sd in _search_dirs(d, rocprof_dir):
+        real = os.path.realpath(sd)
+        if real == real_d:
+            continue
+        entries = []
+        with os.scandir(real) as it:
+            for e in it:
+                try:
+                    st = e.stat()
+                except OSError:
+                    continue
+                entries.append((e.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        items.append((real, sorted(entries)))
+    return hashlib.blake2b(orjson.dumps(items), digest_size=10).hexdigest()
+
+
+class _ContextCodec:
+    def encode(self, value):
+        import dataclasses
+
+        arch, resources, used, added = value
+        return {}, {"arch": dataclasses.asdict(arch), "resources": dataclasses.asdict(resources), "used": used, "warnings": added}
+
+    def decode(self, arrays, meta):
+        import dataclasses
+
+        from attlens.model.dispatch import ArchInfo, Resources
+
+        res = dict(meta["resources"])
+        for f in dataclasses.fields(Resources):
+            if "tuple" in str(f.type) and isinstance(res.get(f.name), list):
+                res[f.name] = tuple(res[f.name])
+        return ArchInfo(**meta["arch"]), Resources(**res), list(meta["used"]), list(meta["warnings"])
+
+
+def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest):
+    """Target and resources (kept in the digest, keyed by the files beside the
+    capture, when there is one). Returns (arch, resources, files used, warnings)."""
+    from attlens.model.context import resolve_arch_and_resources
+
+    def compute():
+        added: list[str] = []
+        arch, resources, used = resolve_arch_and_resources(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, added)
+        return arch, resources, used, added
+
+    if digest is None:
+        return compute()
+    from attlens.cache import memo
+
+    try:
+        key = _context_key(d, rocprof_dir)
+    except OSError:
+        return compute()
+    try:
+        return memo(digest, f"context-{key}", compute, _ContextCodec())
+    except TypeError:  # a value JSON cannot hold: not stored
+        return compute()
+
+
 def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
     code, index = data.code, data.index
     warnings = list(data.warnings)
     kernel_name = code.labels[0][1] if code.labels else ""
     static = _build_static(code)
 
-    from attlens.model.context import resolve_arch_and_resources
-
     m = _DIR_NAME.search(d.name)
     handle = int(m.group(1)) if m else None
     dispatch_id = int(m.group(2)) if m else None
-    arch, resources, used = resolve_arch_and_resources(
-        d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, warnings
-    )
+    arch, resources, used, added = _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest)
+    warnings += added
     n_missing = len(index.waves) - data.waves.count
     partial = data.skipped_waves or n_missing > 0 or any("ignored" in w or "dropped" in w for w in warnings)
     return Dispatch(
