@@ -109,13 +109,36 @@ def _phase_arrays(dispatch) -> tuple[np.ndarray, np.ndarray]:
     return phase, exec_index
 
 
-def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
-    from attlens.cache import memo
-    from attlens.cache.store import ArraysCodec
+class _PhasesCodec:
+    """Phases to and from a digest (arrays + JSON)."""
 
+    def encode(self, p: Phases):
+        from dataclasses import asdict
+
+        return {"phase": p.phase, "exec_index": p.exec_index}, {
+            "kernel": p.kernel, "distributions": [asdict(x) for x in p.distributions],
+            "static_loops": [asdict(x) for x in p.static_loops], "waves_short": p.waves_short,
+            "short_threshold": p.short_threshold, "traced_cu_share": list(p.traced_cu_share.items()), "flags": p.flags}
+
+    def decode(self, arrays, meta):
+        return Phases(arrays["phase"], arrays["exec_index"], meta["kernel"],
+                      [InstructionDistribution(**x) for x in meta["distributions"]],
+                      [StaticLoop(**x) for x in meta["static_loops"]], meta["waves_short"], meta["short_threshold"],
+                      {int(k): v for k, v in meta["traced_cu_share"]}, meta["flags"])
+
+
+def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
+    """Kept in the capture's digest when there is one (the hotspot ranking
+    it starts from depends on the dispatch and the wait-counter model only)."""
+    from attlens.cache import memo
+
+    key = f"phases-{dispatch.arch.waitcnt_model}-top{top}" if hotspots is not None else "phases-nohot"
+    return memo(dispatch, key, lambda: _compute_phases(dispatch, hotspots, top), _PhasesCodec())
+
+
+def _compute_phases(dispatch, hotspots, top: int) -> Phases:
     recs = dispatch.records
-    # the per-record arrays are kept in the capture's digest when there is one
-    phase, exec_index = memo(dispatch, "phases", lambda: _phase_arrays(dispatch), ArraysCodec("phase", "exec_index"))
+    phase, exec_index = _phase_arrays(dispatch)
     kernel = {}
     for i, name in enumerate(PHASES):
         m = phase == i

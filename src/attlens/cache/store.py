@@ -393,19 +393,6 @@ class DataclassCodec:
         return self.cls(**arrays, **meta)
 
 
-class ArraysCodec:
-    """A tuple of NumPy arrays."""
-
-    def __init__(self, *names: str):
-        self.names = names
-
-    def encode(self, values):
-        return dict(zip(self.names, values)), {}
-
-    def decode(self, arrays, meta):
-        return tuple(arrays[n] for n in self.names)
-
-
 class TupleCodec:
     """A tuple of values, each with its own codec."""
 
