@@ -26,6 +26,14 @@ class WaveStates:
 
 
 def compute_wave_states(dispatch) -> WaveStates:
+    """Kept in the capture's digest when there is one."""
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec
+
+    return memo(dispatch, "wavestates", lambda: _compute_wave_states(dispatch), DataclassCodec(WaveStates))
+
+
+def _compute_wave_states(dispatch) -> WaveStates:
     tl = dispatch.timeline
     w = dispatch.waves
     n = w.count
