@@ -136,7 +136,10 @@ class _Record:
             self.meta = doc["meta"]
             self.table = doc["arrays"]
             size = int(doc["size"])
-            bin_path = folder / doc["bin"]
+            bin_name = doc["bin"]
+            if not isinstance(bin_name, str) or not bin_name.startswith(f"{stem}-") or "/" in bin_name or os.sep in bin_name:
+                raise ValueError
+            bin_path = folder / bin_name
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             raise DamagedDigest(f"{path.name}: not a digest record") from None
         try:
