@@ -77,26 +77,44 @@ def _backward_branches(dispatch) -> list[StaticLoop]:
     return loops
 
 
-def _phase_arrays(dispatch) -> tuple[np.ndarray, np.ndarray]:
-    """Per record: its phase and how many times its pc ran before in its wave."""
+PHASE_BATCH_RECORDS = 1 << 17  # records of whole waves handled together (bounds the temporaries)
+
+
+def _phase_arrays(dispatch, batch: int = PHASE_BATCH_RECORDS) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: its phase and how many times its pc ran before in its wave
+    (whole waves at a time: both only depend on the record's own wave)."""
     recs, w = dispatch.records, dispatch.waves
-    n_pc = dispatch.code.size
     n = recs.count
-    key = recs.wave.astype(np.int64) * n_pc + recs.pc
+    exec_index = np.empty(n, dtype=np.int64)
+    phase = np.zeros(n, dtype=np.int8)
+    starts = w.rec_start.astype(np.int64)
+    stops = w.rec_stop.astype(np.int64)
+    v = 0
+    while v < w.count:
+        a = int(starts[v])
+        u = max(int(np.searchsorted(stops, a + batch, side="right")), v + 1)
+        b = int(stops[u - 1])
+        if b > a:
+            _phase_block(recs.wave[a:b], recs.pc[a:b], dispatch.code.size, starts[v:u] - a, stops[v:u] - a,
+                         exec_index[a:b], phase[a:b])
+        v = u
+    return phase, exec_index
+
+
+def _phase_block(wave, pc, n_pc, starts, stops, exec_index, phase) -> None:
+    n = len(pc)
+    key = wave.astype(np.int64) * n_pc + pc
     order = np.argsort(key, kind="stable")
     ks = key[order]
-    gstart = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    gid = np.cumsum(np.r_[True, ks[1:] != ks[:-1]]) - 1
-    exec_index = np.empty(n, dtype=np.int64)
+    new = np.r_[True, ks[1:] != ks[:-1]]
+    gstart = np.flatnonzero(new)
+    gid = np.cumsum(new) - 1
     exec_index[order] = np.arange(n) - gstart[gid]
     counts = np.diff(np.r_[gstart, n])
     repeats = np.zeros(n, dtype=bool)
     repeats[order] = counts[gid] > 1  # this record's pc runs more than once in its wave
-
-    phase = np.zeros(n, dtype=np.int8)
     idx = np.arange(n)
-    for wv in range(w.count):
-        a, b = int(w.rec_start[wv]), int(w.rec_stop[wv])
+    for a, b in zip(starts.tolist(), stops.tolist()):
         if a == b:
             continue
         looped = np.flatnonzero(repeats[a:b])
@@ -104,9 +122,7 @@ def _phase_arrays(dispatch) -> tuple[np.ndarray, np.ndarray]:
             continue  # straight_line (0)
         lo, hi = a + looped[0], a + looped[-1]
         seg = idx[a:b]
-        ph = np.where(seg < lo, 1, np.where(seg > hi, 4, np.where(exec_index[a:b] == 0, 2, 3)))
-        phase[a:b] = ph
-    return phase, exec_index
+        phase[a:b] = np.where(seg < lo, 1, np.where(seg > hi, 4, np.where(exec_index[a:b] == 0, 2, 3)))
 
 
 class _PhasesCodec:

@@ -183,7 +183,7 @@ def _deps(waves) -> dict:
     return {"total_charged": int(att.total_charged), "waits": waits, "producers": producers}
 
 
-GRID_CHUNK_CELLS = 1 << 20  # lane x bin x category cells computed at a time
+GRID_CHUNK_CELLS = 1 << 18  # lane x bin x category cells computed at a time
 
 
 def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int) -> np.ndarray:
