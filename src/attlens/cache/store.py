@@ -41,15 +41,17 @@ class DamagedDigest(Exception):
 
 
 def code_fingerprint() -> str:
-    """attlens version + (path, size, mtime) of its source files: a digest
-    written by other code is never read."""
+    """attlens version, and in a source checkout (not an installed package)
+    the (path, size, mtime) of its source files: a digest written by other
+    code is never read."""
     global _CODE_FINGERPRINT
     if _CODE_FINGERPRINT is None:
         from attlens import __version__
 
         pkg = Path(__file__).resolve().parents[1]
         items = [__version__, str(FORMAT)]
-        for dirpath, dirnames, filenames in os.walk(pkg):
+        installed = any(part in ("site-packages", "dist-packages") for part in pkg.parts)
+        for dirpath, dirnames, filenames in ([] if installed else os.walk(pkg)):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             for f in sorted(filenames):
                 if f.endswith((".py", ".yaml", ".yml")):

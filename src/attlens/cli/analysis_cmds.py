@@ -239,8 +239,12 @@ def cmd_export(args) -> int:
     if args.max_events is not None and args.max_events < 0:
         raise UsageError("--max-events must be 0 (no limit) or more")
     max_events = DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events
-    args.all = False
-    r = one_capture(args)[0]
+    from types import SimpleNamespace
+
+    from attlens.model.loader import load, resolve_capture_dirs
+
+    # The trace needs the dispatch only, not the analyses: load and stream.
+    r = SimpleNamespace(dispatch=load(resolve_capture_dirs(args.path)[0], rocprof_dir=args.rocprof_dir))
     clock = compute_clock(r.dispatch)
     meta = stream_trace(r, clock, args.perfetto, max_waves=args.max_waves, window=window, max_events=max_events)
     cut = meta["waves_cut_by_max_events"]
