@@ -359,6 +359,8 @@ def _alloc(n: int, dtype, shared: bool) -> np.ndarray:
     """A lazily backed array of ``n`` elements (pages become resident only
     when written), in memory a forked child can write when ``shared``."""
     nbytes = max(int(n) * np.dtype(dtype).itemsize, 1)
+    if not hasattr(mmap, "MAP_PRIVATE"):  # not a POSIX system: a plain (lazily zeroed) array
+        return np.empty(int(n), dtype=dtype)
     flags = mmap.MAP_SHARED if shared else mmap.MAP_PRIVATE
     buf = mmap.mmap(-1, nbytes, flags=flags | getattr(mmap, "MAP_ANONYMOUS", 0x20))
     return np.frombuffer(buf, dtype=dtype, count=int(n))
