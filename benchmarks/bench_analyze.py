@@ -8,6 +8,8 @@ including the load < 2.0 s (issue #3).
 
 Each measurement runs in a fresh interpreter so imports and caches count the
 way they do for a user; the best of N runs is reported with the median.
+Every run parses the capture (no digest); benchmarks/bench_speed.py measures
+the issue-12 targets, digests included.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import resource, sys, time, json
 t0 = time.perf_counter()
 import attlens
 from attlens.report.json_out import analysis_to_dict
-d = attlens.load(sys.argv[1]); t1 = time.perf_counter()
+d = attlens.load(sys.argv[1], cache=False); t1 = time.perf_counter()
 r = attlens.analyze(d, exposed=False); t2 = time.perf_counter()
 analysis_to_dict(r); t3 = time.perf_counter()
 from attlens.analysis.hidden import compute_hidden
@@ -55,12 +57,12 @@ def main() -> None:
     cli = []
     for _ in range(3):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "attlens", "analyze", str(cap), "--json", "--no-exposed"], capture_output=True, check=True)
+        subprocess.run([sys.executable, "-m", "attlens", "analyze", str(cap), "--json", "--no-exposed", "--no-cache"], capture_output=True, check=True)
         cli.append(time.perf_counter() - t)
     cli_exp = []
     for _ in range(3):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "attlens", "analyze", str(cap), "--json"], capture_output=True, check=True)
+        subprocess.run([sys.executable, "-m", "attlens", "analyze", str(cap), "--json", "--no-cache"], capture_output=True, check=True)
         cli_exp.append(time.perf_counter() - t)
     r0 = runs[0]
     print(f"capture: {cap} ({r0['waves']} waves, {r0['records']:,} records)")

@@ -11,6 +11,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Capture digests (docs/cache.md) of this test session go to a private folder,
+# never into the user's cache; subprocesses inherit it.
+if "ATTLENS_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["ATTLENS_CACHE_DIR"] = tempfile.mkdtemp(prefix="attlens-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["ATTLENS_CACHE_DIR"], True)
+
 
 def shared_dir() -> Path | None:
     env = os.environ.get("ATTLENS_SHARED")

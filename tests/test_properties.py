@@ -68,6 +68,6 @@ def test_fast_wave_parser_equals_full_parse(ws, pretty, edges):
     w = parse_wave_bytes(data, entry)
     assert w.instructions.reshape(-1, 5).tolist() == recs
     assert w.timeline.reshape(-1, 2).tolist() == doc["wave"]["timeline"]
-    waitcnt = w.waitcnt if isinstance(w.waitcnt, list) else w.waitcnt.get()
-    assert waitcnt == doc["wave"]["waitcnt"]
-    assert (w.begin, w.end, w.cu, w.simd, w.slot) == (begin, begin + 10, 1, 2, 3)
+    assert w.waitcnt == doc["wave"]["waitcnt"]
+    sc = w.scalars
+    assert (sc["begin"], sc["end"], sc["cu"], sc["simd"], sc["slot"]) == (begin, begin + 10, 1, 2, 3)

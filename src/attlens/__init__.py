@@ -10,10 +10,12 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "load", "analyze"]
 
 
-def load(path, rocprof_dir=None):
+def load(path, rocprof_dir=None, cache=None):
+    """Load a capture; ``cache``: None = the digest in the user cache directory
+    (docs/cache.md), False = parse afresh, or a cache directory."""
     from attlens.model.loader import load as _load
 
-    return _load(path, rocprof_dir=rocprof_dir)
+    return _load(path, rocprof_dir=rocprof_dir, cache=cache)
 
 
 def analyze(dispatch, exposed: bool = True):

@@ -43,92 +43,164 @@ class HiddenLatency:
         return float((self.total - self.exposed).sum()) / t if t else 0.0
 
 
+# record groups by the lists they are compared with (att-format.md §4.5 table)
+_G_MATRIX, _G_VALU, _G_VMEM, _G_SCAL, _G_OTHER = range(5)
+_GROUP_OF_CATEGORY = np.full(256, _G_OTHER, dtype=np.int8)
+_GROUP_OF_CATEGORY[[_LDS, _VMEM, _FLAT]] = _G_VMEM
+_GROUP_OF_CATEGORY[[_SALU, _SMEM]] = _G_SCAL
+_GROUP_OF_CATEGORY[_VALU] = _G_VALU
+
+
 def compute_hidden(dispatch, sums) -> HiddenLatency:
+    """Hidden latency per pc (kept in the capture's digest when there is one;
+    ``sums`` must be the dispatch's own :class:`PcSums`)."""
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec
+
+    return memo(dispatch, "hidden", lambda: _compute_hidden(dispatch, sums), DataclassCodec(HiddenLatency))
+
+
+BATCH_RECORDS = 1 << 16  # records handled together (bounds the temporaries)
+
+
+def _compute_hidden(dispatch, sums, batch_records: int = BATCH_RECORDS) -> HiddenLatency:
+    """(SE, SIMD) scopes in batches of about ``batch_records`` records (a scope
+    is never split: its busy lists need all of it). Within a batch every time
+    is shifted by its scope's offset, far enough apart that no packed block
+    reaches the next scope, so each busy list is one sorted array and each
+    record group needs one ``searchsorted`` per boundary and candidate list."""
     recs, w = dispatch.records, dispatch.waves
     n_pc = dispatch.code.size
     is_matrix_pc = np.array([m.startswith(_MATRIX_PREFIXES) for m in dispatch.static.mnemonic], dtype=bool)
-    typ = recs.category.astype(np.int64)
-    typ = np.where(is_matrix_pc[recs.pc], _MATRIX, typ)
-    time, stall = recs.time, recs.stall
-    length = np.maximum(recs.stall, recs.duration)
-    t_issue = time + stall
-    t_end = time + length
-    # cursor: previous token's end in the same wave (not a running maximum)
-    cursor = np.empty_like(time)
-    cursor[1:] = t_end[:-1]
-    cursor[w.rec_start[w.rec_start < len(time)]] = w.begin[w.rec_start < len(time)]
-    cursor = np.minimum(cursor, time)  # an idle interval never runs backwards
-
-    h_idle = np.zeros(len(time), dtype=np.int64)
-    h_stall = np.zeros(len(time), dtype=np.int64)
-    h_issue = np.zeros(len(time), dtype=np.int64)
-    scope = (w.se.astype(np.int64) * 64 + w.simd)[recs.wave]
-    for key in np.unique(scope):
-        idx = np.flatnonzero(scope == key)
-        ty = typ[idx]
-        s, e = t_issue[idx], t_end[idx]
-        ln = e - s
-
-        def lst(mask, lens=None):
-            return serial_blocks(s[mask], ln[mask] if lens is None else lens[mask])
-
-        is_mat = ty == _MATRIX
-        wmma = lst(is_mat)
-        valu_s = np.concatenate([s[ty == _VALU], s[is_mat]])
-        valu_l = np.concatenate([ln[ty == _VALU], (3 * ln[is_mat]) // 4])
-        valu = serial_blocks(valu_s, valu_l)
-        vmem = lst(np.isin(ty, (_LDS, _VMEM, _FLAT)))
-        scal = lst(np.isin(ty, (_SALU, _SMEM)))
-        math = merge_blocks(valu, wmma)
-        vector = merge_blocks(math, vmem)
-        allb = merge_blocks(vector, scal)
-
-        c, t0, t1, t2 = cursor[idx], time[idx], t_issue[idx], t_end[idx]
-
-        def parts(sel, blocks, zero_issue):
-            # idle, stall and issue are contiguous: one "covered up to x"
-            # evaluation at each of the 4 boundaries gives all three overlaps.
-            pts = np.concatenate([c[sel], t0[sel], t1[sel], t2[sel]])
-            cov = covered_upto(pts, blocks).reshape(4, -1)
-            pi, ps = cov[1] - cov[0], cov[2] - cov[1]
-            pu = np.zeros_like(pi) if zero_issue else cov[3] - cov[2]
-            return pi, ps, pu
-
-        def choose(sel, first, second):
-            a = parts(sel, *first)
-            b = parts(sel, *second)
-            take_a = (a[0] + a[1] + a[2]) >= (b[0] + b[1] + b[2])
-            out = idx[sel]
-            h_idle[out] = np.where(take_a, a[0], b[0])
-            h_stall[out] = np.where(take_a, a[1], b[1])
-            h_issue[out] = np.where(take_a, a[2], b[2])
-
-        sel = is_mat
-        if sel.any():
-            choose(sel, (valu, True), (wmma, True))
-        sel = ty == _VALU
-        if sel.any():
-            choose(sel, (valu, True), (wmma, False))
-        sel = np.isin(ty, (_LDS, _VMEM, _FLAT))
-        if sel.any():
-            choose(sel, (math, False), (vmem, True))
-        sel = np.isin(ty, (_SALU, _SMEM))
-        if sel.any():
-            choose(sel, (vector, False), (scal, True))
-        sel = ~np.isin(ty, (_MATRIX, _VALU, _LDS, _VMEM, _FLAT, _SALU, _SMEM))
-        if sel.any():
-            pi, ps, pu = parts(sel, allb, False)
-            out = idx[sel]
-            h_idle[out], h_stall[out], h_issue[out] = pi, ps, pu
-
-    pc = recs.pc
-
-    def per_pc(v):
-        return np.bincount(pc, weights=v, minlength=n_pc).round().astype(np.int64)
-
+    acc = np.zeros((3, n_pc), dtype=np.float64)  # hidden idle, stall, issue per pc
+    scope_key = w.se.astype(np.int64) * 64 + w.simd
+    wave_order = np.argsort(scope_key, kind="stable")
+    keys = scope_key[wave_order]
+    n_rec = (w.rec_stop - w.rec_start).astype(np.int64)
+    bounds = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True])  # scope starts in wave_order
+    scope_recs = np.add.reduceat(n_rec[wave_order], bounds[:-1]) if len(keys) else np.zeros(0, dtype=np.int64)
+    i = 0
+    while i < len(scope_recs):
+        j, total = i + 1, int(scope_recs[i])
+        while j < len(scope_recs) and total + int(scope_recs[j]) <= batch_records:
+            total += int(scope_recs[j])
+            j += 1
+        waves_b = wave_order[bounds[i] : bounds[j]]
+        scope_b = np.repeat(np.arange(j - i), np.diff(bounds[i : j + 1]))
+        if total:
+            _batch(recs, w, waves_b, scope_b, n_rec, is_matrix_pc, acc)
+        i = j
+    per_pc = np.rint(acc).astype(np.int64)
     issue_pc = sums.latency - sums.stall
-    hi = np.minimum(per_pc(h_idle), sums.idle)
-    hs = np.minimum(per_pc(h_stall), sums.stall)
-    hu = np.minimum(per_pc(h_issue), issue_pc)
+    hi = np.minimum(per_pc[0], sums.idle)
+    hs = np.minimum(per_pc[1], sums.stall)
+    hu = np.minimum(per_pc[2], issue_pc)
     total = sums.idle + sums.latency
     return HiddenLatency(hi, hs, hu, total - hi - hs - hu, total)
+
+
+def _batch(recs, w, waves_b, scope_b, n_rec, is_matrix_pc, acc) -> None:
+    from attlens.analysis.waitdeps import _ranges
+
+    counts = n_rec[waves_b]
+    rec = _ranges(w.rec_start[waves_b], counts)  # each wave's records stay together, in order
+    pc = recs.pc[rec]
+    group = _GROUP_OF_CATEGORY[recs.category[rec]]
+    group[is_matrix_pc[pc]] = _G_MATRIX
+    time = recs.time[rec].astype(np.int64, copy=False)
+    stall = recs.stall[rec].astype(np.int64)
+    length = np.maximum(stall, recs.duration[rec])
+    begin = w.begin[waves_b].astype(np.int64)
+    lo = min(int(time.min()), int(begin.min()))
+    span = int((time + length).max()) - lo + int(length.sum()) + 1
+    n_scopes = int(scope_b[-1]) + 1
+    if n_scopes > 1 and span * (n_scopes + 1) >= 2**62:
+        # too far apart to shift into one range: one scope at a time
+        for k in range(n_scopes):
+            sel = scope_b == k
+            _batch(recs, w, waves_b[sel], np.zeros(int(sel.sum()), dtype=np.int64), n_rec, is_matrix_pc, acc)
+        return
+    wave_off = scope_b.astype(np.int64) * span - lo
+    t0 = time
+    t0 += np.repeat(wave_off, counts)
+    t1 = t0 + stall
+    del stall
+    t2 = t0 + length
+    del length
+    # cursor: previous token's end in the same wave (not a running maximum),
+    # the wave's begin for its first token; an idle interval never runs backwards
+    c = np.empty_like(t0)
+    c[1:] = t2[:-1]
+    firsts = np.cumsum(counts) - counts
+    has = counts > 0
+    c[firsts[has]] = (begin + wave_off)[has]
+    np.minimum(c, t0, out=c)
+    _accumulate(pc, group, t0, t1, t2, c, acc)
+
+
+def _busy_lists(group, t1, t2):
+    ln = t2 - t1
+    mat, valu = group == _G_MATRIX, group == _G_VALU
+    wmma = serial_blocks(t1[mat], ln[mat])
+    vsel = mat | valu
+    valu_len = np.where(mat, (3 * ln) // 4, ln)
+    valu_b = serial_blocks(t1[vsel], valu_len[vsel])
+    vm = group == _G_VMEM
+    vmem = serial_blocks(t1[vm], ln[vm])
+    sc = group == _G_SCAL
+    scal = serial_blocks(t1[sc], ln[sc])
+    math = merge_blocks(valu_b, wmma)
+    vector = merge_blocks(math, vmem)
+    return {"valu": valu_b, "wmma": wmma, "vmem": vmem, "scal": scal, "math": math, "vector": vector,
+            "all": merge_blocks(vector, scal)}
+
+
+def _accumulate(pc, group, t0, t1, t2, c, acc) -> None:
+    """Add the hidden idle, stall and issue of these records to ``acc`` (per pc)."""
+    n_pc = acc.shape[1]
+    lists = _busy_lists(group, t1, t2)
+
+    def covered_at(x, same_as, known, blocks):
+        """covered_upto(x), looking up only where x differs from ``same_as``."""
+        cov = known.copy()
+        d = np.flatnonzero(x != same_as)
+        if len(d):
+            cov[d] = covered_upto(x[d], blocks)
+        return cov
+
+    def parts(sel, blocks, zero_issue):
+        # idle, stall and issue are contiguous: "covered up to x" at the four
+        # boundaries gives all three overlaps. Most records have no idle and
+        # no stall, so a boundary equal to its neighbour is not looked up.
+        x0, x1 = t0[sel], t1[sel]
+        cov0 = covered_upto(x0, blocks)
+        cov_c = covered_at(c[sel], x0, cov0, blocks)
+        cov1 = covered_at(x1, x0, cov0, blocks)
+        if zero_issue:
+            issue = np.zeros(len(x0), dtype=np.int64)
+        else:
+            issue = covered_at(t2[sel], x1, cov1, blocks) - cov1
+        return cov0 - cov_c, cov1 - cov0, issue
+
+    # (group, first candidate (list, zero issue), second candidate or None)
+    plan = (
+        (_G_MATRIX, ("valu", True), ("wmma", True)),
+        (_G_VALU, ("valu", True), ("wmma", False)),
+        (_G_VMEM, ("math", False), ("vmem", True)),
+        (_G_SCAL, ("vector", False), ("scal", True)),
+        (_G_OTHER, ("all", False), None),
+    )
+    for g, first, second in plan:
+        sel = np.flatnonzero(group == g)
+        if not len(sel):
+            continue
+        a = parts(sel, lists[first[0]], first[1])
+        if second is not None:
+            b = parts(sel, lists[second[0]], second[1])
+            take_a = (a[0] + a[1] + a[2]) >= (b[0] + b[1] + b[2])
+            a = tuple(np.where(take_a, x, y) for x, y in zip(a, b))
+        p = pc[sel]
+        for k in range(3):
+            acc[k] += np.bincount(p, weights=a[k], minlength=n_pc)
+
+

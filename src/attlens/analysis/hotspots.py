@@ -89,7 +89,30 @@ def _dominant(class_cycles: np.ndarray) -> str:
     return CLASS_IDS[int(np.argmax(class_cycles))]
 
 
+class _HotspotsCodec:
+    """Hotspots to and from a digest (JSON)."""
+
+    def encode(self, h: Hotspots):
+        from dataclasses import asdict
+
+        return {}, asdict(h)
+
+    def decode(self, arrays, meta):
+        meta = dict(meta)
+        meta["instructions"] = [InstructionHotspot(**x) for x in meta["instructions"]]
+        meta["lines"] = [LineHotspot(**x) for x in meta["lines"]]
+        return Hotspots(**meta)
+
+
 def compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
+    """Kept in the capture's digest when there is one (``sums`` must be the
+    dispatch's own; exposed cycles are attached afterwards by attach_exposed)."""
+    from attlens.cache import memo
+
+    return memo(dispatch, f"hotspots-{dispatch.arch.waitcnt_model}", lambda: _compute_hotspots(dispatch, sums), _HotspotsCodec())
+
+
+def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
     code, st = dispatch.code, dispatch.static
     total_stall = max(int(sums.stall.sum()), 1)
     total_lat = max(int(sums.latency.sum()), 1)

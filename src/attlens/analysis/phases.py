@@ -44,25 +44,44 @@ class Phases:
     flags: list[str] = field(default_factory=list)
 
 
-def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
+PHASE_BATCH_RECORDS = 1 << 17  # records of whole waves handled together (bounds the temporaries)
+
+
+def _phase_arrays(dispatch, batch: int = PHASE_BATCH_RECORDS) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: its phase and how many times its pc ran before in its wave
+    (whole waves at a time: both only depend on the record's own wave)."""
     recs, w = dispatch.records, dispatch.waves
-    n_pc = dispatch.code.size
     n = recs.count
-    key = recs.wave.astype(np.int64) * n_pc + recs.pc
+    exec_index = np.empty(n, dtype=np.int64)
+    phase = np.zeros(n, dtype=np.int8)
+    starts = w.rec_start.astype(np.int64)
+    stops = w.rec_stop.astype(np.int64)
+    v = 0
+    while v < w.count:
+        a = int(starts[v])
+        u = max(int(np.searchsorted(stops, a + batch, side="right")), v + 1)
+        b = int(stops[u - 1])
+        if b > a:
+            _phase_block(recs.wave[a:b], recs.pc[a:b], dispatch.code.size, starts[v:u] - a, stops[v:u] - a,
+                         exec_index[a:b], phase[a:b])
+        v = u
+    return phase, exec_index
+
+
+def _phase_block(wave, pc, n_pc, starts, stops, exec_index, phase) -> None:
+    n = len(pc)
+    key = wave.astype(np.int64) * n_pc + pc
     order = np.argsort(key, kind="stable")
     ks = key[order]
-    gstart = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    gid = np.cumsum(np.r_[True, ks[1:] != ks[:-1]]) - 1
-    exec_index = np.empty(n, dtype=np.int64)
+    new = np.r_[True, ks[1:] != ks[:-1]]
+    gstart = np.flatnonzero(new)
+    gid = np.cumsum(new) - 1
     exec_index[order] = np.arange(n) - gstart[gid]
     counts = np.diff(np.r_[gstart, n])
     repeats = np.zeros(n, dtype=bool)
     repeats[order] = counts[gid] > 1  # this record's pc runs more than once in its wave
-
-    phase = np.zeros(n, dtype=np.int8)
     idx = np.arange(n)
-    for wv in range(w.count):
-        a, b = int(w.rec_start[wv]), int(w.rec_stop[wv])
+    for a, b in zip(starts.tolist(), stops.tolist()):
         if a == b:
             continue
         looped = np.flatnonzero(repeats[a:b])
@@ -70,8 +89,39 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
             continue  # straight_line (0)
         lo, hi = a + looped[0], a + looped[-1]
         seg = idx[a:b]
-        ph = np.where(seg < lo, 1, np.where(seg > hi, 4, np.where(exec_index[a:b] == 0, 2, 3)))
-        phase[a:b] = ph
+        phase[a:b] = np.where(seg < lo, 1, np.where(seg > hi, 4, np.where(exec_index[a:b] == 0, 2, 3)))
+
+
+class _PhasesCodec:
+    """Phases to and from a digest (arrays + JSON)."""
+
+    def encode(self, p: Phases):
+        from dataclasses import asdict
+
+        return {"phase": p.phase, "exec_index": p.exec_index}, {
+            "kernel": p.kernel, "distributions": [asdict(x) for x in p.distributions],
+            "static_loops": [asdict(x) for x in p.static_loops], "waves_short": p.waves_short,
+            "short_threshold": p.short_threshold, "traced_cu_share": list(p.traced_cu_share.items()), "flags": p.flags}
+
+    def decode(self, arrays, meta):
+        return Phases(arrays["phase"], arrays["exec_index"], meta["kernel"],
+                      [InstructionDistribution(**x) for x in meta["distributions"]],
+                      [StaticLoop(**x) for x in meta["static_loops"]], meta["waves_short"], meta["short_threshold"],
+                      {int(k): v for k, v in meta["traced_cu_share"]}, meta["flags"])
+
+
+def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
+    """Kept in the capture's digest when there is one (the hotspot ranking
+    it starts from depends on the dispatch and the wait-counter model only)."""
+    from attlens.cache import memo
+
+    key = f"phases-{dispatch.arch.waitcnt_model}-top{top}" if hotspots is not None else "phases-nohot"
+    return memo(dispatch, key, lambda: _compute_phases(dispatch, hotspots, top), _PhasesCodec())
+
+
+def _compute_phases(dispatch, hotspots, top: int) -> Phases:
+    recs = dispatch.records
+    phase, exec_index = _phase_arrays(dispatch)
     kernel = {}
     for i, name in enumerate(PHASES):
         m = phase == i
@@ -80,11 +130,8 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
     dists = []
     if hotspots is not None:
         pcs = [hotspots.instructions[i].pc for i in hotspots.by_stall[:top]]
-        by_pc = np.argsort(recs.pc, kind="stable")
-        pcs_sorted = recs.pc[by_pc]
         for pc in pcs:
-            lo, hi = np.searchsorted(pcs_sorted, pc), np.searchsorted(pcs_sorted, pc, side="right")
-            rows = by_pc[lo:hi]
+            rows = np.flatnonzero(recs.pc == pc)  # a few passes instead of sorting every record
             if len(rows) == 0:
                 continue
             s = recs.stall[rows]
@@ -111,6 +158,7 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
             f"the traced waves never reached the kernel's loop (pcs {lp.first_pc}–{lp.last_pc}, backward branch at pc "
             f"{lp.branch_pc} never executed): this capture shows only the code before it, not the main work"
         )
+    w = dispatch.waves
     n_rec = w.n_records
     longest = int(n_rec.max()) if len(n_rec) else 0
     threshold = max(longest // 10, 1)

@@ -44,28 +44,39 @@ class PipeUtilization:
 
 
 def compute_pipes(dispatch) -> PipeUtilization:
-    recs, w = dispatch.records, dispatch.waves
+    """Kept in the capture's digest when there is one."""
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec
+
     quantum = (dispatch.arch.facts or {}).get("time_quantum", 4 if dispatch.index.gfxip in (None, 9) else 1)
-    pipe_id_by_pc = np.array([PIPES.index(pipe_of_class(c)) if c else PIPES.index("IMMED/MSG") for c in dispatch.static.cls], dtype=np.int64)
-    pipe = pipe_id_by_pc[recs.pc]
-    start = recs.time + recs.stall
-    end = recs.time + recs.duration
-    immed = pipe == PIPES.index("IMMED/MSG")
-    end = np.where(immed, start + quantum, end)
-    issue = end - start
-    simd_key = (w.se.astype(np.int64) * 1_000_000 + w.cu.astype(np.int64) * 16 + w.simd)[recs.wave]
+    return memo(dispatch, f"pipes-q{quantum}", lambda: _compute_pipes(dispatch, quantum), DataclassCodec(PipeUtilization))
+
+
+def _compute_pipes(dispatch, quantum) -> PipeUtilization:
+    from attlens.analysis.waitdeps import _ranges
+
+    recs, w = dispatch.records, dispatch.waves
+    pipe_id_by_pc = np.array([PIPES.index(pipe_of_class(c)) if c else PIPES.index("IMMED/MSG") for c in dispatch.static.cls], dtype=np.int8)
+    immed_id = PIPES.index("IMMED/MSG")
+    wave_key = w.se.astype(np.int64) * 1_000_000 + w.cu.astype(np.int64) * 16 + w.simd
+    n_rec = (w.rec_stop - w.rec_start).astype(np.int64)
     rows = []
     tot = {p: [0, 0] for p in PIPES}
     total_window = 0
-    for key in np.unique(simd_key):
-        m = simd_key == key
+    # one SIMD at a time, gathering only its waves' records (bounded memory)
+    for key in np.unique(wave_key):
+        wm = wave_key == key
         se, rest = divmod(int(key), 1_000_000)
         cu, simd = divmod(rest, 16)
-        wm = (w.se == se) & (w.cu == cu) & (w.simd == simd)
         window = int(w.end[wm].max() - w.begin[wm].min())
         total_window += window
+        wv = np.flatnonzero(wm)
+        rec = _ranges(w.rec_start[wv], n_rec[wv])
+        p_m = pipe_id_by_pc[recs.pc[rec]]
+        s_m = recs.time[rec] + recs.stall[rec]
+        e_m = np.where(p_m == immed_id, s_m + quantum, recs.time[rec] + recs.duration[rec])
+        i_m = e_m - s_m
         pipes = {}
-        p_m, s_m, e_m, i_m = pipe[m], start[m], end[m], issue[m]
         for pi, name in enumerate(PIPES):
             sel = p_m == pi
             busy = union_length(s_m[sel], e_m[sel])

@@ -52,15 +52,46 @@ class StallBreakdown:
     waits_unresolved_with_stall: int
 
 
+SUM_BATCH = 1 << 18  # records per bincount (bounds the float64 copy of the weights)
+
+
+def per_pc_sum(pc: np.ndarray, values: np.ndarray, n_pc: int) -> np.ndarray:
+    """Σ values per pc, exact (integers below 2^53), in bounded steps."""
+    out = np.zeros(n_pc, dtype=np.int64)
+    for a in range(0, len(pc), SUM_BATCH):
+        out += np.bincount(pc[a : a + SUM_BATCH], weights=values[a : a + SUM_BATCH], minlength=n_pc).round().astype(np.int64)
+    return out
+
+
 def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, StallBreakdown, WaitDeps, WaitPairs]:
+    """Per-pc sums, the stall breakdown, the wait dependencies and pairs (the
+    sums and pairs are kept in the capture's digest when there is one)."""
+    if deps is not None:
+        return _compute_pc_sums(dispatch, deps)
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec, TupleCodec
+
+    deps = compute_wait_deps(dispatch)
+    codec = TupleCodec(DataclassCodec(PcSums), DataclassCodec(StallBreakdown), DataclassCodec(WaitPairs))
+    sums, breakdown, pairs = memo(dispatch, f"pc_sums-{deps.model}",
+                                  lambda: _drop_deps(_compute_pc_sums(dispatch, deps)), codec)
+    return sums, breakdown, deps, pairs
+
+
+def _drop_deps(result):
+    sums, breakdown, _deps, pairs = result
+    return sums, breakdown, pairs
+
+
+def _compute_pc_sums(dispatch, deps: WaitDeps) -> tuple[PcSums, StallBreakdown, WaitDeps, WaitPairs]:
     recs = dispatch.records
     n_pc = dispatch.code.size
     st = dispatch.static
     pc = recs.pc
     hit = np.bincount(pc, minlength=n_pc).astype(np.int64)
-    lat = np.bincount(pc, weights=recs.duration, minlength=n_pc).round().astype(np.int64)
-    stall = np.bincount(pc, weights=recs.stall, minlength=n_pc).round().astype(np.int64)
-    idle = np.bincount(pc, weights=recs.idle, minlength=n_pc).round().astype(np.int64)
+    lat = per_pc_sum(pc, recs.duration, n_pc)
+    stall = per_pc_sum(pc, recs.stall, n_pc)
+    idle = per_pc_sum(pc, recs.idle, n_pc)
 
     n_cls = len(CLASS_IDS)
     static_cls = np.array([_CLASS_INDEX.get(c, _CLASS_INDEX["other"]) if c != WAIT else -1 for c in st.cls], dtype=np.int64)
@@ -73,7 +104,6 @@ def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, Sta
     class_lat[rows, static_cls[rows]] = lat[rows]
 
     # Waits: split each execution over its producers.
-    deps = deps if deps is not None else compute_wait_deps(dispatch)
     wait_rows = np.flatnonzero(~nonwait & dispatch.code.instruction_mask)
     unresolved = _CLASS_INDEX["wait_unresolved"]
     # Start with everything unresolved, then move resolved executions' cycles.
@@ -105,8 +135,9 @@ def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, Sta
     by_stall = {c: int(v) for c, v in zip(CLASS_IDS, class_stall.sum(axis=0))}
     by_lat = {c: int(v) for c, v in zip(CLASS_IDS, class_lat.sum(axis=0))}
     # dynamic counts: non-wait by static class, waits by their majority class per pc
-    rec_cls = np.where(nonwait, static_cls, np.argmax(class_lat, axis=1))[pc]
-    by_rec = {c: int(v) for c, v in zip(CLASS_IDS, np.bincount(rec_cls, minlength=n_cls))}
+    # (summed per pc: no per-record array)
+    pc_cls = np.where(nonwait, static_cls, np.argmax(class_lat, axis=1))
+    by_rec = {c: int(v) for c, v in zip(CLASS_IDS, np.bincount(pc_cls, weights=hit, minlength=n_cls).round().astype(np.int64))}
     is_wait_rec = ~nonwait[pc] & (recs.stall > 0)
     is_wait_rec[resolved_execs] = False
     unresolved_with_stall = int(np.count_nonzero(is_wait_rec))

@@ -103,7 +103,33 @@ def producer_kind(cls: str) -> str:
     return _KIND_OF_CLASS.get(cls, "other")
 
 
+class _AttributionCodec:
+    """WaitAttribution to and from a digest (int keys as pairs)."""
+
+    def encode(self, a: WaitAttribution):
+        from dataclasses import asdict
+
+        arrays = {f"pairs.{k}": v for k, v in asdict(a.pairs).items()}
+        producers = [{**asdict(p), "waits": list(p.waits.items())} for p in a.producers]
+        return arrays, {"producers": producers, "total_charged": a.total_charged,
+                        "by_wait_pc": [[w, list(d.items())] for w, d in a.by_wait_pc.items()]}
+
+    def decode(self, arrays, meta):
+        pairs = WaitPairs(**{k[len("pairs."):]: v for k, v in arrays.items()})
+        producers = [ProducerStats(**{**p, "waits": {int(k): v for k, v in p["waits"]}}) for p in meta["producers"]]
+        by_wait_pc = {int(w): {int(k): v for k, v in d} for w, d in meta["by_wait_pc"]}
+        return WaitAttribution(pairs, producers, meta["total_charged"], by_wait_pc)
+
+
 def attribute_waits(dispatch, deps, pairs: WaitPairs | None = None) -> WaitAttribution:
+    """Kept in the capture's digest when there is one (``deps``/``pairs`` must
+    be the dispatch's own, from :func:`attlens.analysis.stalls.compute_pc_sums`)."""
+    from attlens.cache import memo
+
+    return memo(dispatch, f"waitattr-{deps.model}", lambda: _attribute_waits(dispatch, deps, pairs), _AttributionCodec())
+
+
+def _attribute_waits(dispatch, deps, pairs: WaitPairs | None) -> WaitAttribution:
     from attlens.analysis.taxonomy import producer_wait_class
 
     pairs = pairs if pairs is not None else split_waits(dispatch, deps)

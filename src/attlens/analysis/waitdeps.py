@@ -111,49 +111,96 @@ class _Counter:
         return [pop() for _ in range(k)]
 
 
-def _simulate_gfx9(events, fields_of, out):
-    # The hot loop of the whole analysis (one iteration per memory op or wait):
-    # the counter logic of _Counter is inlined with local names on purpose.
-    lg: deque[int] = deque()
-    vm: deque[int] = deque()
-    lg_in = vm_in = True
-    flat: list[int] = []
-    lg_pop, vm_pop, lg_push, vm_push = lg.popleft, vm.popleft, lg.append, vm.append
-    emit = out.append
-    for rec, act, pc in events:
-        if act == ACT_WAIT:
-            f = fields_of[pc]
-            outstanding = len(lg) + len(vm) + len(flat)
-            n = f.get("lgkmcnt")
-            if n is not None:  # lgkm first, as the decoder's writer does
-                if n == 0:
-                    lg_in = True
-                if lg_in:
-                    k = len(lg) - n
-                    got = flat + [lg_pop() for _ in range(k)] if k > 0 else flat
-                    flat = []
-                    if got:
-                        emit((rec, got, outstanding))
-            n = f.get("vmcnt")
-            if n is not None:
-                if n == 0:
-                    vm_in = True
-                if vm_in:
-                    k = len(vm) - n
-                    got = flat + [vm_pop() for _ in range(k)] if k > 0 else flat
-                    flat = []
-                    if got:
-                        emit((rec, got, outstanding))
-        elif act == ACT_VM_LOAD or act == ACT_VM_STORE:
-            vm_push(rec)
-        elif act == ACT_LGKM or act == ACT_MSG or act == ACT_SENDMSG_RTN:
-            lg_push(rec)
-        elif act == ACT_SMEM:
-            lg_push(rec)
-            lg_in = False
-        elif act == ACT_FLAT_LOAD or act == ACT_FLAT_STORE:
-            flat.append(rec)
-            lg_in = vm_in = False
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + n)`` for every (s, n)."""
+    lengths = lengths.astype(np.int64, copy=False)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(starts.astype(np.int64) - offsets, lengths) + np.arange(total, dtype=np.int64)
+
+
+def _resolve_gfx9(rec: np.ndarray, act: np.ndarray, wave: np.ndarray, n_lg: np.ndarray, n_vm: np.ndarray):
+    """The gfx9 counter simulation of every wave at once.
+
+    Events (memory ops and waits of all waves, waves contiguous, in execution
+    order): record index, action, wave, and for waits the lgkmcnt/vmcnt they
+    name (-1: not named). A counter's FIFO is the range [Q, P) of its pushes:
+    P counts pushes, and an effective wait with count n moves Q to
+    max(Q, P - n) -- a running maximum, so the whole simulation is prefix
+    sums and cumulative maxima. A wait is effective for a counter when it
+    names it and the counter is in order: no out-of-order push (SMEM, FLAT for
+    lgkm; FLAT for vm) since the last wait of that counter with count 0 (which
+    puts it back in order) or the wave's start. Pending FLAT ops go to the
+    first effective evaluation after them (lgkm before vm within one wait).
+    Returns entries in execution order: (wait record, wave, outstanding,
+    producer start/stop) and the producers, exactly like the per-wave loop.
+    """
+    e_n = len(rec)
+    idx = np.arange(e_n, dtype=np.int64)
+    new_wave = np.ones(e_n, dtype=bool)
+    new_wave[1:] = wave[1:] != wave[:-1]
+    wave_first = np.maximum.accumulate(np.where(new_wave, idx, 0))
+    is_wait = act == ACT_WAIT
+    is_flat = (act == ACT_FLAT_LOAD) | (act == ACT_FLAT_STORE)
+    pushes = {
+        "lg": np.isin(act, (ACT_LGKM, ACT_MSG, ACT_SENDMSG_RTN, ACT_SMEM)),
+        "vm": (act == ACT_VM_LOAD) | (act == ACT_VM_STORE),
+    }
+    disorder = {"lg": is_flat | (act == ACT_SMEM), "vm": is_flat}
+    named_n = {"lg": n_lg, "vm": n_vm}
+    fc = np.cumsum(is_flat)  # flat ops pushed up to and including each event
+    fbase = (fc - is_flat)[wave_first]
+    per = {}
+    for c in ("lg", "vm"):
+        g = np.cumsum(pushes[c])
+        base = (g - pushes[c])[wave_first]
+        n = named_n[c]
+        named = is_wait & (n >= 0)
+        reset = named & (n == 0)
+        last_dis = np.maximum.accumulate(np.where(disorder[c], idx, -1))
+        last_reset = np.maximum.accumulate(np.where(reset, idx, -1))
+        eff = named & (reset | (last_dis < np.maximum(last_reset, wave_first)))
+        target = np.where(eff, g - np.maximum(n, 0), -1)
+        q_after = np.maximum(np.maximum.accumulate(target), base)
+        q_before = np.empty_like(q_after)
+        q_before[:1] = base[:1]
+        q_before[1:] = np.maximum(q_after[:-1], base[1:])
+        per[c] = (eff, g, q_before, q_after, np.flatnonzero(pushes[c]))
+    eff_any = per["lg"][0] | per["vm"][0]
+    fc_eval = np.maximum.accumulate(np.where(eff_any, fc, 0))  # flat consumed up to here
+    fc_prev = np.zeros(e_n, dtype=np.int64)
+    fc_prev[1:] = fc_eval[:-1]
+    flat_start = np.maximum(fc_prev, fbase)  # first flat op still pending at the event
+    w_idx = np.flatnonzero(is_wait)
+    outstanding = fc[w_idx] - flat_start[w_idx]
+    for c in ("lg", "vm"):
+        _eff, g, q_before, _qa, _pr = per[c]
+        outstanding = outstanding + g[w_idx] - q_before[w_idx]
+    # Per wait: the lgkm evaluation, then the vm one.
+    eff_lg, eff_vm = per["lg"][0][w_idx], per["vm"][0][w_idx]
+    n_flat_lg = np.where(eff_lg, fc[w_idx] - flat_start[w_idx], 0)
+    n_flat_vm = np.where(eff_vm & ~eff_lg, fc[w_idx] - flat_start[w_idx], 0)
+    n_pop = {c: np.where(per[c][0][w_idx], per[c][3][w_idx] - per[c][2][w_idx], 0) for c in ("lg", "vm")}
+    n_flat = np.stack([n_flat_lg, n_flat_vm], axis=1).reshape(-1)
+    n_popped = np.stack([n_pop["lg"], n_pop["vm"]], axis=1).reshape(-1)
+    q_from = np.stack([per["lg"][2][w_idx], per["vm"][2][w_idx]], axis=1).reshape(-1)
+    counter = np.tile(np.array([0, 1], dtype=np.int8), len(w_idx))
+    ev = np.repeat(w_idx, 2)
+    out_rep = np.repeat(outstanding, 2)
+    keep = (n_flat + n_popped) > 0
+    n_flat, n_popped, q_from, counter, ev, out_rep = (a[keep] for a in (n_flat, n_popped, q_from, counter, ev, out_rep))
+    length = n_flat + n_popped
+    stop = np.cumsum(length)
+    start = stop - length
+    producers = np.empty(int(stop[-1]) if len(stop) else 0, dtype=np.int64)
+    flat_rec = rec[is_flat]
+    producers[_ranges(start, n_flat)] = flat_rec[_ranges(flat_start[ev], n_flat)]
+    for ci, c in enumerate(("lg", "vm")):
+        m = counter == ci
+        producers[_ranges(start[m] + n_flat[m], n_popped[m])] = rec[per[c][4][_ranges(q_from[m], n_popped[m])]]
+    return rec[ev], wave[ev], out_rep, start, stop, producers
 
 
 def _simulate_gfx10(events, fields_of, out):
@@ -255,7 +302,7 @@ def _simulate_gfx12(events, fields_of, out):
                 ctr[name].fifo.append(rec)
 
 
-_SIMULATORS = {"gfx9": _simulate_gfx9, "gfx10": _simulate_gfx10, "gfx12": _simulate_gfx12}
+_SIMULATORS = {"gfx10": _simulate_gfx10, "gfx12": _simulate_gfx12}
 
 
 @dataclass
@@ -292,16 +339,71 @@ class WaitDeps:
         return np.repeat(self.entry_wait, self.entry_stop - self.entry_start)
 
 
+def _wait_counts(fields_of: dict, n_pc: int, name: str) -> np.ndarray:
+    out = np.full(n_pc, -1, dtype=np.int64)
+    for pc, f in fields_of.items():
+        if name in f:
+            out[pc] = f[name]
+    return out
+
+
 def compute_wait_deps(dispatch, model: str | None = None) -> WaitDeps:
-    """Simulate the wait counters of every wave of ``dispatch``."""
+    """Simulate the wait counters of every wave of ``dispatch`` (kept in the
+    capture's digest when there is one)."""
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec
+
     model = model or dispatch.arch.waitcnt_model
+    return memo(dispatch, f"waitdeps-{model}", lambda: _compute_wait_deps(dispatch, model), DataclassCodec(WaitDeps))
+
+
+BATCH_EVENTS = 1 << 16  # memory ops and waits simulated together (bounds the temporaries)
+
+
+def _batched_gfx9(dispatch, interesting, rec_act, fields_of, batch_events: int = BATCH_EVENTS) -> WaitDeps:
+    """:func:`_resolve_gfx9` over batches of whole waves."""
+    recs, code = dispatch.records, dispatch.code
+    n_lg = _wait_counts(fields_of, code.size, "lgkmcnt")
+    n_vm = _wait_counts(fields_of, code.size, "vmcnt")
+    wave_ev = np.searchsorted(interesting, dispatch.waves.rec_start)  # first event of each wave
+    parts = []
+    a = 0
+    n_ev = len(interesting)
+    while a < n_ev:
+        # end the batch at the first wave boundary past a + batch_events
+        k = int(np.searchsorted(wave_ev, a + batch_events, side="left"))
+        b = int(wave_ev[k]) if k < len(wave_ev) else n_ev
+        if b <= a:
+            b = int(wave_ev[k + 1]) if k + 1 < len(wave_ev) else n_ev
+        idx = interesting[a:b]
+        pcs = recs.pc[idx]
+        parts.append(_resolve_gfx9(idx, rec_act[idx], recs.wave[idx], n_lg[pcs], n_vm[pcs]))
+        a = b
+    if not parts:
+        z = np.zeros(0, dtype=np.int64)
+        return WaitDeps("gfx9", z, np.zeros(0, dtype=np.int32), z, z, z, z)
+    shift = np.cumsum([0] + [len(p[5]) for p in parts[:-1]])
+    return WaitDeps(
+        model="gfx9",
+        entry_wait=np.concatenate([p[0] for p in parts]),
+        entry_wave=np.concatenate([p[1] for p in parts]).astype(np.int32),
+        entry_start=np.concatenate([p[3] + s for p, s in zip(parts, shift)]),
+        entry_stop=np.concatenate([p[4] + s for p, s in zip(parts, shift)]),
+        producers=np.concatenate([p[5] for p in parts]),
+        entry_outstanding=np.concatenate([p[2] for p in parts]),
+    )
+
+
+def _compute_wait_deps(dispatch, model: str) -> WaitDeps:
     code = dispatch.code
     actions = np.array([pc_action(t, model) for t in code.isa], dtype=np.int8)
     fields_of = {pc: waitcnt_fields(code.isa[pc]) for pc in np.flatnonzero(actions == ACT_WAIT).tolist()}
-    simulate = _SIMULATORS[model]
     recs = dispatch.records
     rec_act = actions[recs.pc]
     interesting = np.flatnonzero(rec_act != ACT_NONE)
+    if model == "gfx9":
+        return _batched_gfx9(dispatch, interesting, rec_act, fields_of)
+    simulate = _SIMULATORS[model]
     # Split the interesting record indices per wave (records are stored wave by wave).
     bounds = np.searchsorted(interesting, dispatch.waves.rec_start)
     bounds_end = np.searchsorted(interesting, dispatch.waves.rec_stop)
@@ -335,6 +437,11 @@ def simulate_sequence(texts: list[str], model: str = "gfx9") -> list[tuple[int, 
     """Run the counter simulation over one wave's executed instruction texts
     (in order). Returns [(index of the wait, [indices of the producers])].
     Used by tests and by anyone checking a hand-written sequence."""
+    return [(w, p) for w, p, _ in simulate_sequence_detail(texts, model)]
+
+
+def simulate_sequence_detail(texts: list[str], model: str = "gfx9") -> list[tuple[int, list[int], int]]:
+    """:func:`simulate_sequence` plus the memory ops outstanding at each wait."""
     events = []
     fields_of: dict[int, dict] = {}
     for i, t in enumerate(texts):
@@ -344,6 +451,14 @@ def simulate_sequence(texts: list[str], model: str = "gfx9") -> list[tuple[int, 
         if act == ACT_WAIT:
             fields_of[i] = waitcnt_fields(t)
         events.append((i, act, i))
+    if model == "gfx9":
+        rec = np.array([e[0] for e in events], dtype=np.int64)
+        n = len(texts)
+        wait, _w, outstanding, start, stop, prods = _resolve_gfx9(
+            rec, np.array([e[1] for e in events], dtype=np.int8), np.zeros(len(rec), dtype=np.int32),
+            _wait_counts(fields_of, n, "lgkmcnt")[rec], _wait_counts(fields_of, n, "vmcnt")[rec],
+        )
+        return [(int(w), prods[a:b].tolist(), int(o)) for w, a, b, o in zip(wait, start, stop, outstanding)]
     out: list = []
     _SIMULATORS[model](events, fields_of, out)
-    return [(w, p) for w, p, _ in out]
+    return out

@@ -26,12 +26,21 @@ class WaveStates:
 
 
 def compute_wave_states(dispatch) -> WaveStates:
+    """Kept in the capture's digest when there is one."""
+    from attlens.cache import memo
+    from attlens.cache.store import DataclassCodec
+
+    return memo(dispatch, "wavestates", lambda: _compute_wave_states(dispatch), DataclassCodec(WaveStates))
+
+
+def _compute_wave_states(dispatch) -> WaveStates:
     tl = dispatch.timeline
     w = dispatch.waves
     n = w.count
-    per_wave = np.zeros((n, 5), dtype=np.int64)
     state = np.clip(tl.state.astype(np.int64), 0, 4)
-    np.add.at(per_wave, (tl.wave, state), tl.duration)
+    # one bincount (exact: integer cycles far below 2^53) instead of np.add.at
+    per_wave = np.bincount(tl.wave.astype(np.int64) * 5 + state, weights=tl.duration, minlength=n * 5)
+    per_wave = per_wave.round().astype(np.int64).reshape(n, 5)
     lifetime = w.end - w.begin
     total = per_wave.sum(axis=0)
     denom = max(int(total.sum()), 1)

@@ -20,10 +20,10 @@ import os
 import sys
 
 from attlens import __version__
-from attlens.cli import agent_cmds, analysis_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds, sweep_cmds
-from attlens.cli.common import EPILOG, print_error, say
+from attlens.cli import agent_cmds, analysis_cmds, cache_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds, sweep_cmds
+from attlens.cli.common import EPILOG, configure_cache, print_error, say
 
-GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, sweep_cmds, agent_cmds, meta_cmds)
+GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, sweep_cmds, agent_cmds, cache_cmds, meta_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     from attlens.errors import EXIT_INTERNAL, AttlensError
 
     try:
+        configure_cache(args)
         return args.func(args)
     except AttlensError as exc:
         print_error(exc, getattr(args, "json", False))

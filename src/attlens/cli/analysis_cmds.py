@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, add_capture_args, emit, exit_code, load_analyzed, one_capture, say, write_atomic
+from attlens.cli.common import EPILOG, add_cache_args, add_capture_args, emit, exit_code, load_analyzed, one_capture, say, write_atomic
 
 
 def register(sub) -> None:
@@ -54,7 +54,10 @@ def register(sub) -> None:
     p.add_argument("--rocprof-dir", metavar="DIR")
     p.add_argument("--max-waves", type=int, metavar="N", help="export only the first N waves (by start time)")
     p.add_argument("--window", metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
+    p.add_argument("--max-events", type=int, default=None, metavar="N",
+                   help="stop adding waves before the trace passes N events (default 1,000,000, ~140 MB; 0 = no limit)")
     p.add_argument("--json", action="store_true", help="print a summary object")
+    add_cache_args(p)
     p.set_defaults(func=cmd_export)
 
 
@@ -228,7 +231,7 @@ def cmd_deps(args) -> int:
 def cmd_export(args) -> int:
     from attlens.analysis.clock import compute_clock
     from attlens.errors import UsageError
-    from attlens.report.perfetto import build_trace, write_trace
+    from attlens.report.perfetto import DEFAULT_MAX_EVENTS, stream_trace
 
     window = None
     if args.window:
@@ -241,19 +244,28 @@ def cmd_export(args) -> int:
         window = (a, b)
     if args.max_waves is not None and args.max_waves < 1:
         raise UsageError("--max-waves must be at least 1")
-    args.all = False
-    r = one_capture(args)[0]
+    if args.max_events is not None and args.max_events < 0:
+        raise UsageError("--max-events must be 0 (no limit) or more")
+    max_events = DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events
+    from types import SimpleNamespace
+
+    from attlens.model.loader import load, resolve_capture_dirs
+
+    # The trace needs the dispatch only, not the analyses: load and stream.
+    r = SimpleNamespace(dispatch=load(resolve_capture_dirs(args.path)[0], rocprof_dir=args.rocprof_dir))
     clock = compute_clock(r.dispatch)
-    trace = build_trace(r, clock, max_waves=args.max_waves, window=window)
-    size = write_trace(trace, args.perfetto)
-    meta = trace["metadata"]
+    meta = stream_trace(r, clock, args.perfetto, max_waves=args.max_waves, window=window, max_events=max_events)
+    cut = meta["waves_cut_by_max_events"]
     if args.json:
         from attlens.report.json_out import dumps, header
 
-        print(dumps({**header("attlens.export"), "output": str(args.perfetto), "bytes": size,
-                     "events": len(trace["traceEvents"]), "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
-                     "time_unit": meta["time_unit"]}))
+        print(dumps({**header("attlens.export"), "output": str(args.perfetto), "bytes": meta["bytes"],
+                     "events": meta["events"], "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
+                     "waves_cut_by_max_events": cut, "max_events": meta["max_events"], "time_unit": meta["time_unit"]}))
     else:
-        say(f"wrote {args.perfetto}: {len(trace['traceEvents']):,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
-            f"{size / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
+        say(f"wrote {args.perfetto}: {meta['events']:,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
+            f"{meta['bytes'] / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
+    if cut:
+        say(f"attlens: note: the {max_events:,}-event limit left out the {cut} latest-starting of the "
+            f"{meta['waves_selected']} selected waves; pass --max-events 0 for all, or --window/--max-waves to choose")
     return exit_code([r])

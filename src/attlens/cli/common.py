@@ -19,6 +19,20 @@ def add_capture_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="analyze every capture found under PATH")
     p.add_argument("--rocprof-dir", metavar="DIR", help="rocprofv3 outputs of the same run (agent_info.csv, kernel_trace.csv, results.json)")
     p.add_argument("--json", action="store_true", help="print one JSON object (docs/json-schema.md) instead of tables")
+    add_cache_args(p)
+
+
+def add_cache_args(p: argparse.ArgumentParser) -> None:
+    """--cache-dir / --no-cache of every command that reads captures (docs/cache.md)."""
+    p.add_argument("--cache-dir", metavar="DIR", help="where capture digests are kept (default $XDG_CACHE_HOME/attlens)")
+    p.add_argument("--no-cache", action="store_true", help="read the capture afresh; neither use nor write its digest")
+
+
+def configure_cache(args) -> None:
+    """Apply --cache-dir / --no-cache to every load of this command."""
+    from attlens.cache import configure
+
+    configure(getattr(args, "cache_dir", None), enabled=not getattr(args, "no_cache", False))
 
 
 def progress(args):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, emit, say, write_atomic
+from attlens.cli.common import EPILOG, add_cache_args, emit, say, write_atomic
 
 
 def register(sub) -> None:
@@ -17,6 +17,7 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-color", action="store_true")
+    add_cache_args(p)
     p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("check", help="gate a capture against a baseline: exit 0 within bounds, 20 on regression", epilog=EPILOG)
@@ -27,6 +28,7 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="compare even when kernel or target differ")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML result")
     p.add_argument("--json", action="store_true")
+    add_cache_args(p)
     p.set_defaults(func=cmd_check)
 
 

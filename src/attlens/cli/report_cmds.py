@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, exit_code, load_analyzed, progress, say, write_atomic
+from attlens.cli.common import EPILOG, add_cache_args, exit_code, load_analyzed, progress, say, write_atomic
 
 
 def register(sub) -> None:
@@ -16,6 +16,7 @@ def register(sub) -> None:
                    "(its kernel, target and dispatch must match the capture's)")
     p.add_argument("--force", action="store_true", help="with --pmc: attach counters even when kernel, target or dispatch differ (the report says so)")
     p.add_argument("--json", action="store_true", help="print a manifest of the files written (attlens.report)")
+    add_cache_args(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)

@@ -12,6 +12,7 @@ callers turn into a warning. ``limit`` caps how many bytes are read.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -47,12 +48,16 @@ def resolve_inside(root: Path, name: str | os.PathLike) -> Path:
     return target
 
 
-def read_regular(path: Path, limit: int | None = None) -> bytes:
+def read_regular(path: Path, limit: int | None = None, follow: bool = True) -> bytes:
     """Bytes of ``path`` if it is a regular file (never blocks on a FIFO).
 
     Raises :class:`NotRegularFile`, :class:`TooLarge` (more than ``limit``
-    bytes), or ``OSError`` (missing, unreadable) for the caller to report."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    bytes), or ``OSError`` (missing, unreadable; ``ELOOP`` for a symlink
+    when not ``follow``) for the caller to report."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -69,6 +74,21 @@ def read_regular(path: Path, limit: int | None = None) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_inside(root_real: str, name: str, limit: int | None = None) -> bytes:
+    """:func:`read_capture_file` for many names under one root that the caller
+    resolved once (``os.path.realpath``): a plain file name (no separator, not
+    ``.``/``..``) is opened directly without following a symlink, so it cannot
+    leave the root and costs no path resolution; any other name, or a symlink,
+    takes the full :func:`resolve_inside` check."""
+    if name and "/" not in name and os.sep not in name and name not in (".", "..") and "\x00" not in name:
+        try:
+            return read_regular(os.path.join(root_real, name), limit, follow=False)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+    return read_regular(resolve_inside(Path(root_real), name), limit)
 
 
 def read_capture_file(root: Path, name: str | os.PathLike, limit: int | None = None) -> bytes:

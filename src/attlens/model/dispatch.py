@@ -40,14 +40,35 @@ CATEGORY_NAMES = {
 STATE_NAMES = {0: "EMPTY", 1: "IDLE", 2: "EXEC", 3: "WAIT", 4: "STALL"}
 
 
+class _Columns:
+    """Arrays given directly, or (from a digest) loaded on first access."""
+
+    def __getattr__(self, name):
+        loaders = self.__dict__.get("_loaders")
+        if loaders and name in loaders:
+            value = loaders.pop(name)()
+            setattr(self, name, value)
+            return value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @classmethod
+    def lazy(cls, loaders: dict, **given):
+        """An instance whose fields in ``loaders`` are produced on first use."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update(given)
+        obj.__dict__["_loaders"] = dict(loaders)
+        return obj
+
+
 @dataclass
-class Records:
+class Records(_Columns):
     """Every executed instruction of every traced wave (one row per record)."""
 
-    time: np.ndarray  # int64, first issue attempt (shader clock of the wave's SE)
-    category: np.ndarray  # int8, decoder category
-    stall: np.ndarray  # int64, cycles stalled before issue
-    duration: np.ndarray  # int64, stall + issue (gfx9) / stall + execute (gfx10+)
+    # dtypes follow the decoder's record struct (io/wave_files.py checks the ranges)
+    time: np.ndarray  # int64 (< 2^62), first issue attempt (shader clock of the wave's SE)
+    category: np.ndarray  # uint8, decoder category
+    stall: np.ndarray  # int32 (>= 0), cycles stalled before issue
+    duration: np.ndarray  # int32 (>= 0), stall + issue (gfx9) / stall + execute (gfx10+)
     pc: np.ndarray  # int32, pc index into the code table
     wave: np.ndarray  # int32, wave index
     idle: np.ndarray  # int64, gap before the record (writer's running-max rule)
@@ -58,7 +79,7 @@ class Records:
 
 
 @dataclass
-class Waves:
+class Waves(_Columns):
     """One row per traced wave, sorted by (se, simd, slot, instance)."""
 
     se: np.ndarray
@@ -73,12 +94,16 @@ class Waves:
     tl_start: np.ndarray  # offsets into Timeline
     tl_stop: np.ndarray
     filenames: list[str]
-    _stored_waitcnt: list  # the wave files' own waitcnt arrays (lists, or lazily parsed)
+    # the wave files' own waitcnt arrays, as checked compact JSON back to back
+    waitcnt_blob: np.ndarray  # uint8
+    waitcnt_off: np.ndarray  # int64, count + 1 offsets
 
     def stored_waitcnt(self, wave: int) -> list:
-        """The ``waitcnt`` array stored in wave file ``wave`` (parsed on first use)."""
-        v = self._stored_waitcnt[wave]
-        return v if isinstance(v, list) else v.get()
+        """The ``waitcnt`` array stored in wave file ``wave`` (parsed on use)."""
+        import orjson
+
+        a, b = int(self.waitcnt_off[wave]), int(self.waitcnt_off[wave + 1])
+        return orjson.loads(self.waitcnt_blob[a:b].tobytes())
 
     @property
     def count(self) -> int:
@@ -90,9 +115,9 @@ class Waves:
 
 
 @dataclass
-class Timeline:
-    state: np.ndarray  # int8
-    duration: np.ndarray  # int64
+class Timeline(_Columns):
+    state: np.ndarray  # uint8
+    duration: np.ndarray  # int32
     wave: np.ndarray  # int32
 
 
@@ -207,6 +232,7 @@ class Dispatch:
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # some input was skipped (see warnings)
     rocprof_files: list[str] = field(default_factory=list)
+    digest: object | None = field(default=None, repr=False, compare=False)  # attlens.cache.store.Digest
 
     def source_text(self, loc: SourceLoc) -> list[str] | None:
         """Lines of a source file from the capture's snapshots, if present."""

@@ -124,26 +124,65 @@ def resolve_capture_dirs(path: str | Path, all_captures: bool = False) -> list[P
     return caps
 
 
-def _segmented_idle(time, duration, wave_of, begins, starts):
+IDLE_BATCH_RECORDS = 1 << 18  # records per step of the idle computation (bounds its temporaries)
+
+
+def _segmented_idle(time, duration, wave_of, begins, starts, batch: int = IDLE_BATCH_RECORDS):
     """Idle before each record, per wave: gap from the running maximum of the
     previous records' ends (starting at the wave's begin), clamped at 0
-    (the writer's rule, att-format.md §2.2)."""
+    (the writer's rule, att-format.md §2.2). Whole waves at a time, about
+    ``batch`` records per step."""
     n = len(time)
+    out = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return out
+    stops = np.r_[starts[1:], n].astype(np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    w = 0
+    n_w = len(starts)
+    while w < n_w:
+        a = int(starts[w])
+        # whole waves up to about `batch` records (at least one wave)
+        v = int(np.searchsorted(stops, a + batch, side="right"))
+        v = max(v, w + 1)
+        b = int(stops[v - 1])
+        if b > a:
+            out[a:b] = _idle_block(time[a:b], duration[a:b], wave_of[a:b] - w, begins[w:v], starts[w:v] - a)
+        w = v
+    return out
+
+
+def _idle_block(time, duration, wave_of, begins, starts):
+    n = len(time)
+    time = time.astype(np.int64, copy=False)
+    ends = time + duration
     lo = min(int(time.min()), int(begins.min()))
-    span = int(max(int((time + duration).max()), int(begins.max())) - lo + 1)
+    span = int(max(int(ends.max()), int(begins.max())) - lo + 1)
+    if span * (len(begins) + 1) >= 2**62:
+        # Values too far apart to shift every wave into its own range: per wave.
+        out = np.empty(n, dtype=np.int64)
+        stops = np.r_[starts[1:], n]
+        for w, (a, b) in enumerate(zip(starts.tolist(), stops.tolist())):
+            if a < b:
+                prev = np.maximum.accumulate(np.r_[begins[w], ends[a : b - 1]])
+                out[a:b] = np.maximum(time[a:b] - np.maximum(prev, begins[w]), 0)
+        return out
+    # One running maximum over all records, each wave shifted above the last.
     shift = wave_of.astype(np.int64) * span - lo
-    ends = time + duration + shift
+    ends += shift
     cm = np.maximum.accumulate(ends)
+    del ends
     prev = np.empty(n, dtype=np.int64)
     prev[1:] = cm[:-1]
+    del cm
     begin_shifted = begins[wave_of] + shift
-    first = np.zeros(n, dtype=bool)
-    first[starts[starts < n]] = True
+    first = starts[starts < n]
     prev[first] = begin_shifted[first]
-    prev = np.maximum(prev, begin_shifted)
-    return np.maximum(time + shift - prev, 0)
+    np.maximum(prev, begin_shifted, out=prev)
+    del begin_shifted
+    shift += time
+    shift -= prev
+    return np.maximum(shift, 0, out=shift)
 
 
 def _build_static(code) -> StaticCode:
@@ -159,7 +198,25 @@ def _build_static(code) -> StaticCode:
     return StaticCode(mnemonic=mn, cls=cls, own_source=own, inline_chain=chains)
 
 
-def load(path: str | Path, rocprof_dir: str | Path | None = None, progress=None) -> Dispatch:
+@dataclass
+class CaptureData:
+    """Everything read from the capture directory alone (what a digest holds);
+    the target and resources, which also depend on files beside it, are
+    resolved on every load."""
+
+    code: object  # CodeListing
+    index: object  # FilenamesIndex
+    waves: Waves
+    records: Records
+    timeline: Timeline
+    occupancy: object | None
+    realtime: object | None
+    snapshots: dict
+    warnings: list[str]  # warnings about the capture's own files, in order
+    skipped_waves: bool  # some wave file was unusable
+
+
+def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None) -> Dispatch:
     """Load one decoded ATT directory (``ui_output_agent_*_dispatch_*``).
 
     ``progress``: optional ``callback(stage, done, total)`` told about the
@@ -168,9 +225,40 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, progress=None)
     Raises an :class:`attlens.errors.AttlensError` subclass for unusable
     input; recoverable problems (one unreadable wave file, a damaged optional
     file) become ``dispatch.warnings`` and set ``dispatch.partial``.
+
+    ``cache``: None uses the digest store in the user cache directory
+    (:mod:`attlens.cache`), False reads the capture afresh, a path names
+    another cache directory. A digest gives the same dispatch as a fresh read.
     """
     caps = resolve_capture_dirs(path)
     d = caps[0]
+    from attlens.cache import open_cache
+
+    store = open_cache(cache)
+    digest = data = None
+    if store is not None:
+        from attlens.cache.capture import digest_of, read_digest
+
+        try:
+            key = digest_of(d)
+        except OSError:
+            store = None
+        else:
+            digest = store.open(d, key)
+            if digest is not None:
+                data = read_digest(digest, lambda: read_capture(d, progress))
+    if data is None:
+        data = read_capture(d, progress)
+        if store is not None:
+            from attlens.cache.capture import write_digest
+
+            digest = write_digest(store, d, key, data)
+    return _assemble(d, data, rocprof_dir, digest)
+
+
+def read_capture(d: Path, progress=None) -> CaptureData:
+    """Read every file of one capture directory (no cache); ``progress``
+    as in :func:`load`."""
     warnings: list[str] = []
 
     index = read_filenames_json(d / "filenames.json")
@@ -190,77 +278,57 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, progress=None)
     if progress is not None:
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
     with _no_gc():
-        raw_waves, problems = read_wave_files(d, index.waves)
+        table = read_wave_files(d, index.waves, n_pc=n_pc, valid_pc=code.instruction_mask)
     if progress is not None:
         progress(f"read {len(index.waves):,} wave files of {d.name}", len(index.waves), len(index.waves))
-    for entry, msg in problems:
+    for entry, msg in table.problems:
         warnings.append(f"{entry.filename}: {msg}; wave skipped")
-
-    valid_pc = code.instruction_mask
-    kept = []
-    for rw in raw_waves:
-        ins = rw.instructions
-        if len(ins):
-            pcs = ins[:, 4]
-            bad = (pcs < 0) | (pcs >= n_pc)
-            if bad.any():
-                warnings.append(
-                    f"{rw.entry.filename}: pc index {int(pcs[bad][0])} is outside the {n_pc}-entry listing; wave skipped"
-                )
-                continue
-            not_instr = ~valid_pc[pcs]
-            if not_instr.any():
-                warnings.append(
-                    f"{rw.entry.filename}: {int(not_instr.sum())} record(s) point at label rows or absent pcs; those records dropped"
-                )
-                rw.instructions = ins[~not_instr]
-        kept.append(rw)
-    if not kept:
-        if problems or warnings:
+    for entry, msg in table.notes:
+        warnings.append(f"{entry.filename}: {msg}")
+    n_kept = len(table.entries)
+    if not n_kept:
+        if table.problems:
             raise CorruptCapture(f"{d.name}: none of the {len(index.waves)} wave files is usable ({warnings[0]})")
         raise EmptyCapture(f"{d.name}: no traced waves")
 
-    # Per-record arrays, wave by wave.
-    counts = np.array([len(w.instructions) for w in kept], dtype=np.int64)
+    # Records of all waves back to back, wave by wave (the reader's order).
+    counts = table.rec_count
     rec_stop = np.cumsum(counts)
     rec_start = rec_stop - counts
-    allins = np.concatenate([w.instructions for w in kept]) if counts.sum() else np.zeros((0, 5), dtype=np.int64)
-    tl_counts = np.array([len(w.timeline) for w in kept], dtype=np.int64)
-    tl_stop = np.cumsum(tl_counts)
-    alltl = np.concatenate([w.timeline for w in kept]) if tl_counts.sum() else np.zeros((0, 2), dtype=np.int64)
-    wave_of = np.repeat(np.arange(len(kept), dtype=np.int32), counts)
-    begins = np.array([w.begin for w in kept], dtype=np.int64)
-    time = np.ascontiguousarray(allins[:, 0])
-    duration = np.ascontiguousarray(allins[:, 3])
+    tl_stop = np.cumsum(table.tl_count)
+    wave_of = np.repeat(np.arange(n_kept, dtype=np.int32), counts)
+    rc = table.records
     records = Records(
-        time=time,
-        category=allins[:, 1].astype(np.int8),
-        stall=np.ascontiguousarray(allins[:, 2]),
-        duration=duration,
-        pc=allins[:, 4].astype(np.int32),
+        time=rc["time"],
+        category=rc["category"],
+        stall=rc["stall"],
+        duration=rc["duration"],
+        pc=rc["pc"],
         wave=wave_of,
-        idle=_segmented_idle(time, duration, wave_of, begins, rec_start),
+        idle=_segmented_idle(rc["time"], rc["duration"], wave_of, table.begin, rec_start),
     )
     waves = Waves(
-        se=np.array([w.entry.se for w in kept], dtype=np.int32),
-        simd=np.array([w.simd for w in kept], dtype=np.int32),
-        slot=np.array([w.slot for w in kept], dtype=np.int32),
-        instance=np.array([w.entry.instance for w in kept], dtype=np.int32),
-        cu=np.array([w.cu for w in kept], dtype=np.int32),
-        begin=begins,
-        end=np.array([w.end for w in kept], dtype=np.int64),
+        se=np.array([e.se for e in table.entries], dtype=np.int32),
+        simd=table.simd,
+        slot=table.slot,
+        instance=np.array([e.instance for e in table.entries], dtype=np.int32),
+        cu=table.cu,
+        begin=table.begin,
+        end=table.end,
         rec_start=rec_start,
         rec_stop=rec_stop,
-        tl_start=tl_stop - tl_counts,
+        tl_start=tl_stop - table.tl_count,
         tl_stop=tl_stop,
-        filenames=[w.entry.filename for w in kept],
-        _stored_waitcnt=[w.waitcnt for w in kept],
+        filenames=[e.filename for e in table.entries],
+        waitcnt_blob=table.waitcnt_blob,
+        waitcnt_off=table.waitcnt_off,
     )
     timeline = Timeline(
-        state=alltl[:, 0].astype(np.int8),
-        duration=np.ascontiguousarray(alltl[:, 1]),
-        wave=np.repeat(np.arange(len(kept), dtype=np.int32), tl_counts),
+        state=table.states["state"],
+        duration=table.states["duration"],
+        wave=np.repeat(np.arange(n_kept, dtype=np.int32), table.tl_count),
     )
+    problems = table.problems
 
     occupancy = realtime = None
     snapshots: dict = {}
@@ -284,34 +352,109 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, progress=None)
         except CorruptCapture as exc:
             warnings.append(f"{exc}; ignored")
 
+    return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems))
+
+
+def _context_key(d: Path, rocprof_dir) -> str:
+    """The state of every file the context lookup may read beside the capture
+    (the capture's own files are covered by the digest's key)."""
+    import hashlib
+    import os
+
+    import orjson
+
+    from attlens.model.context import _search_dirs
+
+    items: list = [None if rocprof_dir is None else os.path.realpath(rocprof_dir)]
+    real_d = os.path.realpath(d)
+    for sd in _search_dirs(d, rocprof_dir):
+        real = os.path.realpath(sd)
+        if real == real_d:
+            continue
+        entries = []
+        with os.scandir(real) as it:
+            for e in it:
+                try:
+                    st = e.stat()
+                except OSError:
+                    continue
+                entries.append((e.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        items.append((real, sorted(entries)))
+    return hashlib.blake2b(orjson.dumps(items), digest_size=10).hexdigest()
+
+
+class _ContextCodec:
+    def encode(self, value):
+        import dataclasses
+
+        arch, resources, used, added = value
+        return {}, {"arch": dataclasses.asdict(arch), "resources": dataclasses.asdict(resources), "used": used, "warnings": added}
+
+    def decode(self, arrays, meta):
+        import dataclasses
+
+        from attlens.model.dispatch import ArchInfo, Resources
+
+        res = dict(meta["resources"])
+        for f in dataclasses.fields(Resources):
+            if "tuple" in str(f.type) and isinstance(res.get(f.name), list):
+                res[f.name] = tuple(res[f.name])
+        return ArchInfo(**meta["arch"]), Resources(**res), list(meta["used"]), list(meta["warnings"])
+
+
+def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest):
+    """Target and resources (kept in the digest, keyed by the files beside the
+    capture, when there is one). Returns (arch, resources, files used, warnings)."""
+    from attlens.model.context import resolve_arch_and_resources
+
+    def compute():
+        added: list[str] = []
+        arch, resources, used = resolve_arch_and_resources(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, added)
+        return arch, resources, used, added
+
+    if digest is None:
+        return compute()
+    from attlens.cache import memo
+
+    try:
+        key = _context_key(d, rocprof_dir)
+    except OSError:
+        return compute()
+    try:
+        return memo(digest, f"context-{key}", compute, _ContextCodec())
+    except TypeError:  # a value JSON cannot hold: not stored
+        return compute()
+
+
+def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
+    code, index = data.code, data.index
+    warnings = list(data.warnings)
     kernel_name = code.labels[0][1] if code.labels else ""
     static = _build_static(code)
-
-    from attlens.model.context import resolve_arch_and_resources
 
     m = _DIR_NAME.search(d.name)
     handle = int(m.group(1)) if m else None
     dispatch_id = int(m.group(2)) if m else None
-    arch, resources, used = resolve_arch_and_resources(
-        d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, warnings
-    )
-    n_missing = len(index.waves) - len(kept)
-    partial = bool(problems) or n_missing > 0 or any("ignored" in w or "dropped" in w for w in warnings)
+    arch, resources, used, added = _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest)
+    warnings += added
+    n_missing = len(index.waves) - data.waves.count
+    partial = data.skipped_waves or n_missing > 0 or any("ignored" in w or "dropped" in w for w in warnings)
     return Dispatch(
         path=d,
         kernel_name=kernel_name,
         code=code,
         static=static,
         index=index,
-        waves=waves,
-        records=records,
-        timeline=timeline,
-        occupancy=occupancy,
-        realtime=realtime,
-        snapshots=snapshots,
+        waves=data.waves,
+        records=data.records,
+        timeline=data.timeline,
+        occupancy=data.occupancy,
+        realtime=data.realtime,
+        snapshots=data.snapshots,
         arch=arch,
         resources=resources,
         warnings=warnings,
         partial=partial,
         rocprof_files=used,
+        digest=digest,
     )

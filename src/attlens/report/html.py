@@ -183,14 +183,18 @@ def _deps(waves) -> dict:
     return {"total_charged": int(att.total_charged), "waits": waits, "producers": producers}
 
 
+GRID_CHUNK_CELLS = 1 << 18  # lane x bin x category cells computed at a time
+
+
 def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int) -> np.ndarray:
     """Cycles of each (lane, bin, category) covered by the intervals
-    ``[start, end)``; float64 array (n_lanes, n_bins, n_cat)."""
+    ``[start, end)``; int64 array (n_lanes, n_bins, n_cat). Callers pass one
+    bounded chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`)."""
     m = end > start
     lane, start, end, cat = lane[m], start[m], end[m], cat[m]
     size = n_lanes * n_bins * n_cat
     if len(start) == 0:
-        return np.zeros((n_lanes, n_bins, n_cat), dtype=np.float64)
+        return np.zeros((n_lanes, n_bins, n_cat), dtype=np.int64)
     rel_s = start - t0
     rel_e = end - t0
     b0 = np.clip(rel_s // width, 0, n_bins - 1)
@@ -200,30 +204,45 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     same = b0 == b1
     sp = ~same
     # direct contributions: whole interval inside one bin, or the partial
-    # first and last bins of a spanning interval
+    # first and last bins of a spanning interval (bincount sums exact
+    # integers in float64, converted back at once)
     idx = np.concatenate([base[same] + b0[same] * n_cat, base[sp] + b0[sp] * n_cat, base[sp] + b1[sp] * n_cat])
-    wts = np.concatenate([(rel_e - rel_s)[same], (b0[sp] + 1) * width - rel_s[sp], rel_e[sp] - b1[sp] * width]).astype(np.float64)
-    out = np.bincount(idx, weights=wts, minlength=size)
+    wts = np.concatenate([(rel_e - rel_s)[same], (b0[sp] + 1) * width - rel_s[sp], rel_e[sp] - b1[sp] * width])
+    out = np.bincount(idx, weights=wts, minlength=size).astype(np.int64)
     # full bins b0+1 .. b1-1 of spanning intervals: a difference array along the bin axis
     full = sp & (b1 - b0 > 1)
     if full.any():
         didx = np.concatenate([base[full] + (b0[full] + 1) * n_cat, base[full] + b1[full] * n_cat])
-        dw = np.concatenate([np.full(int(full.sum()), float(width)), np.full(int(full.sum()), -float(width))])
-        diff = np.bincount(didx, weights=dw, minlength=size).reshape(n_lanes, n_bins, n_cat)
+        k = int(full.sum())
+        dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
+        diff = np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(n_lanes, n_bins, n_cat)
         out += np.cumsum(diff, axis=1).reshape(-1)
     return out.reshape(n_lanes, n_bins, n_cat)
 
 
-def _rle(dominant: np.ndarray) -> dict:
+def _rle(rows) -> dict:
     """Per lane runs of equal values: delta-encoded starts, values (-1 empty)."""
     off, starts, vals = [0], [], []
-    for row in dominant:
+    for row in rows:
         change = np.flatnonzero(row[1:] != row[:-1]) + 1
         s = np.r_[0, change]
         starts.extend(np.diff(np.r_[0, s]).tolist())
         vals.extend(row[s].tolist())
         off.append(len(vals))
     return {"off": off, "start": starts, "val": vals}
+
+
+def _dominant(cov: np.ndarray) -> np.ndarray:
+    """Per (lane, bin): the category covering most cycles, -1 where none."""
+    dom = np.argmax(cov, axis=2).astype(np.int64)
+    dom[cov.sum(axis=2) <= 0] = -1
+    return dom
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    from attlens.analysis.waitdeps import _ranges as ranges
+
+    return ranges(starts, counts)
 
 
 def _timeline(result, waves) -> dict:
@@ -249,36 +268,54 @@ def _timeline(result, waves) -> dict:
     width = max(MIN_BIN_CYCLES, -(-span // TIMELINE_BINS))
     n_bins = -(-span // width)
 
-    # timeline segments: contiguous from each wave's begin
-    dur = tl.duration.astype(np.int64)
-    csum = np.cumsum(dur)
-    first = w.tl_start.astype(np.int64)
-    wave_off = np.r_[0, csum][np.minimum(first, len(csum))]
-    seg_wave = tl.wave.astype(np.int64)
-    seg_start = begin[seg_wave] + (csum - dur) - wave_off[seg_wave]
-    state = np.clip(tl.state.astype(np.int64), 0, 4)
-    cov_state = _coverage(lane[seg_wave], seg_start, seg_start + dur, state, n_lanes, n_bins, 5, t0, width)
-
-    # instruction records by class (waits: the class holding most of their cycles)
+    # instruction classes (waits: the class holding most of their cycles), only those that ran
     pc_cls = np.array([CLASS_IDS.index(c) if c in CLASS_IDS else CLASS_IDS.index("other") for c in d.static.cls], dtype=np.int64)
     for h in result.hotspots.instructions:
         if h.cls in CLASS_IDS:
             pc_cls[h.pc] = CLASS_IDS.index(h.cls)
-    r_wave = recs.wave.astype(np.int64)
-    r_start = recs.time.astype(np.int64) + shift[r_wave]
-    r_end = r_start + np.maximum(recs.duration.astype(np.int64), 1)
-    rec_cls = pc_cls[recs.pc.astype(np.int64)]
-    present, rec_cls = np.unique(rec_cls, return_inverse=True)  # only the classes that ran
-    cov_cls = _coverage(lane[r_wave], r_start, r_end, rec_cls.reshape(-1), n_lanes, n_bins, len(present), t0, width)
+    present = np.flatnonzero(np.bincount(pc_cls[np.unique(recs.pc)], minlength=len(CLASS_IDS)))
+    cls_code = np.full(len(CLASS_IDS), -1, dtype=np.int64)
+    cls_code[present] = np.arange(len(present))
+    pc_code = cls_code[pc_cls]
+    n_cls = len(present)
 
-    def dominant(cov):
-        dom = np.argmax(cov, axis=2).astype(np.int64)
-        dom[cov.sum(axis=2) <= 0] = -1
-        return dom
+    # Lanes in chunks of bounded grid size; each chunk gathers only its waves'
+    # timeline segments and records (stored wave by wave).
+    wave_order = np.argsort(lane, kind="stable")
+    lane_ptr = np.searchsorted(lane[wave_order], np.arange(n_lanes + 1))
+    tl_count = (w.tl_stop - w.tl_start).astype(np.int64)
+    rec_count = (w.rec_stop - w.rec_start).astype(np.int64)
+    per_lane = n_bins * max(5, n_cls, 1)
+    step = max(1, GRID_CHUNK_CELLS // per_lane)
+    state_rows, cls_rows = [], []
+    per_state = np.zeros((n_bins, 5), dtype=np.int64)
+    res = np.zeros(n_bins, dtype=np.int64)
+    for lo in range(0, n_lanes, step):
+        hi = min(lo + step, n_lanes)
+        wv = wave_order[lane_ptr[lo] : lane_ptr[hi]]
+        wlane = lane[wv] - lo
+        # timeline segments: contiguous from each wave's begin
+        seg = _ranges(w.tl_start[wv], tl_count[wv])
+        dur = tl.duration[seg].astype(np.int64)
+        seg_w = np.repeat(np.arange(len(wv)), tl_count[wv])
+        first = np.cumsum(tl_count[wv]) - tl_count[wv]
+        csum = np.cumsum(dur)
+        seg_start = begin[wv][seg_w] + (csum - dur) - np.r_[0, csum][first][seg_w]
+        state = np.clip(tl.state[seg].astype(np.int64), 0, 4)
+        cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width)
+        state_rows.extend(_dominant(cov_state))
+        per_state += cov_state.sum(axis=0)
+        del cov_state, seg, dur, seg_w, csum, seg_start, state
+        rec = _ranges(w.rec_start[wv], rec_count[wv])
+        rec_w = np.repeat(np.arange(len(wv)), rec_count[wv])
+        r_start = recs.time[rec].astype(np.int64) + shift[wv][rec_w]
+        r_end = r_start + np.maximum(recs.duration[rec].astype(np.int64), 1)
+        cov_cls = _coverage(wlane[rec_w], r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width)
+        cls_rows.extend(_dominant(cov_cls))
+        del cov_cls, rec, rec_w, r_start, r_end
+        # occupancy over time: resident waves (all lanes)
+        res += _coverage(wlane, begin[wv], end[wv], np.zeros(len(wv), dtype=np.int64), hi - lo, n_bins, 1, t0, width).sum(axis=(0, 2))
 
-    # occupancy over time: mean resident waves (all lanes) and per state
-    res = _coverage(lane, begin, end, np.zeros(n, dtype=np.int64), n_lanes, n_bins, 1, t0, width).sum(axis=(0, 2))
-    per_state = cov_state.sum(axis=0)  # (bins, 5)
     scale = 100.0 / width  # stored as hundredths of a wave
     occupancy = {
         "resident": np.rint(res * scale).astype(np.int64).tolist(),
@@ -305,9 +342,9 @@ def _timeline(result, waves) -> dict:
             "records": w.n_records[order].astype(np.int64).tolist(),
         },
         "state_names": [STATE_NAMES[s] for s in range(5)],
-        "state": _rle(dominant(cov_state)),
+        "state": _rle(state_rows),
         "class_names": [CLASS_IDS[i] for i in present.tolist()],
-        "cls": _rle(dominant(cov_cls)),
+        "cls": _rle(cls_rows),
         "occupancy": occupancy,
     }
 

@@ -1,0 +1,122 @@
+"""A capture's own data (:class:`attlens.model.loader.CaptureData`) to and from
+a digest: columns as arrays, the rest as JSON. Columns come back mapped and
+are checked when first used; if one turns out damaged the capture is read
+afresh for it, the digest dropped (a note says so) and nothing wrong is used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from attlens.cache.store import DamagedDigest, capture_key
+
+_RECORDS = ("time", "category", "stall", "duration", "pc", "wave", "idle")
+_WAVES = ("se", "simd", "slot", "instance", "cu", "begin", "end", "rec_start", "rec_stop", "tl_start", "tl_stop",
+          "waitcnt_blob", "waitcnt_off")
+_TIMELINE = ("state", "duration", "wave")
+_CODE = ("is_label", "present", "codeobj", "vaddr", "hit", "latency", "stall", "idle")
+
+
+def digest_of(capture: Path) -> str:
+    return capture_key(capture)
+
+
+def write_digest(store, capture: Path, key: str, data):
+    """Store ``data`` if the capture did not change while it was read."""
+    try:
+        if capture_key(capture) != key:
+            return None
+    except OSError:
+        return None
+    arrays: dict[str, np.ndarray] = {}
+    for group, names, obj in (("records", _RECORDS, data.records), ("waves", _WAVES, data.waves),
+                              ("timeline", _TIMELINE, data.timeline), ("code", _CODE, data.code)):
+        for n in names:
+            arrays[f"{group}.{n}"] = getattr(obj, n)
+    idx = data.index
+    entries = idx.waves
+    for n in ("se", "simd", "slot", "instance", "begin", "end"):
+        arrays[f"index.{n}"] = np.array([getattr(e, n) for e in entries], dtype=np.int64)
+    if data.occupancy is not None:
+        arrays["occupancy.events"] = data.occupancy.events
+    code = data.code
+    meta = {
+        "capture": str(capture),
+        "key": key,
+        "code": {"isa": code.isa, "source": code.source, "labels": code.labels, "version": code.version,
+                 "extra_columns": code.extra_columns},
+        "index": {"gfxip": idx.gfxip, "gfxv": idx.gfxv, "version": idx.version, "counter_names": idx.counter_names,
+                  "pc_sampling": idx.pc_sampling, "other_simd": idx.other_simd, "filenames": [e.filename for e in entries]},
+        "filenames": data.waves.filenames,
+        "occupancy": None if data.occupancy is None else {
+            "dispatches": [[k, v] for k, v in data.occupancy.dispatches.items()], "version": data.occupancy.version},
+        "realtime": None if data.realtime is None else {
+            "samples": [[se, [list(p) for p in pts]] for se, pts in data.realtime.samples.items()],
+            "frequency_hz": data.realtime.frequency_hz},
+        "snapshots": [[k, None if v is None else str(v)] for k, v in data.snapshots.items()],
+        "warnings": data.warnings,
+        "skipped_waves": data.skipped_waves,
+    }
+    try:
+        return store.write(capture, key, arrays, meta)
+    except TypeError:  # a value JSON cannot hold (never from the readers): no digest
+        return None
+
+
+def read_digest(digest, read_fresh):
+    """CaptureData from a digest, or None when it is unusable (then dropped)."""
+    from attlens.io.code_json import CodeListing
+    from attlens.io.filenames_json import FilenamesIndex, WaveEntry
+    from attlens.io.occupancy_json import Occupancy
+    from attlens.io.realtime_json import Realtime
+    from attlens.model.dispatch import Records, Timeline, Waves
+    from attlens.model.loader import CaptureData
+
+    fresh: list = []
+
+    def column(group: str, name: str):
+        def load():
+            try:
+                return digest.array(f"{group}.{name}")
+            except DamagedDigest as exc:
+                if not fresh:
+                    digest.store.drop(digest.folder, digest.capture, str(exc), digest)
+                    fresh.append(read_fresh())
+                return getattr(getattr(fresh[0], group), name)
+
+        return load
+
+    try:
+        m = digest.meta
+        c = m["code"]
+        code = CodeListing(
+            isa=c["isa"], source=c["source"], labels=[(int(p), str(n)) for p, n in c["labels"]], version=c["version"],
+            extra_columns=c["extra_columns"], **{n: digest.array(f"code.{n}") for n in _CODE},
+        )
+        ix = m["index"]
+        cols = [digest.array(f"index.{n}").tolist() for n in ("se", "simd", "slot", "instance", "begin", "end")]
+        entries = [WaveEntry(se, simd, slot, k, name, b, e) for se, simd, slot, k, b, e, name in zip(*cols, ix["filenames"])]
+        index = FilenamesIndex(
+            gfxip=ix["gfxip"], gfxv=ix["gfxv"], version=ix["version"], counter_names=ix["counter_names"],
+            waves=entries, pc_sampling=ix["pc_sampling"], other_simd=ix["other_simd"],
+        )
+        occ = None
+        if m["occupancy"] is not None:
+            occ = Occupancy(events=digest.array("occupancy.events"),
+                            dispatches={int(k): v for k, v in m["occupancy"]["dispatches"]},
+                            version=m["occupancy"]["version"])
+        rt = None
+        if m["realtime"] is not None:
+            rt = Realtime(samples={int(se): [tuple(p) for p in pts] for se, pts in m["realtime"]["samples"]},
+                          frequency_hz=m["realtime"]["frequency_hz"])
+        snapshots = {k: None if v is None else Path(v) for k, v in m["snapshots"]}
+        waves = Waves.lazy({n: column("waves", n) for n in _WAVES}, filenames=list(m["filenames"]))
+        records = Records.lazy({n: column("records", n) for n in _RECORDS})
+        timeline = Timeline.lazy({n: column("timeline", n) for n in _TIMELINE})
+        return CaptureData(code, index, waves, records, timeline, occ, rt, snapshots, list(m["warnings"]),
+                           bool(m["skipped_waves"]))
+    except (DamagedDigest, KeyError, TypeError, ValueError) as exc:
+        digest.store.drop(digest.folder, digest.capture, str(exc), digest)
+        return None

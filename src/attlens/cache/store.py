@@ -1,0 +1,420 @@
+"""The digest store: one folder per capture, one digest per capture state.
+
+Layout (docs/cache.md)::
+
+    <cache dir>/digests-v1/<hash of the capture's real path>/<content key>/
+        capture.json              "<crc32>\\n<JSON>": array table + everything small
+        capture-<token>.bin       the columns, 64-byte aligned, mapped read-only
+        derived-<name>.json       one per derived result, same form
+        derived-<name>-<token>.bin
+        used                      touched on every use (eviction order)
+
+A ``.json`` file is written last and renamed into place, so a reader sees a
+record whole or not at all; the folder itself is built under a temporary
+name and renamed. Arrays are checked against their CRC-32 when first used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import mmap
+import os
+import secrets
+import shutil
+import zlib
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from attlens.cache import max_bytes, note
+
+FORMAT = 1
+_TOP = f"digests-v{FORMAT}"
+_ALIGN = 64
+_CODE_FINGERPRINT: str | None = None
+
+
+class DamagedDigest(Exception):
+    """A digest file is missing, truncated, or does not match its checksum."""
+
+
+def code_fingerprint() -> str:
+    """attlens version, and in a source checkout (not an installed package)
+    the (path, size, mtime) of its source files: a digest written by other
+    code is never read."""
+    global _CODE_FINGERPRINT
+    if _CODE_FINGERPRINT is None:
+        from attlens import __version__
+
+        pkg = Path(__file__).resolve().parents[1]
+        items = [__version__, str(FORMAT)]
+        installed = any(part in ("site-packages", "dist-packages") for part in pkg.parts)
+        for dirpath, dirnames, filenames in ([] if installed else os.walk(pkg)):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for f in sorted(filenames):
+                if f.endswith((".py", ".yaml", ".yml")):
+                    st = os.stat(os.path.join(dirpath, f))
+                    items.append(f"{os.path.relpath(os.path.join(dirpath, f), pkg)}:{st.st_size}:{st.st_mtime_ns}")
+        _CODE_FINGERPRINT = hashlib.blake2b("\n".join(items).encode(), digest_size=8).hexdigest()
+    return _CODE_FINGERPRINT
+
+
+def capture_key(capture: Path) -> str:
+    """Content key of a capture directory's current state: every entry's name,
+    size, mtime, ctime and inode (a replaced or touched file changes it),
+    plus the code fingerprint."""
+    st = os.stat(capture)
+    items: list = [code_fingerprint(), st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+    with os.scandir(capture) as it:
+        names = []
+        for e in it:
+            try:
+                s = e.stat(follow_symlinks=True)
+                names.append((e.name, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino))
+            except OSError:
+                names.append((e.name, -1, 0, 0, 0))
+    names.sort()
+    items.append(names)
+    return hashlib.blake2b(orjson.dumps(items), digest_size=12).hexdigest()
+
+
+def _path_hash(capture: Path) -> str:
+    return hashlib.blake2b(os.path.realpath(capture).encode("utf-8", "surrogateescape"), digest_size=10).hexdigest()
+
+
+# ---------------------------------------------------------------------------
+# one record: arrays in a .bin, a table and small values in a .json
+# ---------------------------------------------------------------------------
+
+
+def _write_record(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta) -> int:
+    """Write ``<stem>-<token>.bin`` then ``<stem>.json`` (atomically); returns bytes."""
+    token = secrets.token_hex(4)
+    bin_name = f"{stem}-{token}.bin"
+    table = {}
+    offset = 0
+    tmp_bin = folder / f".{bin_name}.tmp"
+    with open(tmp_bin, "wb") as f:
+        for name, arr in arrays.items():
+            arr = np.ascontiguousarray(arr)
+            pad = (-offset) % _ALIGN
+            if pad:
+                f.write(b"\0" * pad)
+                offset += pad
+            view = memoryview(arr).cast("B") if arr.size else b""
+            f.write(view)
+            table[name] = [arr.dtype.str, list(arr.shape), offset, arr.nbytes, zlib.crc32(view)]
+            offset += arr.nbytes
+    os.replace(tmp_bin, folder / bin_name)
+    body = orjson.dumps({"bin": bin_name, "size": offset, "arrays": table, "meta": meta}, option=orjson.OPT_NON_STR_KEYS)
+    tmp_json = folder / f".{stem}.json.tmp-{token}"
+    tmp_json.write_bytes(b"%08x\n" % zlib.crc32(body) + body)
+    os.replace(tmp_json, folder / f"{stem}.json")
+    return offset + len(body)
+
+
+class _Record:
+    """A record mapped read-only; arrays are checked on first use."""
+
+    def __init__(self, folder: Path, stem: str):
+        path = folder / f"{stem}.json"
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise DamagedDigest(f"{path.name}: {exc.strerror or exc}") from None
+        head, _, body = raw.partition(b"\n")
+        try:
+            ok = len(head) == 8 and int(head, 16) == zlib.crc32(body)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise DamagedDigest(f"{path.name}: checksum mismatch")
+        try:
+            doc = orjson.loads(body)
+            self.meta = doc["meta"]
+            self.table = doc["arrays"]
+            size = int(doc["size"])
+            bin_name = doc["bin"]
+            if not isinstance(bin_name, str) or not bin_name.startswith(f"{stem}-") or "/" in bin_name or os.sep in bin_name:
+                raise ValueError
+            bin_path = folder / bin_name
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise DamagedDigest(f"{path.name}: not a digest record") from None
+        try:
+            with open(bin_path, "rb") as f:
+                actual = os.fstat(f.fileno()).st_size
+                if actual != size:
+                    raise DamagedDigest(f"{bin_path.name}: {actual} bytes, expected {size}")
+                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+        except OSError as exc:
+            raise DamagedDigest(f"{bin_path.name}: {exc.strerror or exc}") from None
+        self._checked: dict[str, np.ndarray] = {}
+
+    def array(self, name: str) -> np.ndarray:
+        arr = self._checked.get(name)
+        if arr is not None:
+            return arr
+        try:
+            dtype, shape, offset, nbytes, crc = self.table[name]
+            dt = np.dtype(dtype)
+            count = int(np.prod(shape)) if shape else 1
+            if dt.hasobject or count * dt.itemsize != nbytes:
+                raise ValueError
+        except (KeyError, TypeError, ValueError):
+            raise DamagedDigest(f"array {name!r}: bad table entry") from None
+        if nbytes == 0:
+            arr = np.zeros(shape, dtype=dt)
+        else:
+            if self._mm is None or offset + nbytes > len(self._mm):
+                raise DamagedDigest(f"array {name!r}: beyond the end of the data file")
+            arr = np.frombuffer(self._mm, dtype=dt, count=count, offset=offset).reshape(shape)
+            if zlib.crc32(memoryview(arr).cast("B")) != crc:
+                raise DamagedDigest(f"array {name!r}: checksum mismatch")
+        self._checked[name] = arr
+        return arr
+
+    def names(self) -> list[str]:
+        return list(self.table)
+
+
+# ---------------------------------------------------------------------------
+# the store
+# ---------------------------------------------------------------------------
+
+
+class DigestStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._warned_write = False
+
+    @property
+    def top(self) -> Path:
+        return self.root / _TOP
+
+    def folder_of(self, capture: Path) -> Path:
+        return self.top / _path_hash(capture)
+
+    # -- reading ------------------------------------------------------------
+    def open(self, capture: Path, key: str):
+        """The digest of ``capture`` in state ``key``: a :class:`Digest`, or None
+        (absent, stale or damaged: the latter two are removed with a note)."""
+        folder = self.folder_of(capture)
+        if not folder.is_dir():
+            return None
+        target = folder / key
+        stale = [p for p in _children(folder) if p.name != key and not p.name.startswith(".")]
+        if stale:
+            note(f"{capture}: its digest is out of date (the capture or attlens changed since it was made); rebuilding it")
+            for p in stale:
+                _remove(p)
+        if not target.is_dir():
+            return None
+        try:
+            rec = _Record(target, "capture")
+        except FileNotFoundError:
+            return None
+        except DamagedDigest as exc:
+            self.drop(target, capture, str(exc))
+            return None
+        try:
+            (target / "used").touch()
+        except OSError:
+            pass
+        return Digest(self, capture, target, rec)
+
+    def drop(self, folder: Path, capture: Path, why: str, digest=None) -> None:
+        if digest is not None:
+            digest.dead = True
+        note(f"{capture}: its digest in {self.root} is damaged ({why}); ignoring it and parsing the capture again")
+        _remove(folder)
+
+    # -- writing ------------------------------------------------------------
+    def write(self, capture: Path, key: str, arrays: dict, meta: dict):
+        """Store a new digest; returns it (mapped), or None when the cache
+        directory cannot be written (noted once)."""
+        folder = self.folder_of(capture)
+        target = folder / key
+        tmp = folder / f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp.mkdir()
+            _write_record(tmp, "capture", arrays, meta)
+            (tmp / "used").touch()
+            try:
+                os.rename(tmp, target)
+            except OSError:
+                if not target.is_dir():
+                    raise
+                _remove(tmp)  # a concurrent command stored the same digest first
+        except OSError as exc:
+            _remove(tmp)
+            self.cannot_write(exc)
+            return None
+        self.evict(keep=target)
+        try:
+            return Digest(self, capture, target, _Record(target, "capture"))
+        except (OSError, DamagedDigest):
+            return None
+
+    def cannot_write(self, exc: OSError) -> None:
+        if not self._warned_write:
+            self._warned_write = True
+            note(f"cannot write to the cache directory {self.root} ({exc.strerror or exc}); continuing without a digest")
+
+    # -- management ---------------------------------------------------------
+    def entries(self) -> list[dict]:
+        out = []
+        for folder in _children(self.top):
+            for d in _children(folder):
+                if d.name.startswith("."):
+                    continue
+                size = sum(f.stat().st_size for f in _children(d) if f.is_file())
+                used = d / "used"
+                try:
+                    last = used.stat().st_mtime
+                except OSError:
+                    last = 0.0
+                capture = None
+                try:
+                    capture = _Record(d, "capture").meta.get("capture")
+                except (OSError, DamagedDigest):
+                    pass
+                out.append({"folder": str(d), "capture": capture, "bytes": size, "last_used": last})
+        out.sort(key=lambda e: -e["last_used"])
+        return out
+
+    def evict(self, keep: Path | None = None) -> int:
+        """Remove least recently used digests until the total is under the cap."""
+        cap = max_bytes()
+        entries = self.entries()
+        total = sum(e["bytes"] for e in entries)
+        removed = 0
+        for e in reversed(entries):  # oldest first
+            if total <= cap:
+                break
+            if keep is not None and Path(e["folder"]) == keep:
+                continue
+            _remove(Path(e["folder"]))
+            total -= e["bytes"]
+            removed += 1
+        return removed
+
+    def clear(self) -> int:
+        n = len(self.entries())
+        _remove(self.top)
+        return n
+
+
+def _children(p: Path) -> list[Path]:
+    try:
+        return sorted(p.iterdir())
+    except OSError:
+        return []
+
+
+def _remove(p: Path) -> None:
+    try:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink()
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------
+# one digest: the capture's columns plus derived results
+# ---------------------------------------------------------------------------
+
+
+class Digest:
+    def __init__(self, store: DigestStore, capture: Path, folder: Path, record: _Record):
+        self.store = store
+        self.capture = capture
+        self.folder = folder
+        self.record = record
+        self.meta = record.meta
+        self.dead = False  # dropped while in use: read and write nothing more
+
+    def array(self, name: str) -> np.ndarray:
+        return self.record.array(name)
+
+    def get_derived(self, name: str, codec):
+        if self.dead:
+            return None
+        try:
+            rec = _Record(self.folder, f"derived-{_safe(name)}")
+            return codec.decode({k: rec.array(k) for k in rec.names()}, rec.meta)
+        except FileNotFoundError:
+            return None
+        except (DamagedDigest, KeyError, TypeError, ValueError) as exc:
+            note(f"{self.capture}: stored result {name!r} is damaged ({exc}); computing it again")
+            for f in self.folder.glob(f"derived-{_safe(name)}*"):
+                _remove(f)
+            return None
+
+    def put_derived(self, name: str, value, codec) -> None:
+        if self.dead:
+            return
+        arrays, meta = codec.encode(value)
+        try:
+            _write_record(self.folder, f"derived-{_safe(name)}", arrays, meta)
+        except OSError as exc:
+            self.store.cannot_write(exc)
+        else:
+            self.store.evict(keep=self.folder)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+# ---------------------------------------------------------------------------
+# codecs for derived results
+# ---------------------------------------------------------------------------
+
+
+class DataclassCodec:
+    """A dataclass whose fields are NumPy arrays or JSON values."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def encode(self, obj):
+        arrays, meta = {}, {}
+        for f in dataclasses.fields(obj):
+            v = getattr(obj, f.name)
+            if isinstance(v, np.ndarray):
+                arrays[f.name] = v
+            else:
+                meta[f.name] = v
+        return arrays, meta
+
+    def decode(self, arrays, meta):
+        return self.cls(**arrays, **meta)
+
+
+class TupleCodec:
+    """A tuple of values, each with its own codec."""
+
+    def __init__(self, *codecs):
+        self.codecs = codecs
+
+    def encode(self, values):
+        arrays, meta = {}, []
+        for i, (c, v) in enumerate(zip(self.codecs, values)):
+            a, m = c.encode(v)
+            arrays.update({f"{i}.{k}": x for k, x in a.items()})
+            meta.append(m)
+        return arrays, meta
+
+    def decode(self, arrays, meta):
+        out = []
+        for i, c in enumerate(self.codecs):
+            prefix = f"{i}."
+            out.append(c.decode({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}, meta[i]))
+        return tuple(out)

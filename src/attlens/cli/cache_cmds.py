@@ -1,0 +1,69 @@
+"""Commands that manage capture digests (docs/cache.md): cache info, cache clear."""
+
+from __future__ import annotations
+
+from attlens.cli.common import EPILOG
+
+
+def register(sub) -> None:
+    p = sub.add_parser("cache", help="show or clear the digests of decoded captures (docs/cache.md)", epilog=EPILOG)
+    csub = p.add_subparsers(dest="cache_command", metavar="ACTION")
+    for name, helptext, func in (
+        ("info", "where digests are kept, their size and the captures they belong to", cmd_cache_info),
+        ("clear", "remove every digest (captures are never touched)", cmd_cache_clear),
+    ):
+        q = csub.add_parser(name, help=helptext, epilog=EPILOG)
+        q.add_argument("--cache-dir", metavar="DIR", help="the cache directory (default $XDG_CACHE_HOME/attlens)")
+        q.add_argument("--json", action="store_true", help="print one JSON object")
+        q.set_defaults(func=func)
+    p.set_defaults(func=_cache_usage, cache_parser=p)
+
+
+def _cache_usage(args) -> int:
+    args.cache_parser.print_help()
+    return 2
+
+
+def _store(args):
+    from attlens.cache import default_cache_dir, open_cache
+
+    return open_cache(args.cache_dir or default_cache_dir())
+
+
+def cmd_cache_info(args) -> int:
+    from attlens.cache import max_bytes
+
+    store = _store(args)
+    entries = store.entries()
+    total = sum(e["bytes"] for e in entries)
+    if args.json:
+        from attlens.report.json_out import dumps, header
+
+        print(dumps({**header("attlens.cache"), "cache_dir": str(store.root), "bytes": total,
+                     "max_bytes": max_bytes(), "digests": [
+                         {"capture": e["capture"], "bytes": e["bytes"], "last_used": e["last_used"], "folder": e["folder"]}
+                         for e in entries]}))
+        return 0
+    print(f"cache directory: {store.root}")
+    print(f"digests: {len(entries)}, {total / 2**20:.1f} MiB of {max_bytes() / 2**30:.1f} GiB allowed (ATTLENS_CACHE_MAX_BYTES)")
+    import time
+
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e["last_used"])) if e["last_used"] else "?"
+        print(f"  {e['bytes'] / 2**20:8.1f} MiB  last used {when}  {e['capture'] or '(unreadable digest)'}")
+    return 0
+
+
+def cmd_cache_clear(args) -> int:
+    store = _store(args)
+    entries = store.entries()
+    total = sum(e["bytes"] for e in entries)
+    n = store.clear()
+    if args.json:
+        from attlens.report.json_out import dumps, header
+
+        print(dumps({**header("attlens.cache_clear"), "cache_dir": str(store.root),
+                     "digests_removed": n, "bytes_freed": total}))
+    else:
+        print(f"removed {n} digest(s), {total / 2**20:.1f} MiB, from {store.root}")
+    return 0
