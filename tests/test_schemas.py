@@ -31,7 +31,7 @@ def cli(monkeypatch, capsys):
 
     real_load, real_analyze = loader_mod.load, analyze_mod.analyze
 
-    def load(path, rocprof_dir=None, progress=None):
+    def load(path, rocprof_dir=None, progress=None, **_kw):
         if rocprof_dir is not None:
             return real_load(path, rocprof_dir=rocprof_dir)
         key = str(path)  # conftest.loaded's cache, shared with the other real-capture tests
