@@ -171,21 +171,24 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
     warnings: list[str] = []
 
     index = read_filenames_json(d / "filenames.json")
+    warnings.extend(f"{entry.filename}: {msg}" for entry, msg in index.refused)
     if index.pc_sampling and not index.waves:
         raise EmptyCapture(f"{d}: a PC-sampling directory, not a thread trace (no wave files)")
     code_path = d / "code.json"
+    if index.waves and not index.readable:
+        raise CorruptCapture(f"{d.name}: none of the {len(index.refused)} wave files is usable ({warnings[0]})")
     if not index.waves:
         raise EmptyCapture(
             f"{d.name}: no traced waves (an empty shell directory: no wave ran on the traced CU)",
             hint="widen --att-shader-engine-mask, change --att-target-cu, or launch more workgroups",
         )
-    if not code_path.is_file():
+    if not code_path.exists():  # a FIFO or device: refused by the reader, not "missing"
         raise CorruptCapture(f"{d.name}: filenames.json lists {len(index.waves)} waves but code.json is missing")
     code = read_code_json(code_path)
     n_pc = code.size
 
     with _no_gc():
-        raw_waves, problems = read_wave_files(d, index.waves)
+        raw_waves, problems = read_wave_files(d, index.readable)
     for entry, msg in problems:
         warnings.append(f"{entry.filename}: {msg}; wave skipped")
 
@@ -259,22 +262,23 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
     snapshots: dict = {}
     for name, reader in (("occupancy.json", read_occupancy_json), ("realtime.json", read_realtime_json)):
         p = d / name
-        if not p.is_file():
+        if not p.exists():  # absent is fine; a FIFO, device or folder is refused by the reader (a warning)
             continue
         try:
             value = reader(p)
-        except CorruptCapture as exc:
+        except (CorruptCapture, InputNotFound) as exc:
             warnings.append(f"{exc}; ignored")
             continue
         if name == "occupancy.json":
             occupancy = value
+            warnings.extend(value.warnings)
         else:
             realtime = value
     snap = d / "snapshots.json"
-    if snap.is_file():
+    if snap.exists():
         try:
-            snapshots = read_snapshots_json(snap)
-        except CorruptCapture as exc:
+            snapshots = read_snapshots_json(snap, warnings)
+        except (CorruptCapture, InputNotFound) as exc:
             warnings.append(f"{exc}; ignored")
 
     kernel_name = code.labels[0][1] if code.labels else ""
