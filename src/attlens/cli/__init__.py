@@ -18,13 +18,31 @@ import sys
 
 from attlens import __version__
 from attlens.cli import analysis_cmds, capture_cmds, compare_cmds, report_cmds
-from attlens.cli.common import EPILOG, print_error
+from attlens.cli.common import EPILOG
 
 GROUPS = (analysis_cmds, report_cmds, compare_cmds, capture_cmds)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors also as an ``attlens.error`` object on
+    stdout when ``--json`` was asked for (scripts read stdout only)."""
+
+    json_errors = False  # set by main() for this invocation
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        if _Parser.json_errors:
+            from attlens.cli.common import emit_json
+            from attlens.errors import UsageError
+            from attlens.report.json_out import error_to_dict
+
+            emit_json(error_to_dict(UsageError(f"{self.prog}: {message}", hint=f"{self.prog} --help")))
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="attlens",
         description="Turn AMD GPU Advanced Thread Trace captures (rocprofv3 --att) into answers.",
         epilog=EPILOG,
@@ -36,7 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _safe_text_streams() -> None:
+    # A path that is not valid UTF-8 arrives as surrogate escapes; printing it
+    # must show \xNN, not raise UnicodeEncodeError in the middle of a table.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    _safe_text_streams()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after "--" is the program to run (profile, capture, pmc).
@@ -44,17 +73,25 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         i = argv.index("--")
         argv, cmd = argv[:i], argv[i + 1 :]
-    args = parser.parse_args(argv)
+    _Parser.json_errors = "--json" in argv
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (already printed)
+        return exc.code if isinstance(exc.code, int) else 2
     args.cmd = cmd
     if not args.command:
         parser.print_help()
         return 2
-    from attlens.errors import EXIT_INTERNAL, AttlensError
+    from attlens.cli import common
+    from attlens.errors import AttlensError, InternalError
 
+    as_json = bool(getattr(args, "json", False))
+    if as_json:
+        common.begin_json_mode()
     try:
         return args.func(args)
     except AttlensError as exc:
-        print_error(exc, getattr(args, "json", False))
+        common.print_error(exc, as_json)
         return exc.exit_code
     except KeyboardInterrupt:
         print("attlens: interrupted", file=sys.stderr)
@@ -69,11 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # never show a traceback to users
         if os.environ.get("ATTLENS_DEBUG"):
             raise
-        print(
-            f"attlens: internal error: {type(exc).__name__}: {exc} (please report it; set ATTLENS_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+        err = InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it; set ATTLENS_DEBUG=1 for the traceback")
+        print(f"attlens: {err.message} ({err.hint})", file=sys.stderr)
+        if as_json and not common.json_emitted():
+            from attlens.report.json_out import error_to_dict
+
+            common.emit_json(error_to_dict(err))
+        return err.exit_code
+    finally:
+        if as_json:
+            common.end_json_mode()
 
 
 if __name__ == "__main__":

@@ -4,18 +4,30 @@ from __future__ import annotations
 
 import sys
 
-from attlens.cli.common import EPILOG, add_capture_args, exit_code, one_capture, write_atomic
+from attlens.cli.common import (
+    COUNT,
+    CYCLE_WINDOW,
+    EPILOG,
+    POSITIVE,
+    add_capture_args,
+    check_output,
+    emit_json,
+    exit_code,
+    input_files,
+    one_capture,
+    write_atomic,
+)
 
 
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="stall hotspots, stall classes and occupancy of a capture", epilog=EPILOG)
     add_capture_args(p)
-    p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
+    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
     p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="rank instructions, source lines, or both")
     p.add_argument("--sort", choices=("stall", "latency", "exposed"), default="stall", help="rank by stall (default), latency, or exposed cycles (not hidden by other waves)")
     p.add_argument("--no-exposed", action="store_true", help="skip the hidden-latency model (faster; no exposed column)")
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
-    p.add_argument("--context", type=int, default=2, metavar="N", help="source lines of context with --detail (default 2)")
+    p.add_argument("--context", type=COUNT, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-plan", action="store_true", help="skip the short 'top findings' block")
     p.add_argument("--no-color", action="store_true", help="plain text output")
     p.set_defaults(func=cmd_analyze)
@@ -35,7 +47,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("waves", help="wave states, clock alignment, pipe utilization, phases and per-execution stalls", epilog=EPILOG)
     add_capture_args(p)
-    p.add_argument("--topk", type=int, default=10, metavar="N", help="instructions in the per-execution table (default 10)")
+    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="instructions in the per-execution table (default 10)")
     p.add_argument("--no-per-wave", action="store_true", help="omit the per-wave list from --json")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_waves)
@@ -44,8 +56,8 @@ def register(sub) -> None:
     add_capture_args(p)
     sel = p.add_mutually_exclusive_group()
     sel.add_argument("--line", metavar="FILE:LINE", help="only producers and waits on this source line (path suffix is enough)")
-    sel.add_argument("--pc", type=int, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
-    p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json)")
+    sel.add_argument("--pc", type=COUNT, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
+    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json)")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_deps)
 
@@ -53,8 +65,8 @@ def register(sub) -> None:
     p.add_argument("path", help="a capture directory")
     p.add_argument("--perfetto", required=True, metavar="OUT.json", help="output file (written atomically)")
     p.add_argument("--rocprof-dir", metavar="DIR")
-    p.add_argument("--max-waves", type=int, metavar="N", help="export only the first N waves (by start time)")
-    p.add_argument("--window", metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
+    p.add_argument("--max-waves", type=POSITIVE, metavar="N", help="export only the first N waves (by start time)")
+    p.add_argument("--window", type=CYCLE_WINDOW, metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
     p.add_argument("--json", action="store_true", help="print a summary object")
     p.set_defaults(func=cmd_export)
 
@@ -70,14 +82,14 @@ def cmd_analyze(args) -> int:
         raise UsageError("--sort exposed needs the hidden-latency model: drop --no-exposed")
     results = [analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=not args.no_exposed) for d in dirs]
     if args.json:
-        from attlens.report.json_out import analysis_to_dict, dumps
+        from attlens.report.json_out import analysis_to_dict
 
         topk = None if args.topk == 0 else args.topk
         if args.all:
             objs = [analysis_to_dict(r, topk) for r in results]
-            print(dumps({"schema": "attlens.analyze_many", "schema_version": 1, "captures": objs}))
+            emit_json({"schema": "attlens.analyze_many", "schema_version": 1, "captures": objs})
         else:
-            print(dumps(analysis_to_dict(results[0], topk)))
+            emit_json(analysis_to_dict(results[0], topk))
     else:
         from attlens.report.terminal import make_console, render_analysis
 
@@ -109,16 +121,22 @@ def cmd_plan(args) -> int:
     from attlens.report.plan_out import plan_to_dict, plan_to_markdown, render_plan
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
+    if args.output:
+        check_output(args.output, dirs)
     results, plans = [], []
     for d in dirs:
         r = analyze(load(d, rocprof_dir=args.rocprof_dir))
         results.append(r)
         plans.append(make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)))
     if args.json:
-        from attlens.report.json_out import dumps
-
         objs = [plan_to_dict(r, p) for r, p in zip(results, plans)]
-        text = dumps(objs[0] if not args.all else {"schema": "attlens.plan_many", "schema_version": 1, "captures": objs}) + "\n"
+        doc = objs[0] if not args.all else {"schema": "attlens.plan_many", "schema_version": 1, "captures": objs}
+        if not args.output:
+            emit_json(doc)
+            return exit_code(results)
+        from attlens.cli.common import json_text
+
+        text = json_text(doc) + "\n"
     elif args.format == "md":
         text = "\n\n".join(plan_to_markdown(r, p) for r, p in zip(results, plans))
     else:
@@ -137,6 +155,7 @@ def cmd_plan(args) -> int:
             render_plan(r, p, console)
         text = buf.getvalue() if args.output else None
     if args.output:
+        check_output(args.output, [*dirs, *input_files(results)])
         write_atomic(args.output, text)
         print(f"wrote {args.output}", file=sys.stderr)
     elif text is not None:
@@ -149,10 +168,9 @@ def cmd_rules(args) -> int:
 
     rules = load_rules()
     if args.json:
-        from attlens.report.json_out import dumps
         from attlens.report.plan_out import rules_to_dict
 
-        print(dumps(rules_to_dict(rules)))
+        emit_json(rules_to_dict(rules))
         return 0
     for r in rules.values():
         print(f"{r.id}  ({r.kind}) — {r.title}")
@@ -180,9 +198,7 @@ def cmd_waves(args) -> int:
                 console.rule()
             render_waves(r, wa, console, topk=max(args.topk, 1))
     if args.json:
-        from attlens.report.json_out import dumps
-
-        print(dumps(objs[0] if not args.all else {"schema": "attlens.waves_many", "schema_version": 1, "captures": objs}))
+        emit_json(objs[0] if not args.all else {"schema": "attlens.waves_many", "schema_version": 1, "captures": objs})
     return exit_code(results)
 
 
@@ -211,40 +227,27 @@ def cmd_deps(args) -> int:
             title = f" (pc {args.pc})" if args.pc is not None else (f" (line {args.line})" if args.line else "")
             render_deps(r, att, producers, waits, console, topk=max(args.topk, 1), title=title)
     if args.json:
-        from attlens.report.json_out import dumps
-
-        print(dumps(objs[0] if not args.all else {"schema": "attlens.deps_many", "schema_version": 1, "captures": objs}))
+        emit_json(objs[0] if not args.all else {"schema": "attlens.deps_many", "schema_version": 1, "captures": objs})
     return exit_code(results)
 
 
 def cmd_export(args) -> int:
     from attlens.analysis.clock import compute_clock
-    from attlens.errors import UsageError
+    from attlens.model.loader import resolve_capture_dirs
     from attlens.report.perfetto import build_trace, write_trace
 
-    window = None
-    if args.window:
-        try:
-            a, b = (int(x) for x in args.window.split(":"))
-        except ValueError:
-            raise UsageError(f"--window {args.window}: expected A:B in cycles, e.g. 0:200000") from None
-        if b <= a:
-            raise UsageError(f"--window {args.window}: B must be larger than A")
-        window = (a, b)
-    if args.max_waves is not None and args.max_waves < 1:
-        raise UsageError("--max-waves must be at least 1")
     args.all = False
+    check_output(args.perfetto, resolve_capture_dirs(args.path))
     r = one_capture(args)[0]
+    check_output(args.perfetto, [r.dispatch.path, *input_files([r])])
     clock = compute_clock(r.dispatch)
-    trace = build_trace(r, clock, max_waves=args.max_waves, window=window)
+    trace = build_trace(r, clock, max_waves=args.max_waves, window=args.window)
     size = write_trace(trace, args.perfetto)
     meta = trace["metadata"]
     if args.json:
-        from attlens.report.json_out import dumps
-
-        print(dumps({"schema": "attlens.export", "schema_version": 1, "output": str(args.perfetto), "bytes": size,
-                     "events": len(trace["traceEvents"]), "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
-                     "time_unit": meta["time_unit"]}))
+        emit_json({"schema": "attlens.export", "schema_version": 1, "output": str(args.perfetto), "bytes": size,
+                   "events": len(trace["traceEvents"]), "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
+                   "time_unit": meta["time_unit"]})
     else:
         print(f"wrote {args.perfetto}: {len(trace['traceEvents']):,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
               f"{size / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
