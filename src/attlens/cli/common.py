@@ -271,15 +271,19 @@ def _has_surrogate(s: str) -> bool:
 
 
 def emit_json(obj) -> None:
-    """Write ``obj`` as one JSON document (and a newline) to stdout, whole."""
+    """Write ``obj`` as one JSON document (and a newline) to stdout, whole:
+    a Ctrl-C arriving meanwhile is held until the write is complete (the
+    Python handler runs in the main thread whichever thread the signal hits),
+    then raised."""
     global _json_emitted
     import signal
     import threading
 
     data = (json_text(obj) + "\n").encode("utf-8")
     out = _json_stdout if _json_stdout is not None else sys.stdout
-    block = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
+    held: list[int] = []
+    hold = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum)) if hold else None
     try:
         out.flush()
         buf = getattr(out, "buffer", None)
@@ -291,8 +295,10 @@ def emit_json(obj) -> None:
             out.flush()
         _json_emitted = True
     finally:
-        if block:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if hold:
+            signal.signal(signal.SIGINT, old)
+    if held:
+        raise KeyboardInterrupt
 
 
 def print_error(exc, as_json: bool) -> None:
