@@ -234,6 +234,20 @@ def test_outside_capture_fifo_side_file_does_not_hang(cap):
     assert o.code == EXIT_PARTIAL and any("occupancy.json" in w and "not a regular file" in w for w in o.json()["warnings"]), o.describe()
 
 
+def test_outside_capture_symlinked_capture_folder_is_not_searched(cap, tmp_path):
+    """A bundle holding a symlink to a capture elsewhere does not make attlens
+    analyze that capture; a real capture inside the bundle still is."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "ui_output_agent_1_dispatch_1").symlink_to(cap)
+    o = run_main("analyze", bundle, "--json")
+    assert_clean(o)
+    assert o.code == 4, o.describe()  # NOT_A_CAPTURE
+    shutil.copytree(cap, bundle / "real")
+    o = run_main("analyze", bundle, "--json")
+    assert o.code == EXIT_OK and o.json()["capture"]["path"] == str(bundle / "real"), o.describe()
+
+
 def test_duplicate_wave_entries_count_once(cap):
     edit_json(cap / "filenames.json", lambda d: d["wave_filenames"]["3"]["0"]["0"].__setitem__("1", d["wave_filenames"]["3"]["0"]["0"]["0"]))
     o = run_main("analyze", cap, "--json")

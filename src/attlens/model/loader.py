@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,16 +82,19 @@ def summarize_capture(path: Path) -> CaptureSummary:
 
 
 def find_captures(path: Path, max_depth: int = 4) -> list[Path]:
-    """Capture directories (holding ``filenames.json``) at or below ``path``."""
+    """Capture directories (holding ``filenames.json``) at or below ``path``.
+    A symlinked folder leading outside ``path`` is not searched: a bundle must
+    not make attlens analyze a capture elsewhere (docs/security.md)."""
     if (path / "filenames.json").is_file():
         return [path]
+    base = os.path.realpath(path).rstrip(os.sep) + os.sep
     found = []
     frontier = [path]
     for _ in range(max_depth):
         nxt = []
         for d in frontier:
             try:
-                children = sorted(p for p in d.iterdir() if p.is_dir())
+                children = sorted(p for p in d.iterdir() if p.is_dir() and os.path.realpath(p).startswith(base))
             except OSError:
                 continue
             for c in children:
