@@ -785,3 +785,21 @@ def test_json_stdout_carries_nothing_else(real, monkeypatch):
     o = run_main("analyze", real, "--json")
     assert o.code == EXIT_OK and o.json()["schema"] == "attlens.analyze"
     assert "stray line" in o.err
+
+
+def test_json_ctrl_c_turned_into_another_error_is_still_an_interrupt(real, monkeypatch):
+    """NumPy turns a Ctrl-C during its import into an ImportError: after a
+    SIGINT, any exception is reported as the interrupt (exit 130), not a bug."""
+    from attlens.analysis import analyze as analyze_mod
+
+    def import_interrupted(*_a, **_k):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            raise ImportError("PyCapsule_Import could not import module 'datetime'") from None
+
+    monkeypatch.setattr(analyze_mod, "analyze", import_interrupted)
+    o = run_main("analyze", real, "--json")
+    assert o.code == 130 and o.out == "" and o.err == "attlens: interrupted\n", o.describe()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "main restores the previous handler"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from attlens import __version__
@@ -64,7 +65,44 @@ def _safe_text_streams() -> None:
             pass
 
 
+class _Interrupt:
+    """SIGINT raises KeyboardInterrupt as usual, and is remembered: an
+    exception that a Ctrl-C caused indirectly (NumPy turns an interrupted
+    import into an ImportError) is reported as the interrupt, not a bug."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum, frame):
+        cls.seen = True
+        raise KeyboardInterrupt
+
+    @classmethod
+    def install(cls):
+        cls.seen = False
+        try:
+            return signal.signal(signal.SIGINT, cls.handler)
+        except ValueError:  # not the main thread: leave signals alone
+            return None
+
+
+def _interrupted() -> int:
+    print("attlens: interrupted", file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    previous = _Interrupt.install()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # while parsing or importing, before a command runs
+        return _interrupted()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     _safe_text_streams()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -94,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         common.print_error(exc, as_json)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("attlens: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         # Output piped into a closed reader (e.g. `| head`): not an error.
         try:
@@ -104,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:  # never show a traceback to users
+        if _Interrupt.seen:
+            return _interrupted()
         if os.environ.get("ATTLENS_DEBUG"):
             raise
         err = InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it; set ATTLENS_DEBUG=1 for the traceback")
@@ -116,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if as_json:
             common.end_json_mode()
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
