@@ -7,10 +7,9 @@ occupy a pc index but are not instructions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import math
 
 import numpy as np
 

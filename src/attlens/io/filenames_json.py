@@ -3,10 +3,11 @@
 Every wave file it names is resolved inside the capture directory (after
 symlinks) before anything reads it. An entry naming a path outside the
 capture (``../x``, ``/abs``, a symlink leading out), a file that is not a
-regular file (a FIFO would block a reader, a device never ends), or the same
-file as an earlier entry (it would count one wave twice) is listed in ``refused`` with a message
-saying what was done, and left out of ``readable``; the loader reads only
-``readable`` and reports each refusal as a warning (docs/security.md).
+regular file (a FIFO would block a reader, a device never ends), or the
+same file as an earlier entry (it would count one wave twice) is listed in
+``refused`` with a message saying what was done, and left out of
+``readable``; the loader reads only ``readable`` and reports each refusal as
+a warning (docs/security.md).
 """
 
 from __future__ import annotations

@@ -37,8 +37,6 @@ def parse_json(data: bytes, path: Path) -> Any:
         # orjson's message carries line/column; keep it to one line.
         detail = str(exc).splitlines()[0]
         raise CorruptCapture(f"{path.name}: invalid or truncated JSON ({detail})") from None
-    except RecursionError:
-        raise CorruptCapture(f"{path.name}: nested too deeply to be a rocprofv3 output") from None
 
 
 def read_json(path: Path) -> Any:
