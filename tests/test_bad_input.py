@@ -530,11 +530,16 @@ def test_error_non_utf8_path(tmp_path):
 def test_error_non_utf8_capture_path_is_analyzed(real, tmp_path):
     odd = Path(os.fsdecode(bytes(tmp_path) + b"/run\xff"))
     real.rename(odd)
-    for argv in (["analyze", odd, "--json"], ["analyze", odd, "--no-color"], ["plan", odd, "--json"]):
+    out = tmp_path / "out"
+    for argv in (["analyze", odd, "--no-color", "--detail"], ["report", odd, "-o", out / "r.html"],
+                 ["report", odd, "--format", "md", "-o", out / "md"], ["export", odd, "--perfetto", out / "t.json"],
+                 ["plan", odd, "--json"], ["analyze", odd, "--json"]):
         o = run_main(*argv)
         assert_clean(o)
         assert o.code == EXIT_OK, o.describe()
     assert o.json()["capture"]["path"].endswith("run\\xff")
+    assert "run\\\\xff" in (out / "r.html").read_text()  # JSON-escaped backslash inside the page
+    assert json.loads((out / "md" / "analysis.json").read_text())["capture"]["path"].endswith("run\\xff")
 
 
 # --------------------------------------------------------------- errors: numbers out of range, odd keys, nesting

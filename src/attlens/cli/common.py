@@ -233,41 +233,10 @@ def json_emitted() -> bool:
 
 
 def json_text(obj) -> str:
-    """``obj`` as indented JSON. Strings that are not valid UTF-8 (file names
-    read from a non-UTF-8 path arrive as surrogate escapes) are written with
-    the undecodable bytes as ``\\xNN`` escapes instead of failing."""
+    """``obj`` as indented JSON (non-UTF-8 path bytes as ``\\xNN``: attlens.textsafe)."""
     from attlens.report.json_out import dumps
 
-    try:
-        return dumps(obj)
-    except TypeError:
-        return dumps(_utf8_safe(obj))
-
-
-def _utf8_safe(obj):
-    if isinstance(obj, str):
-        return utf8_safe_str(obj) if _has_surrogate(obj) else obj
-    if isinstance(obj, dict):
-        return {_utf8_safe(k): _utf8_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_utf8_safe(v) for v in obj]
-    return obj
-
-
-def utf8_safe_str(s: str) -> str:
-    """A path decoded with surrogate escapes, its undecodable bytes as ``\\xNN``."""
-    try:
-        return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _has_surrogate(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return dumps(obj)
 
 
 def emit_json(obj) -> None:
@@ -310,6 +279,8 @@ def print_error(exc, as_json: bool) -> None:
     msg = f"attlens: error: {exc.message}"
     if exc.hint:
         msg += f" (hint: {exc.hint})"
+    from attlens.textsafe import utf8_safe_str
+
     print(utf8_safe_str(msg), file=sys.stderr)
     if isinstance(exc, SeveralCaptures) and not as_json:
         counted = any(c.waves is not None or c.instructions is not None for c in exc.candidates)

@@ -58,7 +58,9 @@ def json_for_script(obj) -> str:
     ``<``, ``>`` or ``&`` survives (``\\u003c`` etc. are the same string to
     ``JSON.parse``), so ``</script>`` or ``<!--`` in the data cannot end the
     block. U+2028/U+2029 are escaped too."""
-    text = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode("utf-8")
+    from attlens.textsafe import dumps_json  # non-UTF-8 paths as \xNN, not a TypeError
+
+    text = dumps_json(obj, orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode("utf-8")
     return (
         text.replace("&", "\\u0026")
         .replace("<", "\\u003c")

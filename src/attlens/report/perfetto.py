@@ -17,7 +17,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import orjson
 
 from attlens.model.dispatch import STATE_NAMES
 
@@ -114,5 +113,6 @@ def build_trace(result, clock, max_waves: int | None = None, window: tuple[int, 
 def write_trace(trace: dict, out: Path) -> int:
     """Write atomically; returns the file size in bytes."""
     from attlens.fsutil import write_atomic
+    from attlens.textsafe import dumps_json  # non-UTF-8 paths as \xNN, not a TypeError
 
-    return write_atomic(out, orjson.dumps(trace))
+    return write_atomic(out, dumps_json(trace))
