@@ -450,7 +450,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("phase", ["version", "discovery"])
+@pytest.mark.parametrize("phase", ["version", "echo", "discovery"])
 def test_timeout_ends_hung_rocprofv3_and_its_grandchildren(env, phase):
     pidfile = env["tmp"] / "grandchild.pid"
     env["env"].update(FAKE_ROCPROF_HANG=phase, FAKE_ROCPROF_GRANDCHILD_PIDFILE=str(pidfile))

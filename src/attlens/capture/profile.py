@@ -85,17 +85,17 @@ def fresh_out_dir(out: Path) -> tuple[Path, str | None]:
         n += 1
 
 
-# Preflight runs (rocprofv3 --version, the decoder check) take seconds; they
-# wait at most this long, or --timeout if that is shorter.
-PREFLIGHT_TIMEOUT = 60.0
+# Preflight runs take seconds; each waits at most this long (the decoder check
+# loads the ATT library, hence more), or --timeout if that is shorter.
+PREFLIGHT_TIMEOUT = {"version": 60.0, "decoder_check": 120.0}
 
 
-def _preflight_timeout(opts: ProfileOptions) -> float:
-    return min(PREFLIGHT_TIMEOUT, opts.timeout)
+def _preflight_timeout(opts: ProfileOptions, name: str) -> float:
+    return min(PREFLIGHT_TIMEOUT[name], opts.timeout)
 
 
 def _version(exe: str, opts: ProfileOptions, res: ProfileResult) -> None:
-    r = run([exe, "--version"], res.out_dir / "logs", "version", timeout=_preflight_timeout(opts))
+    r = run([exe, "--version"], res.out_dir / "logs", "version", timeout=_preflight_timeout(opts, "version"))
     text = r.stdout + "\n" + r.stderr
     m = re.search(r"version:\s*([0-9][\w.\-]*)", text)
     res.version = m.group(1) if m else None
@@ -107,7 +107,7 @@ def check_decoder(exe: str, opts: ProfileOptions, res: ProfileResult) -> None:
     if opts.att_library_path:
         argv += ["--att-library-path", opts.att_library_path]
     argv += ["--echo", "--", "true"]
-    r = run(argv, res.out_dir / "logs", "decoder_check", timeout=_preflight_timeout(opts))
+    r = run(argv, res.out_dir / "logs", "decoder_check", timeout=_preflight_timeout(opts, "decoder_check"))
     if r.returncode != 0:
         raise NoDecoder(
             f"rocprofv3 cannot find the thread-trace decoder: {last_error_line(r.stderr)}",
