@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from attlens.errors import CorruptCapture, InputNotFound
+from attlens.errors import CorruptCapture
 
 _AGENT = re.compile(r"^\s*(?:(Agent|GPU|CPU)\s+)?(\d+)\s*$")
 
