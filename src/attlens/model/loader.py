@@ -273,9 +273,9 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None) -> Dispatch:
         except (CorruptCapture, InputNotFound) as exc:
             warnings.append(f"{exc}; ignored")
             continue
+        warnings.extend(value.warnings)
         if name == "occupancy.json":
             occupancy = value
-            warnings.extend(value.warnings)
         else:
             realtime = value
     snap = d / "snapshots.json"
