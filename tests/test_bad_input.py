@@ -808,3 +808,48 @@ def test_json_ctrl_c_turned_into_another_error_is_still_an_interrupt(real, monke
     o = run_main("analyze", real, "--json")
     assert o.code == 130 and o.out == "" and o.err == "attlens: interrupted\n", o.describe()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "main restores the previous handler"
+
+
+# --------------------------------------------------------------- errors: absurd values in the run's metadata
+
+
+@pytest.fixture
+def real_run(tmp_path) -> Path:
+    """The capture with its rocprofv3 folder beside it (results.json, agent_info, kernel_trace)."""
+    shared = require_shared()
+    shutil.copytree(shared / "traces/flash_attn_func/rocprofv3", tmp_path / "rocprofv3")
+    cap = tmp_path / "small" / Path(REAL).name
+    shutil.copytree(shared / "traces" / REAL, cap)
+    for p in tmp_path.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return cap
+
+
+@pytest.mark.parametrize("key", ["arch_vgpr_count", "sgpr_count", "group_segment_size", "private_segment_size"])
+@pytest.mark.parametrize("value", [-1, -(2**63), 2**64 - 1])
+def test_error_resource_counts_out_of_range(real_run, key, value):
+    """A negative or out-of-range register / LDS count in results.json is
+    unavailable, not a crash (it made the occupancy model divide by zero)."""
+    p = real_run.parent.parent / "rocprofv3" / "small_results.json"
+    doc = json.loads(p.read_text())
+    for s in doc["rocprofiler-sdk-tool"][0]["kernel_symbols"]:
+        s[key] = value
+    p.write_text(json.dumps(doc))
+    o = run_main("analyze", real_run, "--json")
+    assert_clean(o)
+    assert o.code == EXIT_OK, o.describe()
+    res = o.json()["resources"]
+    value_of = {"arch_vgpr_count": res["metadata"]["vgprs"], "sgpr_count": res["metadata"]["sgprs"],
+                "group_segment_size": res["lds_bytes"], "private_segment_size": res["scratch_bytes"]}
+    assert value_of[key] is None, res  # unavailable, never the absurd value
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), 2**53])
+def test_error_realtime_clock_out_of_range(real, value):
+    doc = read_doc(real / "realtime.json")
+    doc["SE0"][0][1] = value
+    write_doc(real / "realtime.json", doc)
+    for argv in (["analyze", real, "--json"], ["waves", real, "--json"]):
+        o = run_main(*argv)
+        assert_clean(o)
+        assert o.code in (EXIT_OK, EXIT_PARTIAL), o.describe()

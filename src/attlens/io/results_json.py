@@ -55,6 +55,12 @@ def _int(v) -> int | None:
     return int64(v)
 
 
+def _count(v) -> int | None:
+    """A size, count or id: a non-negative 64-bit integer, else None (unavailable)."""
+    n = int64(v)
+    return n if n is not None and n >= 0 else None
+
+
 def _str(v) -> str | None:
     return v if isinstance(v, str) else None
 
@@ -62,7 +68,7 @@ def _str(v) -> str | None:
 def _xyz(v) -> tuple[int, int, int] | None:
     if not isinstance(v, dict):
         return None
-    vals = tuple(_int(v.get(a)) for a in "xyz")
+    vals = tuple(_count(v.get(a)) for a in "xyz")
     if any(x is None for x in vals):
         return None
     return vals  # type: ignore[return-value]
@@ -102,10 +108,11 @@ def _agents(p: dict) -> list[dict]:
 
 
 def _symbol(s: dict) -> dict:
-    """A kernel symbol with every scalar typed: strings stay, integers that fit
-    64 bits stay, anything else (a string count, 2**64, a float) is None;
+    """A kernel symbol with every scalar typed: strings stay, non-negative
+    integers that fit 64 bits stay (every number of a symbol is an id, a size
+    or a count), anything else (a string count, -1, 2**64, a float) is None;
     nested objects (``kernel_address``) are kept as they are."""
-    return {k: v if isinstance(v, (str, dict)) else int64(v) for k, v in s.items()}
+    return {k: v if isinstance(v, (str, dict)) else _count(v) for k, v in s.items()}
 
 
 def _symbol_name(s: dict) -> str:
@@ -132,11 +139,11 @@ def _dispatch_row(info: dict, rec: dict, symbols: dict, agent_node: dict, pid) -
         "correlation_id": _int((rec.get("correlation_id") or {}).get("internal")) if isinstance(rec.get("correlation_id"), dict) else None,
         "start_ns": _int(rec.get("start_timestamp")),
         "end_ns": _int(rec.get("end_timestamp")),
-        "lds_bytes": _int(info.get("group_segment_size")),  # dispatch value (not rounded to 512)
-        "scratch_bytes": _int(info.get("private_segment_size")),
-        "vgpr_count": _int(sym.get("arch_vgpr_count")),
-        "agpr_count": _int(sym.get("accum_vgpr_count")),
-        "sgpr_count": _int(sym.get("sgpr_count")),
+        "lds_bytes": _count(info.get("group_segment_size")),  # dispatch value (not rounded to 512)
+        "scratch_bytes": _count(info.get("private_segment_size")),
+        "vgpr_count": _count(sym.get("arch_vgpr_count")),
+        "agpr_count": _count(sym.get("accum_vgpr_count")),
+        "sgpr_count": _count(sym.get("sgpr_count")),
         "workgroup": _xyz(info.get("workgroup_size")) or (1, 1, 1),
         "grid": _xyz(info.get("grid_size")) or (1, 1, 1),
     }

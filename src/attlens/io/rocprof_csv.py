@@ -102,6 +102,13 @@ def as_int(value) -> int | None:
     return n if n is None or -(1 << 63) <= n < (1 << 63) else None
 
 
+def as_count(value) -> int | None:
+    """A size or count field (registers, bytes, grid): :func:`as_int`, and
+    None when negative."""
+    n = as_int(value)
+    return n if n is None or n >= 0 else None
+
+
 def as_float(value) -> float | None:
     """A float field; None when empty or not a finite number."""
     if value is None or not str(value).strip():
@@ -168,13 +175,13 @@ def _dispatch_rows(rows: Rows) -> Rows:
                 "agent_kind": kind,
                 "start_ns": as_int(row.get("Start_Timestamp")),
                 "end_ns": as_int(row.get("End_Timestamp")),
-                "lds_bytes": as_int(lds),
-                "scratch_bytes": as_int(row.get("Scratch_Size") or row.get("Private_Segment_Size")),
-                "vgpr_count": as_int(row.get("VGPR_Count")),
-                "agpr_count": as_int(row.get("Accum_VGPR_Count")),
-                "sgpr_count": as_int(row.get("SGPR_Count")),
-                "workgroup": tuple(as_int(row.get(f"Workgroup_Size_{a}")) or 1 for a in "XYZ"),
-                "grid": tuple(as_int(row.get(f"Grid_Size_{a}")) or 1 for a in "XYZ"),
+                "lds_bytes": as_count(lds),
+                "scratch_bytes": as_count(row.get("Scratch_Size") or row.get("Private_Segment_Size")),
+                "vgpr_count": as_count(row.get("VGPR_Count")),
+                "agpr_count": as_count(row.get("Accum_VGPR_Count")),
+                "sgpr_count": as_count(row.get("SGPR_Count")),
+                "workgroup": tuple(as_count(row.get(f"Workgroup_Size_{a}")) or 1 for a in "XYZ"),
+                "grid": tuple(as_count(row.get(f"Grid_Size_{a}")) or 1 for a in "XYZ"),
             }
         )
     return out
