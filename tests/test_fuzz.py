@@ -342,7 +342,10 @@ def _readers():
     from attlens.io.rocprof_csv import read_agent_info, read_kernel_stats, read_kernel_trace_checked
     from attlens.io.snapshots_json import read_snapshots_json
 
+    from attlens.analysis.diff import side_from_json
+
     return {
+        "analysis.json": side_from_json,  # a saved `analyze --json --topk 0`, read by diff / check
         "filenames.json": read_filenames_json,
         "code.json": read_code_json,
         "occupancy.json": read_occupancy_json,
@@ -355,8 +358,15 @@ def _readers():
     }
 
 
+_SAVED: dict[str, bytes] = {}
+
+
 def _sample(world: Path, kind: str) -> bytes:
     shared = require_shared()
+    if kind == "analysis.json":
+        if kind not in _SAVED:
+            _SAVED[kind] = run_main("analyze", world / "run" / "big" / Path(CAPTURE).name, "--json", "--topk", "0").out.encode()
+        return _SAVED[kind]
     if kind == "results.json":
         return (shared / "traces/vec_add/rocprofv3/big_results.json").read_bytes()
     if kind.endswith(".csv"):
