@@ -42,7 +42,7 @@ def sweep_env(tmp: Path) -> dict:
     e.update(PATH=f"{FAKE}{os.pathsep}{e['PATH']}", ROCM_PATH=str(rocm), LD_LIBRARY_PATH="", FAKE_ROCPROF_SCENARIO=str(tmp / "scenario.json"),
              FAKE_ROCPROF_GPU_LOG=str(tmp / "gpu.jsonl"), PYTHONPATH=os.pathsep.join([str(REPO / "src"), e.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     for var in ("ROCPROF_ATT_LIBRARY_PATH", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
-                "FAKE_ROCPROF_SLEEP", "FAKE_ROCPROF_HANG", "FAKE_ROCPROF_FAIL_TIMES", "FAKE_ROCPROF_LOG"):
+                "FAKE_ROCPROF_SLEEP", "FAKE_ROCPROF_HANG_PIDS", "FAKE_ROCPROF_HANG", "FAKE_ROCPROF_FAIL_TIMES", "FAKE_ROCPROF_LOG"):
         e.pop(var, None)
     return e
 

@@ -460,3 +460,396 @@ def test_api_shell_directory(capture):
 def test_api_errors_are_attlens_errors():
     for cls in (errors.InputNotFound, errors.NotACapture, errors.EmptyCapture, errors.CorruptCapture):
         assert issubclass(cls, errors.AttlensError)
+
+
+# =========================================================================== issue 11: no internal error on any input
+#
+# Each case below once gave an internal error (exit 1), a traceback, or a
+# silently wrong result. They run in-process (tests/clirun.py) on copies of a
+# real capture (flash_attn_func small) and real rocprofv3 outputs.
+
+import signal  # noqa: E402
+import time  # noqa: E402
+
+from clirun import assert_clean, run_main  # noqa: E402
+from conftest import require_shared  # noqa: E402
+
+from attlens.errors import EXIT_USAGE  # noqa: E402
+
+REAL = "flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+
+
+@pytest.fixture(scope="module")
+def real_pristine(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("real")
+    dst = root / "C"
+    shutil.copytree(require_shared() / "traces" / REAL, dst)
+    for p in [dst, *dst.iterdir()]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dst
+
+
+@pytest.fixture
+def real(real_pristine, tmp_path) -> Path:
+    c = tmp_path / "C"
+    shutil.copytree(real_pristine, c)
+    return c
+
+
+def _vec_add() -> Path:
+    return require_shared() / "traces/vec_add/rocprofv3"
+
+
+# --------------------------------------------------------------- errors: several runs, odd paths
+
+
+def test_error_kernels_folder_with_two_runs(tmp_path):
+    t = tmp_path / "t"
+    t.mkdir()
+    for name in ("a_kernel_trace.csv", "b_kernel_trace.csv"):
+        shutil.copy(_vec_add() / "discover_kernel_trace.csv", t / name)
+    o = run_main("kernels", t)
+    assert_clean(o)
+    assert o.code == EXIT_SEVERAL_CAPTURES and "a_kernel_trace.csv" in o.err and "b_kernel_trace.csv" in o.err, o.describe()
+    o = run_main("kernels", t, "--json")
+    assert_clean(o)
+    cands = o.json()["error"]["candidates"]
+    assert sorted(Path(c["path"]).name for c in cands) == ["a_kernel_trace.csv", "b_kernel_trace.csv"]
+    assert all(c["waves"] is None and c["instructions"] is None for c in cands)
+
+
+def test_error_non_utf8_path(tmp_path):
+    bad = os.fsdecode(bytes(tmp_path) + b"/x\xff")
+    o = run_main("analyze", bad, "--json")
+    assert_clean(o)
+    assert o.code == EXIT_NOT_FOUND, o.describe()
+    assert o.json()["error"]["message"].endswith("x\\xff: no such file or directory")
+    assert "x\\xff" in o.err
+
+
+def test_error_non_utf8_capture_path_is_analyzed(real, tmp_path):
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/run\xff"))
+    real.rename(odd)
+    out = tmp_path / "out"
+    for argv in (["analyze", odd, "--no-color", "--detail"], ["report", odd, "-o", out / "r.html"],
+                 ["report", odd, "--format", "md", "-o", out / "md"], ["export", odd, "--perfetto", out / "t.json"],
+                 ["plan", odd, "--json"], ["analyze", odd, "--json"]):
+        o = run_main(*argv)
+        assert_clean(o)
+        assert o.code == EXIT_OK, o.describe()
+    assert o.json()["capture"]["path"].endswith("run\\xff")
+    assert "run\\\\xff" in (out / "r.html").read_text()  # JSON-escaped backslash inside the page
+    assert json.loads((out / "md" / "analysis.json").read_text())["capture"]["path"].endswith("run\\xff")
+
+
+# --------------------------------------------------------------- errors: numbers out of range, odd keys, nesting
+
+
+def test_error_code_json_count_beyond_int64(real):
+    doc = read_doc(real / "code.json")
+    row = next(r for r in doc["code"] if not r[0].startswith(";"))
+    row[6] = 2**63  # Hit
+    write_doc(real / "code.json", doc)
+    o = run_main("analyze", real, "--json")
+    assert_clean(o)
+    assert o.code == EXIT_CORRUPT and "column Hit is not a 64-bit integer: 9223372036854775808" in o.err, o.describe()
+
+
+def test_error_occupancy_odd_key_and_wrong_type_events(real):
+    doc = read_doc(real / "occupancy.json")
+    se = next(k for k in doc if k.isdigit())
+    n = len(doc[se])
+    doc["\u00b2"] = doc[se]  # "²".isdigit() is True, int("²") fails
+    doc[se][1] = 5  # not a list
+    doc[se][2] = [1, 2, 3]  # too short
+    doc[se][3][0] = "x"  # not an integer
+    doc[se][4][0] = 2**63  # beyond int64
+    write_doc(real / "occupancy.json", doc)
+    o = run_main("analyze", real, "--json")
+    assert_clean(o)
+    assert o.code == EXIT_PARTIAL, o.describe()
+    assert f"occupancy.json: SE {se}: 4 of {n} events are not [time, cu, simd, slot, start, kernel_id] integers; dropped" in o.json()["warnings"]
+
+
+def test_error_snapshots_nested_deeply(real):
+    (real / "snapshots.json").write_text('{"a":' * 1000 + '"x"' + "}" * 1000)
+    o = run_main("analyze", real, "--json")
+    assert_clean(o)
+    assert o.code == EXIT_PARTIAL and "snapshots.json: entries nested deeper than 64 levels; ignored" in o.json()["warnings"], o.describe()
+
+
+def test_error_filenames_json_odd_keys_and_times(real):
+    for bad in ({"\u00b2": {"0": {"0": {"0": ["se3_sm0_sl0_wv0.json", 1, 5]}}}}, {"3": {"0": {"0": {"0": ["se3_sm0_sl0_wv0.json", 2**64 - 1, 5]}}}}, {"3": []}):
+        write_doc(real / "filenames.json", {"wave_filenames": bad})
+        o = run_main("analyze", real)
+        assert_clean(o)
+        assert o.code == EXIT_CORRUPT and "filenames.json" in o.err, o.describe()
+
+
+# --------------------------------------------------------------- errors: CSV files
+
+
+def _stats_csv(tmp_path: Path, transform) -> Path:
+    src = (_vec_add() / "discover_kernel_stats.csv").read_bytes()
+    d = tmp_path / "csv"
+    d.mkdir(exist_ok=True)
+    p = d / "x_kernel_stats.csv"
+    p.write_bytes(transform(src))
+    return p
+
+
+def test_error_csv_with_utf8_bom(tmp_path):
+    ref = run_main("kernels", _vec_add() / "discover_kernel_stats.csv", "--json").json()
+    o = run_main("kernels", _stats_csv(tmp_path, lambda b: b"\xef\xbb\xbf" + b), "--json")
+    assert_clean(o)
+    assert o.code == EXIT_OK, o.describe()
+    assert o.json()["rows"] == ref["rows"]
+
+
+def test_error_unquoted_csv_rows_are_not_lost_silently(tmp_path):
+    o = run_main("kernels", _stats_csv(tmp_path, lambda b: b.replace(b'"', b"")), "--json")
+    assert_clean(o)
+    assert o.code == EXIT_PARTIAL, o.describe()
+    doc = o.json()
+    # 12 of the 15 kernel names hold commas (C++ templates): those rows are skipped, and said so
+    assert doc["kernels"] == 3
+    assert any("12 row(s) skipped" in n and "unquoted comma" in n for n in doc["notes"]), doc["notes"]
+
+
+def test_error_csv_number_out_of_range(tmp_path):
+    p = _stats_csv(tmp_path, lambda b: b.replace(b'"vecAddKernel_0",24,', b'"vecAddKernel_0",1e999,'))
+    o = run_main("kernels", p, "--json")
+    assert_clean(o)
+    assert o.code == EXIT_OK, o.describe()
+    row = next(r for r in o.json()["rows"] if r["name"] == "vecAddKernel_0")
+    assert row["calls"] is None  # unavailable, not infinity or a crash
+
+
+# --------------------------------------------------------------- errors: option values
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "{C}", "--baseline", "{C}", "--max-regression", "nan"],
+        ["check", "{C}", "--baseline", "{C}", "--max-regression", "inf"],
+        ["diff", "{C}", "{C}", "--noise-floor", "-1"],
+        ["diff", "{C}", "{C}", "--top", "-3"],
+        ["analyze", "{C}", "--topk", "-1"],
+        ["analyze", "{C}", "--context", "x"],
+        ["waves", "{C}", "--topk", "1e3"],
+        ["deps", "{C}", "--pc", "-2"],
+        ["export", "{C}", "--perfetto", "{T}/t.json", "--max-waves", "0"],
+        ["export", "{C}", "--perfetto", "{T}/t.json", "--window", "5:99999999999999999999999"],
+        ["export", "{C}", "--perfetto", "{T}/t.json", "--window", "9:3"],
+        ["kernels", "{C}", "--top", "-5"],
+        ["demo", "--topk", "0"],
+        ["capture", "--kernel", "k", "--iteration", "0", "--", "true"],
+        ["capture", "--kernel", "k", "--buffer-size", "-5", "--", "true"],
+        ["capture", "--kernel", "k", "--buffer-size", "0x1", "--", "true"],
+        ["capture", "--kernel", "k", "--timeout", "nan", "--", "true"],
+        ["capture", "--kernel", "k", "--timeout", "0", "--", "true"],
+        ["capture", "--kernel", "k", "--se-mask", "zz", "--", "true"],
+        ["capture", "--kernel", "k", "--se-mask", "0", "--", "true"],
+        ["profile", "--simd-select", "0x10", "--", "true"],
+        ["profile", "--target-cu", "16", "--", "true"],
+        ["pmc", "--target", "gfx950", "--ideal-bytes", "-1", "x.csv"],
+        ["pmc", "--target", "gfx950", "--duration-us", "nan", "x.csv"],
+        ["pmc", "--timeout", "-1", "--target", "gfx950", "--", "true"],
+    ],
+    ids=lambda a: " ".join(a[:1] + [x for x in a if x.startswith("--")][:1]) + " " + a[-1],
+)
+def test_error_option_values_are_validated(real, tmp_path, argv):
+    argv = [a.replace("{C}", str(real)).replace("{T}", str(tmp_path)) for a in argv]
+    for extra in ([], ["--json"]):
+        args = argv[: argv.index("--")] + extra + argv[argv.index("--"):] if "--" in argv else argv + extra
+        o = run_main(*args)
+        assert_clean(o, as_json=bool(extra))
+        assert o.code == EXIT_USAGE, o.describe()
+        assert "error: argument" in o.err, o.describe()
+        if extra:
+            assert o.json()["error"]["kind"] == "UsageError"
+
+
+def test_error_valid_option_values_still_pass(real):
+    o = run_main("check", real, "--baseline", real, "--max-regression", "0")
+    assert o.code == EXIT_OK and "ok" in o.out, o.describe()  # identical captures never regress
+
+
+# --------------------------------------------------------------- errors: diff of damaged JSON
+
+
+def test_error_diff_of_truncated_or_foreign_json(real, tmp_path):
+    full = run_main("analyze", real, "--json", "--topk", "0").out
+    cases = {
+        "truncated.json": (full[: len(full) // 2], EXIT_CORRUPT, "invalid or truncated JSON"),
+        "foreign.json": ('{"foo": 1}', EXIT_USAGE, "not an attlens.analyze JSON object"),
+        "list.json": ("[1, 2]", EXIT_USAGE, "not an attlens.analyze JSON object"),
+        "edited.json": (full.replace('"hotspots"', '"hotspotz"', 1), EXIT_CORRUPT, "incomplete or edited"),
+        "typed.json": (full.replace('"latency": ', '"latency": "x", "_": ', 1), EXIT_CORRUPT, "incomplete or edited"),
+    }
+    good = tmp_path / "good.json"
+    good.write_text(full)
+    for name, (text, code, needle) in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        for argv in (["diff", good, p], ["diff", p, good, "--json"], ["check", p, "--baseline", good]):
+            o = run_main(*argv)
+            assert_clean(o)
+            assert o.code == code and needle in o.err, o.describe()
+
+
+# --------------------------------------------------------------- errors: --json discipline
+
+
+def test_json_usage_error_is_an_error_object():
+    for argv in (["analyze", "--json"], ["analyze", "x", "--json", "--sort", "nope"], ["kernels", "--json", "--bogus"]):
+        o = run_main(*argv)
+        assert_clean(o)
+        doc = o.json()
+        assert o.code == EXIT_USAGE and doc["schema"] == "attlens.error" and doc["error"]["exit_code"] == EXIT_USAGE, o.describe()
+    o = run_main("analyze", "--bogus")  # without --json: stderr only
+    assert o.code == EXIT_USAGE and o.out == ""
+
+
+def test_json_internal_error_is_an_error_object(real, monkeypatch):
+    from attlens.analysis import analyze as analyze_mod
+
+    def broken(*_a, **_k):
+        raise ZeroDivisionError("planted bug")
+
+    monkeypatch.setattr(analyze_mod, "analyze", broken)
+    o = run_main("analyze", real, "--json")
+    assert o.code == errors.EXIT_INTERNAL
+    doc = o.json()
+    assert doc["schema"] == "attlens.error" and doc["error"]["kind"] == "InternalError"
+    assert "ZeroDivisionError: planted bug" in doc["error"]["message"] and "Traceback" not in o.err
+    assert o.err.startswith("attlens: internal error: ZeroDivisionError: planted bug")
+
+
+def test_json_interrupted_leaves_stdout_empty(real, monkeypatch):
+    from attlens.report import json_out
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(json_out, "analysis_to_dict", interrupted)
+    o = run_main("analyze", real, "--json")
+    assert o.code == 130 and o.out == "" and "interrupted" in o.err, o.describe()
+
+
+def test_json_ctrl_c_while_writing_waits_for_the_whole_document(real, monkeypatch):
+    """SIGINT arriving in the middle of writing the document is held until the
+    document is complete: stdout is one whole JSON document, exit 130."""
+    import io
+
+    chunks = []
+
+    class Slow(io.BytesIO):
+        def write(self, b):
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C mid-write
+            half = len(b) // 2
+            chunks.append(bytes(b[:half]))
+            time.sleep(0.05)
+            chunks.append(bytes(b[half:]))
+            return len(b)
+
+    from attlens.cli import common
+
+    class Out:
+        buffer = Slow()
+
+        def flush(self):
+            pass
+
+        def write(self, s):
+            return len(s)
+
+    monkeypatch.setattr(common, "_json_stdout", None)
+    monkeypatch.setattr(common.sys, "stdout", Out())
+    try:
+        common.emit_json({"schema": "attlens.test", "n": list(range(1000))})
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted = True
+    assert interrupted, "the interrupt is delivered after the write"
+    assert json.loads(b"".join(chunks))["n"][-1] == 999
+
+
+def test_json_stdout_carries_nothing_else(real, monkeypatch):
+    """Whatever a command prints while it runs goes to stderr under --json."""
+    from attlens.analysis import analyze as analyze_mod
+
+    orig = analyze_mod.analyze
+
+    def chatty(*a, **k):
+        print("stray line from somewhere")
+        return orig(*a, **k)
+
+    monkeypatch.setattr(analyze_mod, "analyze", chatty)
+    o = run_main("analyze", real, "--json")
+    assert o.code == EXIT_OK and o.json()["schema"] == "attlens.analyze"
+    assert "stray line" in o.err
+
+
+def test_json_ctrl_c_turned_into_another_error_is_still_an_interrupt(real, monkeypatch):
+    """NumPy turns a Ctrl-C during its import into an ImportError: after a
+    SIGINT, any exception is reported as the interrupt (exit 130), not a bug."""
+    from attlens.analysis import analyze as analyze_mod
+
+    def import_interrupted(*_a, **_k):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            raise ImportError("PyCapsule_Import could not import module 'datetime'") from None
+
+    monkeypatch.setattr(analyze_mod, "analyze", import_interrupted)
+    o = run_main("analyze", real, "--json")
+    assert o.code == 130 and o.out == "" and o.err == "attlens: interrupted\n", o.describe()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "main restores the previous handler"
+
+
+# --------------------------------------------------------------- errors: absurd values in the run's metadata
+
+
+@pytest.fixture
+def real_run(tmp_path) -> Path:
+    """The capture with its rocprofv3 folder beside it (results.json, agent_info, kernel_trace)."""
+    shared = require_shared()
+    shutil.copytree(shared / "traces/flash_attn_func/rocprofv3", tmp_path / "rocprofv3")
+    cap = tmp_path / "small" / Path(REAL).name
+    shutil.copytree(shared / "traces" / REAL, cap)
+    for p in tmp_path.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return cap
+
+
+@pytest.mark.parametrize("key", ["arch_vgpr_count", "sgpr_count", "group_segment_size", "private_segment_size"])
+@pytest.mark.parametrize("value", [-1, -(2**63), 2**64 - 1])
+def test_error_resource_counts_out_of_range(real_run, key, value):
+    """A negative or out-of-range register / LDS count in results.json is
+    unavailable, not a crash (it made the occupancy model divide by zero)."""
+    p = real_run.parent.parent / "rocprofv3" / "small_results.json"
+    doc = json.loads(p.read_text())
+    for s in doc["rocprofiler-sdk-tool"][0]["kernel_symbols"]:
+        s[key] = value
+    p.write_text(json.dumps(doc))
+    o = run_main("analyze", real_run, "--json")
+    assert_clean(o)
+    assert o.code == EXIT_OK, o.describe()
+    res = o.json()["resources"]
+    value_of = {"arch_vgpr_count": res["metadata"]["vgprs"], "sgpr_count": res["metadata"]["sgprs"],
+                "group_segment_size": res["lds_bytes"], "private_segment_size": res["scratch_bytes"]}
+    assert value_of[key] is None, res  # unavailable, never the absurd value
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), 2**53])
+def test_error_realtime_clock_out_of_range(real, value):
+    doc = read_doc(real / "realtime.json")
+    doc["SE0"][0][1] = value
+    write_doc(real / "realtime.json", doc)
+    for argv in (["analyze", real, "--json"], ["waves", real, "--json"]):
+        o = run_main(*argv)
+        assert_clean(o)
+        assert o.code in (EXIT_OK, EXIT_PARTIAL), o.describe()

@@ -47,7 +47,7 @@ def _main_jobs(tmp: Path) -> list[dict]:
         {"name": "nokernel", "kernel": "no_such_kernel"},
         {"name": "flaky", "env": {"FAKE_ROCPROF_FAIL_TIMES": "1", "FAKE_ROCPROF_FAIL_STATE": str(tmp / "flaky.state")}},
         {"name": "broken", "env": {"FAKE_ROCPROF_FAIL_TIMES": "99", "FAKE_ROCPROF_FAIL_STATE": str(tmp / "broken.state")}},
-        {"name": "hang", "timeout": HANG_TIMEOUT, "retries": 0, "env": {"FAKE_ROCPROF_HANG": str(tmp / "hang.pids")}},
+        {"name": "hang", "timeout": HANG_TIMEOUT, "retries": 0, "env": {"FAKE_ROCPROF_HANG_PIDS": str(tmp / "hang.pids")}},
         {"name": "nocwd", "cwd": "no/such/dir"},
     ]
 

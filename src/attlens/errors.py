@@ -8,6 +8,9 @@ the public contract and are listed in ``docs/exit-codes.md``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 # Exit codes (docs/exit-codes.md). Never renumber: scripts depend on them.
 EXIT_OK = 0
 EXIT_INTERNAL = 1  # a bug in attlens; the message says how to get the traceback
@@ -18,6 +21,7 @@ EXIT_SEVERAL_CAPTURES = 5  # a folder with several captures: pass one, or --all
 EXIT_EMPTY_CAPTURE = 6  # a capture with no waves or no instructions (shell directory)
 EXIT_CORRUPT = 7  # a required file is truncated, invalid or inconsistent
 EXIT_PARTIAL = 8  # analysis printed, but some input was skipped (see warnings)
+EXIT_OUTPUT = 9  # the output path cannot or must not be written (a directory, read-only, inside a capture, an input)
 # capture workflow (attlens profile / capture / pmc)
 EXIT_NO_ROCPROFV3 = 10  # rocprofv3 not on PATH (or --rocprofv3 does not run)
 EXIT_NO_DECODER = 11  # rocprofv3 cannot find librocprof-trace-decoder.so
@@ -52,6 +56,13 @@ class UsageError(AttlensError):
     exit_code = EXIT_USAGE
 
 
+class InternalError(AttlensError):
+    """Reported for an unexpected exception (a bug), so that ``--json`` still
+    gets an ``attlens.error`` object; never raised for a user's mistake."""
+
+    exit_code = EXIT_INTERNAL
+
+
 class InputNotFound(AttlensError):
     exit_code = EXIT_NOT_FOUND
 
@@ -60,14 +71,27 @@ class NotACapture(AttlensError):
     exit_code = EXIT_NOT_A_CAPTURE
 
 
+@dataclass
+class Candidate:
+    """One of several inputs found where one was expected (a capture
+    directory, or a rocprofv3 run's file); the counts are None when unknown."""
+
+    path: Path
+    waves: int | None = None
+    instructions: int | None = None
+    error: str | None = None
+
+
 class SeveralCaptures(AttlensError):
-    """A parent folder holding several capture directories was given."""
+    """A parent folder holding several capture directories (or rocprofv3 runs) was given."""
 
     exit_code = EXIT_SEVERAL_CAPTURES
 
     def __init__(self, message: str, candidates: list, *, hint: str | None = None):
         super().__init__(message, hint=hint)
-        self.candidates = candidates
+        # Callers pass capture summaries or bare paths; every renderer reads
+        # .path/.waves/.instructions/.error, so bare paths are wrapped here.
+        self.candidates = [c if hasattr(c, "path") else Candidate(Path(c)) for c in candidates]
 
 
 class EmptyCapture(AttlensError):
@@ -118,3 +142,11 @@ class SweepBusy(AttlensError):
 
 class EngineUnavailable(AttlensError):
     exit_code = EXIT_ENGINE_UNAVAILABLE
+
+
+class OutputRefused(AttlensError):
+    """The output path cannot be written (a directory, its parent a file,
+    read-only, disk full) or must not be (inside a capture directory, equal to
+    an input, a non-empty folder without --force)."""
+
+    exit_code = EXIT_OUTPUT

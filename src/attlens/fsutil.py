@@ -1,27 +1,25 @@
 """Writing files so that a reader never sees half a file and an interrupted
 write never replaces a good one: temporary file in the same folder, then
-``os.replace``."""
+``os.replace``. A path that cannot be written (a directory, a parent that is
+a file, read-only, disk full) is an :class:`attlens.errors.OutputRefused`
+naming the path, not an internal error."""
 
 from __future__ import annotations
 
+import errno
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
+# Errors of writing the output itself (raised by the caller's writes inside
+# atomic_writer); any other OSError of the caller's block is not ours to name.
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
 
-def write_atomic(path: str | os.PathLike, data: bytes | str) -> int:
-    """Write ``data`` to ``path`` atomically; returns the bytes written."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(raw)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return len(raw)
+
+def _refused(out: Path, exc: OSError):
+    from attlens.errors import OutputRefused
+
+    return OutputRefused(f"cannot write {out}: {_why(exc)}", hint="choose another output path")
 
 
 @contextmanager
@@ -29,12 +27,44 @@ def atomic_writer(path: str | os.PathLike):
     """A binary file to write in pieces; it replaces ``path`` only when the
     block ends without an error (so a large output is streamed, never held)."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as f:
-            yield f
-        os.replace(tmp, out)
+        if out.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        f = open(tmp, "wb")
+    except OSError as exc:
+        raise _refused(out, exc) from None
+    try:
+        with f:
+            try:
+                yield f
+            except OSError as exc:
+                if exc.errno in _WRITE_ERRNOS:
+                    raise _refused(out, exc) from None
+                raise
+        try:
+            os.replace(tmp, out)
+        except OSError as exc:
+            raise _refused(out, exc) from None
     finally:
-        if tmp.exists():
+        try:
             tmp.unlink()
+        except OSError:
+            pass
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> int:
+    """Write ``data`` to ``path`` atomically; returns the bytes written."""
+    raw = data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data
+    with atomic_writer(path) as f:
+        f.write(raw)
+    return len(raw)
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, IsADirectoryError):
+        return "it is a directory"
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        return "a part of its folder path is a file, not a directory"
+    return exc.strerror or str(exc)

@@ -50,4 +50,6 @@ def compute_clock(dispatch) -> ClockInfo:
     origin = {se: lo[1] - lo[0] * k for se, (lo, _hi) in ends.items()}
     anchor = min(origin.values())
     offsets = {se: int((o - anchor) / k) for se, o in origin.items()}
+    if max(offsets.values()) >= 1 << 53:  # 52 days at 2 GHz: a damaged file, not a clock offset
+        return ClockInfo(freq, None, False, "realtime.json gives SE clock offsets beyond 2**53 cycles: SEs not aligned (work per SE)")
     return ClockInfo(freq, offsets, True, "SE clocks aligned with realtime.json")

@@ -16,7 +16,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 
 from attlens.analysis.taxonomy import CLASSES, WAIT
 from attlens.errors import Incomparable, UsageError
@@ -72,28 +71,63 @@ def side_from_result(result, label: str) -> Side:
 
 
 def side_from_json(path: Path) -> Side:
-    doc = orjson.loads(Path(path).read_bytes())
-    if doc.get("schema") != "attlens.analyze":
+    from attlens.io.confine import user_path
+    from attlens.io.jsonfile import read_json
+
+    doc = read_json(user_path(path))  # regular file, size cap; truncated JSON is CorruptCapture
+    if not isinstance(doc, dict) or doc.get("schema") != "attlens.analyze":
         raise UsageError(f"{path}: not an attlens.analyze JSON object")
+    try:
+        return _side_from_doc(doc, path)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        from attlens.errors import CorruptCapture
+
+        raise CorruptCapture(f"{path}: an incomplete or edited attlens.analyze object (fields missing or of the wrong type)",
+                             hint="save it again with attlens analyze --json --topk 0") from None
+
+
+def _num(v):
+    """A number of a saved analysis (TypeError otherwise: the file was edited)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError
+    return v
+
+
+def _str(v, none_ok: bool = False):
+    if v is None and none_ok:
+        return None
+    if not isinstance(v, str):
+        raise TypeError
+    return v
+
+
+def _ints(v):
+    if not isinstance(v, list):
+        raise TypeError
+    return [int(_num(x)) for x in v]
+
+
+def _side_from_doc(doc: dict, path) -> Side:
     if doc["hotspots"].get("topk") is not None:
-        raise UsageError(f"{path}: saved with --topk {doc['hotspots']['topk']}; a diff needs every instruction: save with --topk 0")
+        raise UsageError(f"{path}: saved with --topk {str(doc['hotspots']['topk'])[:20]}; a diff needs every instruction: save with --topk 0")
     lines: dict[str, list[Site]] = {}
     line_class: dict[str, dict[str, int]] = {}
-    for h in sorted(doc["hotspots"]["instructions_by_stall"], key=lambda x: x["pc"]):
-        key = h["source"] or NO_SOURCE
-        lines.setdefault(key, []).append(Site(h["mnemonic"], h["isa"], h["latency"], h["stall"], h["hit"], h["pc"]))
+    for h in sorted(doc["hotspots"]["instructions_by_stall"], key=lambda x: _num(x["pc"])):
+        key = _str(h["source"], none_ok=True) or NO_SOURCE
+        lines.setdefault(key, []).append(Site(_str(h["mnemonic"]), _str(h["isa"]), _num(h["latency"]), _num(h["stall"]), _num(h["hit"]), int(h["pc"])))
         lc = line_class.setdefault(key, {})
         for c, v in h["class_stall"].items():
-            lc[c] = lc.get(c, 0) + v
+            lc[c] = lc.get(c, 0) + _num(v)
     cap, res, tot = doc["capture"], doc["resources"], doc["totals"]
     cls_s = {c: 0 for c in CLASSES}
     cls_l = {c: 0 for c in CLASSES}
     for row in doc["stall_by_class"]:
-        cls_s[row["class"]] = row["stall"]
-        cls_l[row["class"]] = row["latency"]
-    return Side(str(path), cap["kernel"], doc["target"]["name"], tuple(res["grid"]) if res["grid"] else None,
-                tuple(res["workgroup"]) if res["workgroup"] else None, cap["waves"], cap["shader_engines"], cap["cus"], cap["simds"],
-                tot["latency"], tot["stall"], cls_s, cls_l, lines, line_class)
+        if _str(row["class"]) in cls_s:
+            cls_s[row["class"]] = _num(row["stall"])
+            cls_l[row["class"]] = _num(row["latency"])
+    return Side(str(path), _str(cap["kernel"]), _str(doc["target"]["name"], none_ok=True), tuple(_ints(res["grid"])) if res["grid"] else None,
+                tuple(_ints(res["workgroup"])) if res["workgroup"] else None, int(_num(cap["waves"])), _ints(cap["shader_engines"]),
+                _ints(cap["cus"]), _ints(cap["simds"]), _num(tot["latency"]), _num(tot["stall"]), cls_s, cls_l, lines, line_class)
 
 
 def load_side(path: str, rocprof_dir=None) -> Side:

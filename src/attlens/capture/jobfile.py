@@ -78,10 +78,12 @@ def format_iterations(iterations: list[int]) -> str:
 
 
 def hexstr(value: int | str) -> str:
-    if isinstance(value, str):
-        v = int(value, 16) if value.lower().startswith("0x") else int(value)
-    else:
-        v = int(value)
+    try:
+        v = int(value, 0) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{value!r} is not an integer (decimal or 0x hex)") from None
+    if v < 0:
+        raise UsageError(f"{value!r} is negative")
     return hex(v)
 
 

@@ -51,6 +51,7 @@ from typing import NamedTuple
 
 from attlens import errors
 from attlens.errors import AttlensError, InputNotFound, SeveralCaptures, UsageError
+from attlens.io.confine import user_path
 
 DEFAULT_EXCLUDE = (
     r"^__amd_rocclr_"
@@ -127,6 +128,7 @@ class KernelTable:
     exclude: str | None
     total_us: float | None  # summed time of every kernel dispatch
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # input skipped (also in notes); exit 8
 
     def __iter__(self):
         return iter(self.rows)
@@ -162,10 +164,11 @@ def _kind_by_name(p: Path) -> str | None:
 
 def _sniff(p: Path) -> str | None:
     """Kind of a file whose name does not say it, from its first bytes."""
+    from attlens.io.confine import RefusedPath, read_head
+
     try:
-        with p.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
+        head = read_head(p, 4096)  # a FIFO or device is not sniffed (it would block or never end)
+    except (OSError, RefusedPath):
         return None
     if head.startswith(b"SQLite format 3\x00"):
         return "rocpd"
@@ -228,6 +231,7 @@ def _collect(paths: list[Path]) -> tuple[dict[str, list[Path]], list[tuple[Path,
         if p.is_dir():
             walked.append((p, _walk(p)))
             continue
+        p = user_path(p)  # named by the user: its symlink is followed (found files are confined)
         kind = _kind_by_name(p) or _sniff(p)
         if kind is None:
             raise NoKernelData(f"{p.name}: not a rocprofv3 kernel_trace.csv, kernel_stats.csv, results.json or results.db")
@@ -254,13 +258,15 @@ def _files_for(kind: str, explicit, walked) -> list[Path]:
 # --------------------------------------------------------------------------- reading
 
 
-def _read_trace(files: list[Path]) -> list[dict]:
+def _read_trace(files: list[Path], warnings: list[str]) -> list[dict]:
     from attlens.io.rocprof_csv import pid_from_filename, read_kernel_trace_checked
 
     rows = []
     for f in files:
         pid = pid_from_filename(f)
-        for r in read_kernel_trace_checked(f):
+        got = read_kernel_trace_checked(f)
+        warnings += got.warnings
+        for r in got:
             r.setdefault("pid", pid)
             rows.append(r)
     return rows
@@ -280,12 +286,14 @@ def _read_json(files: list[Path]) -> tuple[list[dict], list[Path]]:
     return rows, used
 
 
-def _read_stats(files: list[Path]) -> list[dict]:
+def _read_stats(files: list[Path], warnings: list[str]) -> list[dict]:
     from attlens.io.rocprof_csv import read_kernel_stats
 
     merged: dict[str, dict] = {}
     for f in files:
-        for r in read_kernel_stats(f):
+        got = read_kernel_stats(f)
+        warnings += got.warnings
+        for r in got:
             m = merged.get(r["name"])
             if m is None:
                 merged[r["name"]] = dict(r)
@@ -467,6 +475,7 @@ def kernel_table(path_or_paths, exclude: str | None = DEFAULT_EXCLUDE) -> Kernel
     explicit, walked = _collect(paths)
     where = paths[0] if len(paths) == 1 else Path(os.path.commonpath([str(p.resolve()) for p in paths]))
     notes: list[str] = []
+    warnings: list[str] = []
 
     def has(kind: str) -> bool:
         return bool(explicit[kind]) or any(sub[kind] for _, sub in walked)
@@ -476,7 +485,7 @@ def kernel_table(path_or_paths, exclude: str | None = DEFAULT_EXCLUDE) -> Kernel
     used: list[Path] = []
     if has("kernel_trace"):
         used = _files_for("kernel_trace", explicit, walked)
-        dispatches, source = _read_trace(used), "kernel_trace"
+        dispatches, source = _read_trace(used, warnings), "kernel_trace"
     elif has("rocpd"):
         from attlens.io.rocpd import read_rocpd
 
@@ -505,7 +514,7 @@ def kernel_table(path_or_paths, exclude: str | None = DEFAULT_EXCLUDE) -> Kernel
         notes += more
     elif has("kernel_stats"):
         used = _files_for("kernel_stats", explicit, walked)
-        stats = _read_stats(used)
+        stats = _read_stats(used, warnings)
         if not stats:
             raise NoKernelData(f"{where}: {used[0].name} lists no kernel")
         rows, grand = _rows_from_stats(stats, rx)
@@ -526,7 +535,8 @@ def kernel_table(path_or_paths, exclude: str | None = DEFAULT_EXCLUDE) -> Kernel
         files=list(used),
         exclude=exclude or None,
         total_us=_us(grand),
-        notes=notes,
+        notes=warnings + notes,
+        warnings=warnings,
     )
     if source == "kernel_trace" and has("kernel_stats"):
         stats_files = list(explicit["kernel_stats"]) + [f for _, sub in walked for f in sub["kernel_stats"]]

@@ -9,6 +9,7 @@ or deleted.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -55,17 +56,31 @@ def inspect(path: Path) -> CaptureDir:
     return CaptureDir(path, int(m.group(1)) if m else None, int(m.group(2)) if m else None, waves, instr, mapped)
 
 
+def inside(folder: Path, paths: list[Path]) -> list[Path]:
+    """The entries of ``paths`` that lie inside ``folder`` after symlinks.
+    rocprofv3's "Opened result file" lines may name files anywhere (another
+    job's output directory, an older run); a run only considers its own."""
+    base = os.path.realpath(folder)
+    out = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if real != base and real.startswith(base.rstrip(os.sep) + os.sep):
+            out.append(Path(p))
+    return out
+
+
 def find_capture_dirs(out_dir: Path, opened: list[Path] | None = None) -> list[Path]:
-    """UI directories under ``out_dir`` (also next to any file rocprofv3 said it opened)."""
-    roots = {Path(out_dir)}
-    for f in opened or []:
-        roots.add(f.parent)
+    """UI directories under ``out_dir`` (also next to any file rocprofv3 said
+    it opened, if that file is under ``out_dir`` too). Symlinked directories
+    and anything outside ``out_dir`` are never considered: another capture
+    must neither be counted nor moved."""
+    roots = {Path(out_dir)} | {f.parent for f in inside(out_dir, opened or [])}
     found = set()
     for root in roots:
         if not root.is_dir():
             continue
         for p in root.rglob("ui_output_agent_*_dispatch_*"):
-            if p.is_dir() and "empty_shells" not in p.parts:
+            if p.is_dir() and not p.is_symlink() and "empty_shells" not in p.parts and inside(out_dir, [p]):
                 found.add(p.resolve())
     return sorted(found)
 

@@ -3,7 +3,6 @@ outputs of a previous run, and analyze L2/HBM traffic per dispatch."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from attlens.capture.jobfile import anchored_regex, write_job_file
@@ -13,7 +12,7 @@ from attlens.errors import NotACapture, ProfilerFailed, UsageError
 
 def detect_target(path: Path) -> str | None:
     """gfx name from an agent_info.csv or rocprofiler-compute sysinfo.csv near ``path``."""
-    from attlens.io.rocprof_csv import read_agent_info
+    from attlens.io.rocprof_csv import read_agent_info, read_rows
 
     root = path if path.is_dir() else path.parent
     for f in list(root.rglob("*agent_info.csv"))[:5]:
@@ -21,10 +20,9 @@ def detect_target(path: Path) -> str | None:
         if len(names) == 1:
             return names.pop()
     for f in list(root.rglob("sysinfo.csv"))[:2]:
-        with f.open(newline="") as fh:
-            for row in csv.DictReader(fh):
-                if row.get("gpu_arch"):
-                    return row["gpu_arch"].strip()
+        for row in read_rows(f):  # confined, regular files only
+            if row.get("gpu_arch"):
+                return row["gpu_arch"].strip()
     return None
 
 

@@ -85,8 +85,17 @@ def fresh_out_dir(out: Path) -> tuple[Path, str | None]:
         n += 1
 
 
-def _version(exe: str, res: ProfileResult) -> None:
-    r = run([exe, "--version"], res.out_dir / "logs", "version", timeout=60)
+# Preflight runs take seconds; each waits at most this long (the decoder check
+# loads the ATT library, hence more), or --timeout if that is shorter.
+PREFLIGHT_TIMEOUT = {"version": 60.0, "decoder_check": 120.0}
+
+
+def _preflight_timeout(opts: ProfileOptions, name: str) -> float:
+    return min(PREFLIGHT_TIMEOUT[name], opts.timeout)
+
+
+def _version(exe: str, opts: ProfileOptions, res: ProfileResult) -> None:
+    r = run([exe, "--version"], res.out_dir / "logs", "version", timeout=_preflight_timeout(opts, "version"))
     text = r.stdout + "\n" + r.stderr
     m = re.search(r"version:\s*([0-9][\w.\-]*)", text)
     res.version = m.group(1) if m else None
@@ -98,7 +107,7 @@ def check_decoder(exe: str, opts: ProfileOptions, res: ProfileResult) -> None:
     if opts.att_library_path:
         argv += ["--att-library-path", opts.att_library_path]
     argv += ["--echo", "--", "true"]
-    r = run(argv, res.out_dir / "logs", "decoder_check", timeout=120)
+    r = run(argv, res.out_dir / "logs", "decoder_check", timeout=_preflight_timeout(opts, "decoder_check"))
     if r.returncode != 0:
         raise NoDecoder(
             f"rocprofv3 cannot find the thread-trace decoder: {last_error_line(r.stderr)}",
@@ -108,8 +117,11 @@ def check_decoder(exe: str, opts: ProfileOptions, res: ProfileResult) -> None:
 
 
 def _discovered(r: Run, disc: Path) -> dict[str, Path]:
+    """The discovery run's outputs: files it names in "Opened result file"
+    lines, and files found under ``disc``; only those inside ``disc`` count
+    (a line naming a file elsewhere is not this run's output)."""
     files: dict[str, Path] = {}
-    for f in r.opened_files() + sorted(disc.rglob("*")):
+    for f in outputs.inside(disc, r.opened_files()) + sorted(disc.rglob("*")):
         for key in ("kernel_trace.csv", "kernel_stats.csv", "agent_info.csv", "results.json"):
             if f.name.endswith(key) and f.is_file() and key not in files:
                 files[key] = f
@@ -261,7 +273,7 @@ def profile(opts: ProfileOptions) -> ProfileResult:
     if not opts.command:
         raise UsageError("no program to profile: give it after --, e.g. attlens profile -- python app.py")
     exe, res = _start(opts)
-    _version(exe, res)
+    _version(exe, opts, res)
 
     disc = res.out_dir / "discovery"
     argv = [exe, "--kernel-trace", "--stats", "-f", "csv", "json", "-d", str(disc), "-o", "discover", "--", *opts.command]

@@ -17,17 +17,36 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from attlens import __version__
 from attlens.cli import agent_cmds, analysis_cmds, cache_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds, sweep_cmds
-from attlens.cli.common import EPILOG, configure_cache, print_error, say
+from attlens.cli.common import EPILOG, configure_cache, say
 
 GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, sweep_cmds, agent_cmds, cache_cmds, meta_cmds)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors also as an ``attlens.error`` object on
+    stdout when ``--json`` was asked for (scripts read stdout only)."""
+
+    json_errors = False  # set by main() for this invocation
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        if _Parser.json_errors:
+            from attlens.cli.common import emit_json
+            from attlens.errors import UsageError
+            from attlens.report.json_out import error_to_dict
+
+            emit_json(error_to_dict(UsageError(f"{self.prog}: {message}", hint=f"{self.prog} --help")))
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="attlens",
         description="Turn AMD GPU Advanced Thread Trace captures (rocprofv3 --att) into answers.",
         epilog=EPILOG,
@@ -39,7 +58,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _safe_text_streams() -> None:
+    # A path that is not valid UTF-8 arrives as surrogate escapes; printing it
+    # must show \xNN, not raise UnicodeEncodeError in the middle of a table.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
+class _Interrupt:
+    """SIGINT raises KeyboardInterrupt as usual, and is remembered: an
+    exception that a Ctrl-C caused indirectly (NumPy turns an interrupted
+    import into an ImportError) is reported as the interrupt, not a bug."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum, frame):
+        cls.seen = True
+        raise KeyboardInterrupt
+
+    @classmethod
+    def install(cls):
+        cls.seen = False
+        try:
+            return signal.signal(signal.SIGINT, cls.handler)
+        except ValueError:  # not the main thread: leave signals alone
+            return None
+
+
+def _interrupted() -> int:
+    print("attlens: interrupted", file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    previous = _Interrupt.install()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # while parsing or importing, before a command runs
+        return _interrupted()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: list[str] | None) -> int:
+    _safe_text_streams()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after "--" is the program to run (profile, capture, pmc).
@@ -47,22 +114,29 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         i = argv.index("--")
         argv, cmd = argv[:i], argv[i + 1 :]
-    args = parser.parse_args(argv)
+    _Parser.json_errors = "--json" in argv
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (already printed)
+        return exc.code if isinstance(exc.code, int) else 2
     args.cmd = cmd
     if not args.command:
         parser.print_help()
         return 2
-    from attlens.errors import EXIT_INTERNAL, AttlensError
+    from attlens.cli import common
+    from attlens.errors import AttlensError, InternalError
 
+    as_json = bool(getattr(args, "json", False))
+    if as_json:
+        common.begin_json_mode()
     try:
         configure_cache(args)
         return args.func(args)
     except AttlensError as exc:
-        print_error(exc, getattr(args, "json", False))
+        common.print_error(exc, as_json)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("attlens: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         # Output piped into a closed reader (e.g. `| head`): not an error.
         try:
@@ -71,10 +145,20 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:  # never show a traceback to users
+        if _Interrupt.seen:
+            return _interrupted()
         if os.environ.get("ATTLENS_DEBUG"):
             raise
-        say(f"attlens: internal error: {type(exc).__name__}: {exc} (please report it; set ATTLENS_DEBUG=1 for the traceback)")
-        return EXIT_INTERNAL
+        err = InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it; set ATTLENS_DEBUG=1 for the traceback")
+        say(f"attlens: {err.message} ({err.hint})")
+        if as_json and not common.json_emitted():
+            from attlens.report.json_out import error_to_dict
+
+            common.emit_json(error_to_dict(err))
+        return err.exit_code
+    finally:
+        if as_json:
+            common.end_json_mode()
 
 
 if __name__ == "__main__":

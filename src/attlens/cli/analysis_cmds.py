@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, add_cache_args, add_capture_args, emit, exit_code, load_analyzed, one_capture, say, write_atomic
+from attlens.cli.common import (
+    COUNT,
+    CYCLE_WINDOW,
+    EPILOG,
+    POSITIVE,
+    add_cache_args,
+    add_capture_args,
+    check_output,
+    emit,
+    emit_json,
+    exit_code,
+    input_files,
+    load_analyzed,
+    one_capture,
+    say,
+    write_atomic,
+)
 
 
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="stall hotspots, stall classes and occupancy of a capture", epilog=EPILOG)
     add_capture_args(p)
-    p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
+    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
     p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="rank instructions, source lines, or both")
     p.add_argument("--sort", choices=("stall", "latency", "exposed", "idle"), default="stall", help="rank by stall (default), latency, exposed cycles (not hidden by other waves), or idle (idle needs --by)")
     p.add_argument("--by", choices=("instruction", "line", "opcode"), help="one ranking of instructions, source lines or opcodes (--json: an attlens.hotspots object)")
     p.add_argument("--no-exposed", action="store_true", help="skip the hidden-latency model (faster; no exposed column)")
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
-    p.add_argument("--context", type=int, default=2, metavar="N", help="source lines of context with --detail (default 2)")
+    p.add_argument("--context", type=COUNT, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-plan", action="store_true", help="skip the short 'top findings' block")
     p.add_argument("--no-color", action="store_true", help="plain text output")
     p.set_defaults(func=cmd_analyze)
@@ -34,7 +50,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("waves", help="wave states, clock alignment, pipe utilization, phases and per-execution stalls", epilog=EPILOG)
     add_capture_args(p)
-    p.add_argument("--topk", type=int, default=10, metavar="N", help="instructions in the per-execution table (default 10)")
+    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="instructions in the per-execution table (default 10)")
     p.add_argument("--no-per-wave", action="store_true", help="omit the per-wave list from --json")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_waves)
@@ -43,8 +59,8 @@ def register(sub) -> None:
     add_capture_args(p)
     sel = p.add_mutually_exclusive_group()
     sel.add_argument("--line", metavar="FILE:LINE", help="only producers and waits on this source line (path suffix is enough)")
-    sel.add_argument("--pc", type=int, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
-    p.add_argument("--topk", type=int, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json)")
+    sel.add_argument("--pc", type=COUNT, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
+    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json)")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_deps)
 
@@ -52,9 +68,9 @@ def register(sub) -> None:
     p.add_argument("path", help="a capture directory")
     p.add_argument("--perfetto", required=True, metavar="OUT.json", help="output file (written atomically)")
     p.add_argument("--rocprof-dir", metavar="DIR")
-    p.add_argument("--max-waves", type=int, metavar="N", help="export only the first N waves (by start time)")
-    p.add_argument("--window", metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
-    p.add_argument("--max-events", type=int, default=None, metavar="N",
+    p.add_argument("--max-waves", type=POSITIVE, metavar="N", help="export only the first N waves (by start time)")
+    p.add_argument("--window", type=CYCLE_WINDOW, metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
+    p.add_argument("--max-events", type=COUNT, default=None, metavar="N",
                    help="stop adding waves before the trace passes N events (default 1,000,000, ~140 MB; 0 = no limit)")
     p.add_argument("--json", action="store_true", help="print a summary object")
     add_cache_args(p)
@@ -77,13 +93,13 @@ def cmd_analyze(args) -> int:
     if args.by:
         return _analyze_by(args, results)
     if args.json:
-        from attlens.report.json_out import analysis_to_dict, dumps, many
+        from attlens.report.json_out import analysis_to_dict, many
 
         topk = None if args.topk == 0 else args.topk
         if args.all:
-            print(dumps(many("attlens.analyze_many", [analysis_to_dict(r, topk) for r in results])))
+            emit_json(many("attlens.analyze_many", [analysis_to_dict(r, topk) for r in results]))
         else:
-            print(dumps(analysis_to_dict(results[0], topk)))
+            emit_json(analysis_to_dict(results[0], topk))
     else:
         from attlens.report.terminal import make_console, render_analysis
 
@@ -108,10 +124,10 @@ def _analyze_by(args, results) -> int:
 
     tables = [hotspot_table(r, args.by, args.sort) for r in results]
     if args.json:
-        from attlens.report.json_out import dumps, many
+        from attlens.report.json_out import many
 
         objs = [t.to_dict(args.topk) for t in tables]
-        print(dumps(objs[0] if not args.all else many("attlens.hotspots_many", objs)))
+        emit_json(objs[0] if not args.all else many("attlens.hotspots_many", objs))
     else:
         from attlens.report.agent_out import render_hotspots
         from attlens.report.terminal import make_console
@@ -136,13 +152,20 @@ def cmd_plan(args) -> int:
     from attlens.report.plan_out import plan_to_dict, plan_to_markdown, render_plan
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
+    if args.output:
+        check_output(args.output, dirs)
     results = load_analyzed(args, dirs)
     plans = [make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)) for r in results]
     if args.json:
-        from attlens.report.json_out import dumps, many
+        from attlens.cli.common import json_text
+        from attlens.report.json_out import many
 
         objs = [plan_to_dict(r, p) for r, p in zip(results, plans)]
-        text = dumps(objs[0] if not args.all else many("attlens.plan_many", objs)) + "\n"
+        doc = objs[0] if not args.all else many("attlens.plan_many", objs)
+        if not args.output:
+            emit_json(doc)
+            return exit_code(results)
+        text = json_text(doc) + "\n"
     elif args.format == "md":
         text = "\n\n".join(plan_to_markdown(r, p) for r, p in zip(results, plans))
     else:
@@ -156,6 +179,7 @@ def cmd_plan(args) -> int:
             render_plan(r, p, console)
         text = buf.getvalue() if args.output else None
     if args.output:
+        check_output(args.output, [*dirs, *input_files(results)])
         write_atomic(args.output, text)
         say(f"wrote {args.output}")
     elif text is not None:
@@ -168,10 +192,9 @@ def cmd_rules(args) -> int:
 
     rules = load_rules()
     if args.json:
-        from attlens.report.json_out import dumps
         from attlens.report.plan_out import rules_to_dict
 
-        print(dumps(rules_to_dict(rules)))
+        emit_json(rules_to_dict(rules))
         return 0
     from attlens.report.plan_out import render_rules_text
 
@@ -197,9 +220,9 @@ def cmd_waves(args) -> int:
                 console.rule()
             render_waves(r, wa, console, topk=max(args.topk, 1))
     if args.json:
-        from attlens.report.json_out import dumps, many
+        from attlens.report.json_out import many
 
-        print(dumps(objs[0] if not args.all else many("attlens.waves_many", objs)))
+        emit_json(objs[0] if not args.all else many("attlens.waves_many", objs))
     return exit_code(results)
 
 
@@ -222,46 +245,33 @@ def cmd_deps(args) -> int:
             title = f" (pc {args.pc})" if args.pc is not None else (f" (line {args.line})" if args.line else "")
             render_deps(r, att, producers, waits, console, topk=max(args.topk, 1), title=title)
     if args.json:
-        from attlens.report.json_out import dumps, many
+        from attlens.report.json_out import many
 
-        print(dumps(objs[0] if not args.all else many("attlens.deps_many", objs)))
+        emit_json(objs[0] if not args.all else many("attlens.deps_many", objs))
     return exit_code(results)
 
 
 def cmd_export(args) -> int:
-    from attlens.analysis.clock import compute_clock
-    from attlens.errors import UsageError
-    from attlens.report.perfetto import DEFAULT_MAX_EVENTS, stream_trace
-
-    window = None
-    if args.window:
-        try:
-            a, b = (int(x) for x in args.window.split(":"))
-        except ValueError:
-            raise UsageError(f"--window {args.window}: expected A:B in cycles, e.g. 0:200000") from None
-        if b <= a:
-            raise UsageError(f"--window {args.window}: B must be larger than A")
-        window = (a, b)
-    if args.max_waves is not None and args.max_waves < 1:
-        raise UsageError("--max-waves must be at least 1")
-    if args.max_events is not None and args.max_events < 0:
-        raise UsageError("--max-events must be 0 (no limit) or more")
-    max_events = DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events
     from types import SimpleNamespace
 
+    from attlens.analysis.clock import compute_clock
     from attlens.model.loader import load, resolve_capture_dirs
+    from attlens.report.json_out import header
+    from attlens.report.perfetto import DEFAULT_MAX_EVENTS, stream_trace
 
+    max_events = DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events
+    d = resolve_capture_dirs(args.path)[0]
+    check_output(args.perfetto, [d])
     # The trace needs the dispatch only, not the analyses: load and stream.
-    r = SimpleNamespace(dispatch=load(resolve_capture_dirs(args.path)[0], rocprof_dir=args.rocprof_dir))
+    r = SimpleNamespace(dispatch=load(d, rocprof_dir=args.rocprof_dir))
+    check_output(args.perfetto, [d, *input_files([r])])
     clock = compute_clock(r.dispatch)
-    meta = stream_trace(r, clock, args.perfetto, max_waves=args.max_waves, window=window, max_events=max_events)
+    meta = stream_trace(r, clock, args.perfetto, max_waves=args.max_waves, window=args.window, max_events=max_events)
     cut = meta["waves_cut_by_max_events"]
     if args.json:
-        from attlens.report.json_out import dumps, header
-
-        print(dumps({**header("attlens.export"), "output": str(args.perfetto), "bytes": meta["bytes"],
-                     "events": meta["events"], "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
-                     "waves_cut_by_max_events": cut, "max_events": meta["max_events"], "time_unit": meta["time_unit"]}))
+        emit_json({**header("attlens.export"), "output": str(args.perfetto), "bytes": meta["bytes"],
+                   "events": meta["events"], "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
+                   "waves_cut_by_max_events": cut, "max_events": meta["max_events"], "time_unit": meta["time_unit"]})
     else:
         say(f"wrote {args.perfetto}: {meta['events']:,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
             f"{meta['bytes'] / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")

@@ -37,12 +37,13 @@ def cmd_cache_info(args) -> int:
     entries = store.entries()
     total = sum(e["bytes"] for e in entries)
     if args.json:
-        from attlens.report.json_out import dumps, header
+        from attlens.cli.common import emit_json
+        from attlens.report.json_out import header
 
-        print(dumps({**header("attlens.cache"), "cache_dir": str(store.root), "bytes": total,
+        emit_json({**header("attlens.cache"), "cache_dir": str(store.root), "bytes": total,
                      "max_bytes": max_bytes(), "digests": [
                          {"capture": e["capture"], "bytes": e["bytes"], "last_used": e["last_used"], "folder": e["folder"]}
-                         for e in entries]}))
+                         for e in entries]})
         return 0
     print(f"cache directory: {store.root}")
     print(f"digests: {len(entries)}, {total / 2**20:.1f} MiB of {max_bytes() / 2**30:.1f} GiB allowed (ATTLENS_CACHE_MAX_BYTES)")
@@ -60,10 +61,11 @@ def cmd_cache_clear(args) -> int:
     total = sum(e["bytes"] for e in entries)
     n = store.clear()
     if args.json:
-        from attlens.report.json_out import dumps, header
+        from attlens.cli.common import emit_json
+        from attlens.report.json_out import header
 
-        print(dumps({**header("attlens.cache_clear"), "cache_dir": str(store.root),
-                     "digests_removed": n, "bytes_freed": total}))
+        emit_json({**header("attlens.cache_clear"), "cache_dir": str(store.root),
+                     "digests_removed": n, "bytes_freed": total})
     else:
         print(f"removed {n} digest(s), {total / 2**20:.1f} MiB, from {store.root}")
     return 0

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, exit_code
+from attlens.cli.common import (
+    BUFFER_SIZE,
+    COUNT,
+    EPILOG,
+    POSITIVE,
+    POSITIVE_NUMBER,
+    SECONDS,
+    SE_MASK,
+    SIMD_SELECT,
+    TARGET_CU,
+    emit_json,
+    exit_code,
+)
 
 
 def _capture_opts(p) -> None:
     p.add_argument("--out", default="attlens-profile", metavar="DIR", help="output folder (default ./attlens-profile)")
-    p.add_argument("--iteration", type=int, metavar="K", help="trace the K-th dispatch per kernel id (default: a steady-state one)")
-    p.add_argument("--target-cu", type=int, default=1, metavar="N", help="CU traced in each selected SE (default 1)")
-    p.add_argument("--se-mask", default="0xf", metavar="MASK", help="shader engines to trace (default 0xf)")
-    p.add_argument("--simd-select", default="0xf", metavar="MASK", help="SIMDs to trace (default 0xf)")
-    p.add_argument("--buffer-size", default="0x6000000", metavar="BYTES", help="ATT buffer (default 0x6000000 = 96 MiB)")
+    p.add_argument("--iteration", type=POSITIVE, metavar="K", help="trace the K-th dispatch per kernel id (default: a steady-state one)")
+    p.add_argument("--target-cu", type=TARGET_CU, default=1, metavar="N", help="CU traced in each selected SE (default 1)")
+    p.add_argument("--se-mask", type=SE_MASK, default="0xf", metavar="MASK", help="shader engines to trace (default 0xf)")
+    p.add_argument("--simd-select", type=SIMD_SELECT, default="0xf", metavar="MASK", help="SIMDs to trace (default 0xf)")
+    p.add_argument("--buffer-size", type=BUFFER_SIZE, default="0x6000000", metavar="BYTES", help="ATT buffer (default 0x6000000 = 96 MiB)")
     p.add_argument("--att-library-path", metavar="DIR", help="directory holding librocprof-trace-decoder.so")
     p.add_argument("--rocprofv3", metavar="PATH", help="rocprofv3 executable (default: from PATH)")
-    p.add_argument("--timeout", type=float, default=3600, metavar="S", help="per rocprofv3 run (default 3600 s)")
+    p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S", help="per rocprofv3 run (default 3600 s)")
     p.add_argument("--no-noise-check", action="store_true", help="capture one dispatch, not two")
     p.add_argument("--no-source-env", action="store_true", help="do not set the line-info/JIT-cache environment (docs/capture.md)")
     p.add_argument("--json", action="store_true")
@@ -38,7 +50,7 @@ def register(sub) -> None:
     p = sub.add_parser("kernels", help="kernel table (time, calls, ids, resources) from rocprofv3 outputs", epilog=EPILOG)
     p.add_argument("path", nargs="+", help="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")
     p.add_argument("--exclude", metavar="REGEX", help="flag these kernels as runtime helpers (default: docs/capture.md; '' flags none)")
-    p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown (default 20; --json has all)")
+    p.add_argument("--top", type=COUNT, default=20, metavar="N", help="rows shown (default 20; --json has all)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_kernels)
@@ -47,12 +59,12 @@ def register(sub) -> None:
     p.add_argument("path", nargs="?", help="counter_collection.csv, pmc_perf.csv, or a folder holding them (omit to run -- CMD)")
     p.add_argument("--target", metavar="GFX", help="gfx942 / gfx950 / MI300X / MI350X ... (default: from agent_info.csv or sysinfo.csv)")
     p.add_argument("--plan", action="store_true", help="only print the counter passes (rocprofv3 jobs) for --target")
-    p.add_argument("--ideal-bytes", type=float, metavar="B", help="bytes the kernel must move per dispatch (for over-fetch)")
-    p.add_argument("--duration-us", type=float, metavar="US", help="kernel duration from a kernel-trace run (PMC runs serialize dispatches)")
+    p.add_argument("--ideal-bytes", type=POSITIVE_NUMBER, metavar="B", help="bytes the kernel must move per dispatch (for over-fetch)")
+    p.add_argument("--duration-us", type=POSITIVE_NUMBER, metavar="US", help="kernel duration from a kernel-trace run (PMC runs serialize dispatches)")
     p.add_argument("--kernel", metavar="NAME", help="with -- CMD: count only this kernel (exact name)")
     p.add_argument("--out", default="attlens-pmc", metavar="DIR", help="with -- CMD: output folder")
     p.add_argument("--rocprofv3", metavar="PATH")
-    p.add_argument("--timeout", type=float, default=3600, metavar="S")
+    p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_pmc)
@@ -87,9 +99,7 @@ def cmd_profile(args) -> int:
     opts = _profile_options(args)
     res = profile(opts) if args.command == "profile" else capture_only(opts)
     if args.json:
-        from attlens.report.json_out import dumps
-
-        print(dumps(profile_to_dict(res)))
+        emit_json(profile_to_dict(res))
     else:
         from attlens.report.terminal import make_console
 
@@ -104,14 +114,14 @@ def cmd_kernels(args) -> int:
     paths = args.path if len(args.path) > 1 else args.path[0]
     table = kernel_table(paths) if args.exclude is None else kernel_table(paths, exclude=args.exclude)
     if args.json:
-        from attlens.report.json_out import dumps
-
-        print(dumps(kernels_to_dict(table)))
+        emit_json(kernels_to_dict(table))
     else:
         from attlens.report.terminal import make_console
 
         render_kernels(table, make_console(args.no_color), top=args.top)
-    return 0
+    from attlens.errors import EXIT_OK, EXIT_PARTIAL
+
+    return EXIT_PARTIAL if table.warnings else EXIT_OK
 
 
 def cmd_pmc(args) -> int:
@@ -128,9 +138,9 @@ def cmd_pmc(args) -> int:
             raise UsageError("--plan needs --target")
         jobs = job_pmc_lists(args.target)
         if args.json:
-            from attlens.report.json_out import dumps, header
+            from attlens.report.json_out import header
 
-            print(dumps({**header("attlens.pmc_plan"), "target": args.target, "passes": [j["pmc"] for j in jobs]}))
+            emit_json({**header("attlens.pmc_plan"), "target": args.target, "passes": [j["pmc"] for j in jobs]})
         else:
             for i, j in enumerate(jobs, 1):
                 print(f"pass {i}: {' '.join(j['pmc'])}")
@@ -143,7 +153,9 @@ def cmd_pmc(args) -> int:
         out, _note = fresh_out_dir(Path(args.out))
         path = run_passes(cmd, out, args.target, args.kernel, True, args.rocprofv3, args.timeout)
     elif args.path:
-        path = Path(args.path)
+        from attlens.io.confine import user_path
+
+        path = user_path(args.path)
     else:
         raise UsageError("give a counter_collection.csv / pmc_perf.csv / folder, or a program after --")
     pivot, source = read_pmc_outputs(path)
@@ -155,10 +167,9 @@ def cmd_pmc(args) -> int:
     durations = {d: args.duration_us * 1000 for d in pivot} if args.duration_us else None
     results = analyze_dispatches(pivot, target, ideal_bytes=args.ideal_bytes, durations_ns=durations)
     if args.json:
-        from attlens.report.json_out import dumps
         from attlens.report.pmc_out import pmc_to_dict
 
-        print(dumps(pmc_to_dict(results, source=source)))
+        emit_json(pmc_to_dict(results, source=source))
     else:
         from attlens.report.pmc_out import render_pmc
         from attlens.report.terminal import make_console

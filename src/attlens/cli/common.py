@@ -1,5 +1,6 @@
-"""What every command group shares: common options, loading captures for a
-command, exit codes from results, writing outputs, printing errors.
+"""What every command group shares: common options, the validators of every
+numeric option, loading captures for a command, exit codes from results,
+checking and writing outputs, printing JSON and errors.
 
 Only argparse-level code lives at module level; everything heavy is imported
 inside the functions so ``attlens --help`` stays instant.
@@ -8,9 +9,95 @@ inside the functions so ``attlens --help`` stays instant.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 
 EPILOG = "Exit codes: docs/exit-codes.md. JSON schema: docs/json-schema.md."
+
+
+# --------------------------------------------------------------------------- option validators
+#
+# Every numeric option is parsed by one of these (argparse ``type=``): a bad
+# value is a usage error (exit 2) naming the option, never a crash later and
+# never a silently odd result (``--max-regression nan`` made every check fail).
+
+
+def int_range(lo: int | None = None, hi: int | None = None, *, base: int = 10):
+    """An integer in [lo, hi]; ``base=0`` also takes ``0x..`` literals (masks, sizes)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), base)
+        except (ValueError, AttributeError):
+            kind = "an integer (decimal or 0x hex)" if base == 0 else "an integer"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"{text} is out of range ({_bounds(lo, hi, base)})")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def float_range(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False):
+    """A finite number in [lo, hi] (or (lo, hi] with ``lo_open``); nan and inf are refused."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if lo is not None and (value < lo or (lo_open and value == lo)):
+            raise argparse.ArgumentTypeError(f"{text} must be {'>' if lo_open else '>='} {lo:g}")
+        if hi is not None and value > hi:
+            raise argparse.ArgumentTypeError(f"{text} must be <= {hi:g}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def _bounds(lo, hi, base) -> str:
+    fmt = hex if base == 0 and (hi or 0) > 1024 else str
+    if hi is None:
+        return f">= {fmt(lo)}"
+    if lo is None:
+        return f"<= {fmt(hi)}"
+    return f"{fmt(lo)}..{fmt(hi)}"
+
+
+def cycle_window(text: str) -> tuple[int, int]:
+    """``A:B``: cycles after the first wave starts, 0 <= A < B < 2**62."""
+    a, sep, b = text.partition(":")
+    parse = int_range(0, (1 << 62) - 1)
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected A:B in cycles, e.g. 0:200000")
+    lo, hi = parse(a), parse(b)
+    if hi <= lo:
+        raise argparse.ArgumentTypeError(f"{text}: B must be larger than A")
+    return lo, hi
+
+
+CYCLE_WINDOW = cycle_window
+COUNT = int_range(0)  # rows to show (0 = all where documented)
+POSITIVE = int_range(1)
+PERCENT = float_range()  # a signed percentage (finite)
+NONNEG_NUMBER = float_range(0.0)
+POSITIVE_NUMBER = float_range(0.0, lo_open=True)
+SECONDS = float_range(0.0, lo_open=True)
+# ATT parameters, ranges from rocprofv3-interfaces.md §2.4: target CU 0-15 in
+# each SE; SE mask: one bit per SE (32 SEs on MI300X/MI350X); SIMD select: a
+# 4-bit mask (gfx9) or a SIMD id (gfx10+); buffer 1 MB-2 GB.
+TARGET_CU = int_range(0, 15)
+SE_MASK = int_range(1, 0xFFFFFFFF, base=0)
+SIMD_SELECT = int_range(0, 0xF, base=0)
+BUFFER_SIZE = int_range(1 << 20, 2 << 30, base=0)
+
+
+# --------------------------------------------------------------------------- capture arguments
 
 
 def add_capture_args(p: argparse.ArgumentParser) -> None:
@@ -73,6 +160,80 @@ def exit_code(results) -> int:
     return EXIT_PARTIAL if any(r.dispatch.partial for r in results) else EXIT_OK
 
 
+# --------------------------------------------------------------------------- outputs
+
+
+def side_inputs(*paths) -> list:
+    """What ``diff``/``check`` read for each path: the capture directories
+    under a directory, or the JSON file itself (for :func:`check_output`)."""
+    from attlens.errors import AttlensError
+    from attlens.model.loader import resolve_capture_dirs
+
+    out = []
+    for p in paths:
+        if p is None:
+            continue
+        if os.path.isdir(p):
+            try:
+                out += resolve_capture_dirs(p, all_captures=True)
+                continue
+            except AttlensError:
+                pass
+        out.append(p)
+    return out
+
+
+def input_files(results) -> list[str]:
+    """The rocprofv3 files read beside the captures of ``results`` (an output
+    must not replace one of them)."""
+    return [f for r in results for f in r.dispatch.rocprof_files]
+
+
+def _real(path) -> str:
+    return os.path.realpath(os.fspath(path))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_output(path, inputs=(), *, directory: bool = False, names=()) -> None:
+    """Refuse an output path before any work is done (docs/exit-codes.md, exit 9).
+
+    ``inputs`` are the paths read (capture directories, JSON or CSV files).
+    Refused: an output inside (or equal to) a capture directory or any input
+    directory, equal to an input file, an existing directory where a file is
+    written (``directory=False``) or a file where a folder is written, or a
+    folder path running through a file. With ``directory=True`` the files
+    ``names`` written inside it are checked against the inputs too."""
+    from attlens.errors import OutputRefused
+
+    out = os.fspath(path)
+    if not out:
+        raise OutputRefused("empty output path")
+    if directory and os.path.exists(out) and not os.path.isdir(out):
+        raise OutputRefused(f"{out}: exists and is not a directory (the output is a folder)")
+    if not directory and os.path.isdir(out):
+        raise OutputRefused(f"{out}: is a directory", hint="give a file name, e.g. " + os.path.join(out, "report.html"))
+    parent = os.path.dirname(os.path.abspath(out))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        raise OutputRefused(f"{out}: {parent} is a file, not a directory")
+    real = _real(out)
+    targets = [real] + [os.path.join(real, n) for n in names]
+    for src in inputs:
+        if src is None:
+            continue
+        r = _real(src)
+        if os.path.isdir(r):
+            if _inside(real, r) or any(_inside(t, r) for t in targets):
+                raise OutputRefused(f"{out}: inside the input directory {src}; attlens never writes into a capture",
+                                    hint="write the output somewhere else")
+        elif r in targets:
+            raise OutputRefused(f"{out}: is the input {src}; it would be overwritten", hint="write the output somewhere else")
+
+
 def write_atomic(path: str, text: str) -> None:
     from attlens.fsutil import write_atomic as _write
 
@@ -83,22 +244,91 @@ def say(text: str, file=None) -> None:
     """Print a message (default: to stderr) with the control characters of
     any path or name in it made visible (:func:`attlens.report.controls.safe_text`)."""
     from attlens.report.controls import safe_text
+    from attlens.textsafe import utf8_safe_str
 
-    print(safe_text(str(text)), file=sys.stderr if file is None else file)
+    print(safe_text(utf8_safe_str(str(text))), file=sys.stderr if file is None else file)
 
 
 def emit(text: str) -> None:
     """Write a text rendering (Markdown, plain text) to stdout, control
     characters made visible, ending with a newline."""
     from attlens.report.controls import safe_text
+    from attlens.textsafe import utf8_safe_str
 
-    text = safe_text(text)
+    text = safe_text(utf8_safe_str(text))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+# --------------------------------------------------------------------------- JSON on stdout and errors
+#
+# With --json, stdout carries exactly one whole JSON document, or nothing:
+# cli.main points sys.stdout at stderr while a command runs (so nothing else
+# can reach stdout), and emit_json writes the document to the real stdout in
+# one call with Ctrl-C held off until it is written.
+
+_json_stdout = None  # the real stdout while a --json command runs
+_json_emitted = False
+
+
+def begin_json_mode() -> None:
+    global _json_stdout, _json_emitted
+    _json_stdout, _json_emitted = sys.stdout, False
+    sys.stdout = sys.stderr
+
+
+def end_json_mode() -> None:
+    global _json_stdout
+    if _json_stdout is not None:
+        sys.stdout = _json_stdout
+        _json_stdout = None
+
+
+def json_emitted() -> bool:
+    return _json_emitted
+
+
+def json_text(obj) -> str:
+    """``obj`` as indented JSON (non-UTF-8 path bytes as ``\\xNN``: attlens.textsafe)."""
+    from attlens.report.json_out import dumps
+
+    return dumps(obj)
+
+
+def emit_json(obj) -> None:
+    """Write ``obj`` as one JSON document (and a newline) to stdout, whole:
+    a Ctrl-C arriving meanwhile is held until the write is complete (the
+    Python handler runs in the main thread whichever thread the signal hits),
+    then raised."""
+    global _json_emitted
+    import signal
+    import threading
+
+    data = (json_text(obj) + "\n").encode("utf-8")
+    out = _json_stdout if _json_stdout is not None else sys.stdout
+    held: list[int] = []
+    hold = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum)) if hold else None
+    try:
+        out.flush()
+        buf = getattr(out, "buffer", None)
+        if buf is not None:
+            buf.write(data)
+            buf.flush()
+        else:  # a text stream without bytes (pytest's capture)
+            out.write(data.decode("utf-8"))
+            out.flush()
+        _json_emitted = True
+    finally:
+        if hold:
+            signal.signal(signal.SIGINT, old)
+    if held:
+        raise KeyboardInterrupt
 
 
 def print_error(exc, as_json: bool) -> None:
     """One line on stderr (plus the candidates of a folder with several
-    captures); with ``--json`` also the ``attlens.error`` object on stdout."""
+    captures); with ``--json`` also the ``attlens.error`` object on stdout
+    (unless a document was already written)."""
     from attlens.errors import SeveralCaptures
 
     msg = f"attlens: error: {exc.message}"
@@ -106,12 +336,13 @@ def print_error(exc, as_json: bool) -> None:
         msg += f" (hint: {exc.hint})"
     say(msg)
     if isinstance(exc, SeveralCaptures) and not as_json:
-        say("captures found:")
+        counted = any(c.waves is not None or c.instructions is not None for c in exc.candidates)
+        say("captures found:" if counted else "candidates:")
         for c in exc.candidates:
-            waves = "?" if c.waves is None else c.waves
-            instr = "?" if c.instructions is None else c.instructions
-            say(f"  {c.path}  waves={waves} instructions={instr}" + (f"  ({c.error})" if c.error else ""))
-    if as_json:
-        from attlens.report.json_out import dumps, error_to_dict
+            counts = "" if c.waves is None and c.instructions is None else (
+                f"  waves={'?' if c.waves is None else c.waves} instructions={'?' if c.instructions is None else c.instructions}")
+            say(f"  {c.path}{counts}" + (f"  ({c.error})" if c.error else ""))
+    if as_json and not _json_emitted:
+        from attlens.report.json_out import error_to_dict
 
-        print(dumps(error_to_dict(exc)))
+        emit_json(error_to_dict(exc))

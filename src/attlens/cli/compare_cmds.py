@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, add_cache_args, emit, say, write_atomic
+from attlens.cli.common import COUNT, EPILOG, NONNEG_NUMBER, PERCENT, add_cache_args, check_output, emit, emit_json, say, side_inputs, write_atomic
 
 
 def register(sub) -> None:
@@ -10,9 +10,9 @@ def register(sub) -> None:
     p.add_argument("before", help="capture directory, or an attlens analyze --json --topk 0 file")
     p.add_argument("after", help="capture directory, or an attlens analyze --json --topk 0 file")
     p.add_argument("--force", action="store_true", help="diff even when kernel or target differ")
-    p.add_argument("--noise-floor", type=float, metavar="PCT", help="relative change (%%) below which a change is noise")
+    p.add_argument("--noise-floor", type=NONNEG_NUMBER, metavar="PCT", help="relative change (%%) below which a change is noise")
     p.add_argument("--noise", nargs=2, metavar=("A", "B"), help="two captures of the same dispatch range: their difference is the noise floor")
-    p.add_argument("--top", type=int, default=10, metavar="N")
+    p.add_argument("--top", type=COUNT, default=10, metavar="N")
     p.add_argument("--format", choices=("text", "md"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.add_argument("--json", action="store_true")
@@ -23,7 +23,7 @@ def register(sub) -> None:
     p = sub.add_parser("check", help="gate a capture against a baseline: exit 0 within bounds, 20 on regression", epilog=EPILOG)
     p.add_argument("capture", help="capture directory or attlens analyze --json --topk 0 file")
     p.add_argument("--baseline", required=True, metavar="BASELINE")
-    p.add_argument("--max-regression", type=float, default=5.0, metavar="PCT", help="allowed increase in %% (default 5)")
+    p.add_argument("--max-regression", type=PERCENT, default=5.0, metavar="PCT", help="allowed increase in %% (default 5)")
     p.add_argument("--metric", default="total", metavar="M", help="total | stall | class:NAME | line:FILE:LINE (per traced wave; default total latency)")
     p.add_argument("--force", action="store_true", help="compare even when kernel or target differ")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML result")
@@ -36,6 +36,8 @@ def cmd_diff(args) -> int:
     from attlens.analysis.diff import diff, load_side, noise_between
     from attlens.report.diff_out import diff_to_dict, diff_to_markdown, render_diff
 
+    if args.output:
+        check_output(args.output, side_inputs(args.before, args.after, *(args.noise or ())))
     a, b = load_side(args.before), load_side(args.after)
     floor, source = None, None
     if args.noise_floor is not None:
@@ -44,9 +46,13 @@ def cmd_diff(args) -> int:
         floor, source = noise_between(load_side(args.noise[0]), load_side(args.noise[1])), f"--noise {args.noise[0]} {args.noise[1]}"
     res = diff(a, b, force=args.force, noise_floor=floor, noise_source=source)
     if args.json:
-        from attlens.report.json_out import dumps
+        doc = diff_to_dict(res, top=None if args.top == 0 else args.top)
+        if not args.output:
+            emit_json(doc)
+            return 0
+        from attlens.cli.common import json_text
 
-        text = dumps(diff_to_dict(res, top=None if args.top == 0 else args.top)) + "\n"
+        text = json_text(doc) + "\n"
     elif args.format == "md":
         text = diff_to_markdown(res, top=max(args.top, 1))
     else:
@@ -69,6 +75,8 @@ def cmd_check(args) -> int:
     from attlens.analysis.diff import check, load_side
     from attlens.errors import EXIT_OK, EXIT_REGRESSION
 
+    if args.junit:
+        check_output(args.junit, side_inputs(args.capture, args.baseline))
     res = check(load_side(args.capture), load_side(args.baseline), args.metric, args.max_regression, args.force)
     if args.junit:
         from attlens.report.diff_out import junit_xml
@@ -76,9 +84,7 @@ def cmd_check(args) -> int:
         write_atomic(args.junit, junit_xml(res.kernel, res.metric, res.baseline, res.current, res.change_percent,
                                            res.max_regression_percent, res.passed, res.message))
     if args.json:
-        from attlens.report.json_out import dumps
-
-        print(dumps(res.to_dict()))
+        emit_json(res.to_dict())
     else:
         print(res.message)
     return EXIT_OK if res.passed else EXIT_REGRESSION

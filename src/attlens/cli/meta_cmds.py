@@ -14,15 +14,16 @@ def register(sub) -> None:
 
 def cmd_schema(args) -> int:
     from attlens import schemas
-    from attlens.report.json_out import dumps, header
+    from attlens.cli.common import emit_json
+    from attlens.report.json_out import header
 
     if args.name:
-        print(dumps(schemas.bundle(schemas.require(args.name))))
+        emit_json(schemas.bundle(schemas.require(args.name)))
         return 0
     rows = [{"name": s["title"], "id": s["$id"], "title": s["description"], "commands": s.get("x-attlens-commands", [])}
             for s in map(schemas.load, schemas.names())]
     if args.json:
-        print(dumps({**header("attlens.schemas"), "schemas": rows}))
+        emit_json({**header("attlens.schemas"), "schemas": rows})
         return 0
     for r in rows:
         print(f"{r['name']:<22} {', '.join(r['commands'])}")

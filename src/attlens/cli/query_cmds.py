@@ -4,7 +4,7 @@ tools of the same names return (docs/agents.md)."""
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, exit_code
+from attlens.cli.common import COUNT, EPILOG, exit_code
 
 
 def _one_capture_args(p) -> None:
@@ -17,14 +17,14 @@ def _one_capture_args(p) -> None:
 def register(sub) -> None:
     p = sub.add_parser("asm", help="the ISA window around a pc, with per-pc cycles, waits' producers and source lines", epilog=EPILOG)
     _one_capture_args(p)
-    p.add_argument("--pc", type=int, required=True, metavar="N", help="pc index of the instruction (as in analyze, deps, plan)")
-    p.add_argument("--around", type=int, default=10, metavar="K", help="instructions before and after it (default 10)")
+    p.add_argument("--pc", type=COUNT, required=True, metavar="N", help="pc index of the instruction (as in analyze, deps, plan)")
+    p.add_argument("--around", type=COUNT, default=10, metavar="K", help="instructions before and after it (default 10)")
     p.set_defaults(func=cmd_asm)
 
     p = sub.add_parser("waits", help="per wait site: count, mean, p50/p90/p95, stddev and max of the wait per execution", epilog=EPILOG)
     _one_capture_args(p)
     p.add_argument("--steady", action="store_true", help="only steady-state executions (loop iterations after the first)")
-    p.add_argument("--topk", type=int, default=10, metavar="N", help="sites shown (default 10; 0 = all)")
+    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="sites shown (default 10; 0 = all)")
     p.set_defaults(func=cmd_waits)
 
     p = sub.add_parser("occupancy", help="theoretical occupancy, its limiters, and the residency observed", epilog=EPILOG)
@@ -47,9 +47,9 @@ def _load(args, exposed: bool = True):
 
 
 def _print(obj) -> None:
-    from attlens.report.json_out import dumps
+    from attlens.cli.common import emit_json
 
-    print(dumps(obj))
+    emit_json(obj)
 
 
 def _console(args):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, add_cache_args, exit_code, load_analyzed, progress, say, write_atomic
+from attlens.cli.common import EPILOG, POSITIVE, add_cache_args, check_output, emit_json, exit_code, load_analyzed, progress, say, side_inputs, write_atomic
 
 
 def register(sub) -> None:
@@ -22,7 +22,8 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
     p.add_argument("--out", metavar="DIR", help="write the capture here (default: a new temporary directory)")
     p.add_argument("--json", action="store_true", help="print what was written and the analysis as JSON (attlens.demo)")
-    p.add_argument("--topk", type=int, default=8, metavar="N")
+    p.add_argument("--topk", type=POSITIVE, default=8, metavar="N")
+    p.add_argument("--force", action="store_true", help="write into --out even if it is not empty (files of an earlier demo are replaced)")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_demo)
 
@@ -41,9 +42,9 @@ def _manifest(args, fmt: str, written: list[dict], captures: list[dict]) -> int:
     for w in written:
         say(f"wrote {w['path']}")
     if args.json:
-        from attlens.report.json_out import dumps, header
+        from attlens.report.json_out import header
 
-        print(dumps({**header("attlens.report"), "format": fmt, "written": written, "captures": captures}))
+        emit_json({**header("attlens.report"), "format": fmt, "written": written, "captures": captures})
     return 0
 
 
@@ -62,6 +63,7 @@ def cmd_report(args) -> int:
         from attlens.analysis.diff import diff, load_side
         from attlens.report.diff_out import diff_to_html
 
+        check_output(args.output, side_inputs(*args.diff))
         res = diff(load_side(args.diff[0]), load_side(args.diff[1]))
         write_atomic(args.output, diff_to_html(res))
         return _manifest(args, "diff", [_written(args.output, "diff")], [])
@@ -70,14 +72,20 @@ def cmd_report(args) -> int:
     from attlens.model.loader import resolve_capture_dirs
 
     dirs = [d for p in args.path for d in resolve_capture_dirs(p, all_captures=True)]
+    if args.format == "md":
+        check_output(args.output, [*dirs, args.pmc], directory=True, names=("report.md", "analysis.json"))
+    else:
+        check_output(args.output, [*dirs, args.pmc])
     counters = None
     if args.pmc:
         from attlens.analysis.pmc import analyze_dispatches
         from attlens.analysis.pmc_attach import PmcCounters
         from attlens.capture.pmc_run import detect_target, read_pmc_outputs
 
-        pivot, source = read_pmc_outputs(Path(args.pmc))
-        target = detect_target(Path(args.pmc))
+        from attlens.io.confine import user_path
+
+        pivot, source = read_pmc_outputs(user_path(args.pmc))
+        target = detect_target(user_path(args.pmc))
         if not target:
             raise UsageError(f"{args.pmc}: cannot tell the GPU target of the counters (no agent_info.csv / sysinfo.csv beside them)")
         counters = PmcCounters(analyze_dispatches(pivot, target), source, target)
@@ -115,14 +123,16 @@ def cmd_demo(args) -> int:
     from attlens.model.loader import load
     from attlens.synth import write_capture
 
+    if args.out:
+        _check_demo_out(args.out, args.force)
     out = args.out or tempfile.mkdtemp(prefix="attlens-demo-")
     path = write_capture(out)
     result = analyze(load(path))
     if args.json:
-        from attlens.report.json_out import analysis_to_dict, dumps, header
+        from attlens.report.json_out import analysis_to_dict, header
 
-        print(dumps({**header("attlens.demo"), "capture": str(path), "written": [_written(path, "capture")],
-                     "analysis": analysis_to_dict(result, args.topk)}))
+        emit_json({**header("attlens.demo"), "capture": str(path), "written": [_written(path, "capture")],
+                   "analysis": analysis_to_dict(result, args.topk)})
         return 0
     from rich.markup import escape
 
@@ -138,3 +148,18 @@ def cmd_demo(args) -> int:
     render_analysis(result, console, topk=args.topk, mode="both", detail=True, context=1, detail_k=2, findings=findings)
     console.print(f"\nNext: attlens analyze {escape(str(path))} --json")
     return 0
+
+
+def _check_demo_out(out: str, force: bool) -> None:
+    """``demo --out DIR`` writes a capture's files into DIR: refuse a file, and
+    a non-empty folder unless --force (a user's files are never replaced silently)."""
+    import os
+
+    from attlens.errors import OutputRefused
+
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise OutputRefused(f"{out}: exists and is not a directory")
+    if os.path.isdir(out) and any(os.scandir(out)) and not force:
+        raise OutputRefused(f"{out}: the folder is not empty; the demo would write its files into it",
+                            hint="pass an empty or new folder, or --force to write anyway")
+    check_output(out, (), directory=True)

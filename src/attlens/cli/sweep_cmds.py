@@ -3,7 +3,7 @@ sweep init, run, status, report."""
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG
+from attlens.cli.common import COUNT, EPILOG, NONNEG_NUMBER, POSITIVE, SECONDS, emit_json
 
 ENGINES = ("local", "ray", "slurm")
 
@@ -26,13 +26,13 @@ def register(sub) -> None:
     q.add_argument("--engine", choices=ENGINES, default="local", help="local (default): this machine's GPUs; ray: a Ray cluster; slurm: a job array")
     q.add_argument("--gpus", metavar="LIST", help="local/ray: GPUs to use, e.g. 0,1,2,3 or 0-7 (default: discovered, docs/sweep.md)")
     q.add_argument("--only", metavar="NAMES", help="run only these jobs (comma-separated names)")
-    q.add_argument("--timeout", type=float, metavar="S", help="seconds per job (overrides the sweep file)")
-    q.add_argument("--retries", type=int, metavar="N", help="retries of a transient failure (overrides the sweep file)")
-    q.add_argument("--backoff", type=float, metavar="S", help="seconds before the first retry, doubled after (overrides the sweep file)")
-    q.add_argument("--analysis-workers", type=int, metavar="N", help="local: analyses run at once on the CPUs (default: half the cores, at least 1)")
+    q.add_argument("--timeout", type=SECONDS, metavar="S", help="seconds per job (overrides the sweep file)")
+    q.add_argument("--retries", type=COUNT, metavar="N", help="retries of a transient failure (overrides the sweep file)")
+    q.add_argument("--backoff", type=NONNEG_NUMBER, metavar="S", help="seconds before the first retry, doubled after (overrides the sweep file)")
+    q.add_argument("--analysis-workers", type=POSITIVE, metavar="N", help="local: analyses run at once on the CPUs (default: half the cores, at least 1)")
     q.add_argument("--address", metavar="ADDR", help="ray: address of an existing cluster (default: start a local one)")
     q.add_argument("--partition", metavar="P", help="slurm: partition")
-    q.add_argument("--max-parallel", type=int, metavar="K", help="slurm: array tasks running at once (--array=0-N%%K; default: all)")
+    q.add_argument("--max-parallel", type=POSITIVE, metavar="K", help="slurm: array tasks running at once (--array=0-N%%K; default: all)")
     q.add_argument("--gres", default="gpu:1", metavar="GRES",
                    help="slurm: generic resource per task (default gpu:1; 'none' to ask for none, e.g. on CPU-only test clusters)")
     q.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG", help="slurm: extra sbatch option, repeatable (e.g. --sbatch-arg=--account=X)")
@@ -62,10 +62,6 @@ def _no_subcommand(p) -> int:
     return 2
 
 
-def _dumps(doc) -> str:
-    from attlens.report.json_out import dumps
-
-    return dumps(doc)
 
 
 def cmd_init(args) -> int:
@@ -83,7 +79,9 @@ def cmd_init(args) -> int:
         raise UsageError(f"{path} exists", hint="pass --force to overwrite it, or give another name")
     write_atomic(path, example(fmt))
     if args.json:
-        print(_dumps({"schema": "attlens.sweep_init", "schema_version": 1, "path": str(path), "format": fmt}))
+        from attlens.report.json_out import header
+
+        emit_json({**header("attlens.sweep_init"), "path": str(path), "format": fmt})
     else:
         print(f"wrote {path}: edit the jobs, then: attlens sweep run {path} --out sweep-out")
     return 0
@@ -183,7 +181,7 @@ def cmd_run(args) -> int:
 
 def _print_run(args, doc) -> None:
     if args.json:
-        print(_dumps(doc))
+        emit_json(doc)
     else:
         from attlens.report.terminal import make_console
         from attlens.sweep.status import render_status
@@ -221,7 +219,7 @@ def cmd_report(args) -> int:
 
     doc = report(args.path, args.output, rocprof_dir=args.rocprof_dir)
     if args.json:
-        print(_dumps(doc))
+        emit_json(doc)
     else:
         print(f"wrote {doc['dashboard']} ({len(doc['rows'])} row(s)) and {doc['findings_md']}")
     return 0

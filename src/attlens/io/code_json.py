@@ -7,13 +7,14 @@ occupy a pc index but are not instructions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from attlens.errors import CorruptCapture, EmptyCapture
-from attlens.io.jsonfile import expect, read_json
+from attlens.io.jsonfile import expect, int64, json_safe_str, read_json
 
 # Positional layout of the ATT variant (att-format.md §2.2).
 _POSITIONS = {
@@ -73,6 +74,14 @@ def _column_map(header, path: Path) -> dict[str, int]:
     return cols
 
 
+def _count(v) -> int | None:
+    """A per-pc sum: an integer (or an integral float, as some writers emit)
+    that fits int64; None for anything else (bool, string, 2**63, 1e300)."""
+    if isinstance(v, float) and math.isfinite(v) and -(2.0**63) <= v < 2.0**63:
+        return int(v)
+    return int64(v)
+
+
 def read_code_json(path: Path) -> CodeListing:
     doc = read_json(path)
     expect(isinstance(doc, dict), path, "top level is not an object")
@@ -88,8 +97,8 @@ def read_code_json(path: Path) -> CodeListing:
         if not isinstance(row, list) or len(row) <= need:
             raise CorruptCapture(f"{path.name}: row {i} has {len(row) if isinstance(row, list) else 'no'} columns, expected at least {need + 1}")
         pc = row[cols["LineNumber"]]
-        if not isinstance(pc, int) or pc < 0:
-            raise CorruptCapture(f"{path.name}: row {i} has an invalid pc index {pc!r}")
+        if isinstance(pc, bool) or not isinstance(pc, int) or pc < 0:
+            raise CorruptCapture(f"{path.name}: row {i} has an invalid pc index {str(pc)[:40]}")
         pcs.append(pc)
     n = max(pcs) + 1
     if n > 50 * len(rows) + 1024:
@@ -117,10 +126,10 @@ def read_code_json(path: Path) -> CodeListing:
             is_label[pc] = True
             labels.append((pc, text[1:].strip()))
         for k, arr in ints.items():
-            v = row[cols[k]]
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise CorruptCapture(f"{path.name}: row {i} column {k} is not a number: {v!r}")
-            arr[pc] = int(v)
+            v = _count(row[cols[k]])
+            if v is None:
+                raise CorruptCapture(f"{path.name}: row {i} column {k} is not a 64-bit integer: {str(row[cols[k]])[:40]}")
+            arr[pc] = v
         for k in extra_names:
             if cols[k] < len(row):
                 extra[k][pc] = row[cols[k]]
@@ -137,7 +146,7 @@ def read_code_json(path: Path) -> CodeListing:
         stall=ints["Stall"],
         idle=ints["Idle"],
         labels=labels,
-        version=doc.get("version"),
+        version=json_safe_str(doc.get("version")),
         extra_columns=extra,
     )
     if not listing.instruction_mask.any():

@@ -1,11 +1,27 @@
-"""``filenames.json``: the index of wave files and the GFX IP (att-format.md §2.1)."""
+"""``filenames.json``: the index of wave files and the GFX IP (att-format.md §2.1).
+
+Every wave file it names is resolved inside the capture directory (after
+symlinks) before anything reads it. An entry naming a path outside the
+capture (``../x``, ``/abs``, a symlink leading out), a file that is not a
+regular file (a FIFO would block a reader, a device never ends), or the
+same file as an earlier entry (it would count one wave twice) is listed in
+``refused`` with a message saying what was done, and left out of
+``readable``; the loader reads only ``readable`` and reports each refusal as
+a warning (docs/security.md).
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attlens.io.jsonfile import expect, read_json
+from attlens.io.confine import RefusedPath, resolve_inside
+from attlens.io.jsonfile import expect, int64, json_safe_str, read_json
+
+_DECIMAL = re.compile(r"[0-9]{1,9}")  # ASCII digits: int() would also take "٣", " 3" or "+3"
 
 
 @dataclass(frozen=True)
@@ -25,37 +41,94 @@ class FilenamesIndex:
     gfxv: str | None
     version: str | None
     counter_names: list[str]
-    waves: list[WaveEntry]  # sorted by (se, simd, slot, instance)
+    waves: list[WaveEntry]  # every listed entry, sorted by (se, simd, slot, instance)
     pc_sampling: bool = False
     other_simd: dict = field(default_factory=dict)
+    refused: list[tuple[WaveEntry, str]] = field(default_factory=list)  # (entry, what was done and why)
+
+    @property
+    def readable(self) -> list[WaveEntry]:
+        """The entries whose files may be read (``waves`` minus ``refused``)."""
+        if not self.refused:
+            return self.waves
+        out = {id(w) for w, _ in self.refused}
+        return [w for w in self.waves if id(w) not in out]
+
+
+def _key(text, path: Path) -> int:
+    expect(isinstance(text, str) and _DECIMAL.fullmatch(text) is not None, path,
+           f"'wave_filenames' key {text!r} is not a decimal index")
+    return int(text)
+
+
+def _leaf(se: int, simd: int, slot: int, k: int, leaf, path: Path) -> WaveEntry:
+    ok = isinstance(leaf, list) and len(leaf) >= 3 and isinstance(leaf[0], str)
+    begin, end = (int64(leaf[1]), int64(leaf[2])) if ok else (None, None)
+    expect(ok and begin is not None and end is not None, path,
+           f"wave SE {se} SIMD {simd} slot {slot} K {k}: expected [file name, begin, end] with 64-bit integer times, got {str(leaf)[:80]}")
+    return WaveEntry(se, simd, slot, k, leaf[0], begin, end)
+
+
+def _walk_waves(nested, path: Path) -> list[WaveEntry]:
+    waves: list[WaveEntry] = []
+    shape = "'wave_filenames' does not nest SE -> SIMD -> slot -> K -> [file, begin, end]"
+    expect(isinstance(nested, dict), path, shape)
+    for se, simds in nested.items():
+        expect(isinstance(simds, dict), path, shape)
+        for simd, slots in simds.items():
+            expect(isinstance(slots, dict), path, shape)
+            for slot, instances in slots.items():
+                expect(isinstance(instances, dict), path, shape)
+                for k, leaf in instances.items():
+                    waves.append(_leaf(_key(se, path), _key(simd, path), _key(slot, path), _key(k, path), leaf, path))
+    return waves
+
+
+def _refusal(root: Path, name: str, seen: dict) -> tuple[str | None, tuple | None]:
+    """Why ``name`` must not be read (None if it may), and the file identity
+    used to find a second entry for the same file. A missing file is not
+    refused here: the wave reader reports it."""
+    plain = name not in ("", ".", "..") and "/" not in name and "\x00" not in name
+    try:
+        st = os.lstat(root / name) if plain else None
+        if st is None or stat.S_ISLNK(st.st_mode):
+            st = os.stat(resolve_inside(root, name))
+    except RefusedPath as exc:
+        return f"{exc.reason}; not read, wave skipped", None
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except OSError as exc:
+        return f"cannot be inspected ({exc.strerror or exc}); wave skipped", None
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a FIFO, device or directory); not read, wave skipped", None
+    ident = (st.st_dev, st.st_ino)
+    if ident in seen:
+        return f"listed again in filenames.json (the same file as {seen[ident]}); the wave is counted once", ident
+    return None, ident
 
 
 def read_filenames_json(path: Path) -> FilenamesIndex:
     doc = read_json(path)
     expect(isinstance(doc, dict), path, "top level is not an object")
     nested = doc.get("wave_filenames")
-    waves: list[WaveEntry] = []
-    if nested is not None:
-        expect(isinstance(nested, dict), path, "'wave_filenames' is not an object")
-        try:
-            for se, simds in nested.items():
-                for simd, slots in simds.items():
-                    for slot, instances in slots.items():
-                        for k, leaf in instances.items():
-                            name, begin, end = leaf[0], leaf[1], leaf[2]
-                            waves.append(
-                                WaveEntry(int(se), int(simd), int(slot), int(k), str(name), int(begin), int(end))
-                            )
-        except (AttributeError, TypeError, ValueError, IndexError, KeyError):
-            expect(False, path, "'wave_filenames' does not nest SE -> SIMD -> slot -> K -> [file, begin, end]")
+    waves = _walk_waves(nested, path) if nested is not None else []
     waves.sort(key=lambda w: (w.se, w.simd, w.slot, w.instance))
-    gfxip = doc.get("gfxip")
+    refused, seen = [], {}
+    for w in waves:
+        why, ident = _refusal(path.parent, w.filename, seen)
+        if why is not None:
+            refused.append((w, why))
+        elif ident is not None:
+            seen[ident] = f"the entry of SE {w.se} SIMD {w.simd} slot {w.slot} K {w.instance}"
+    counters = doc.get("counter_names")
+    other = doc.get("other_simd_filenames")
     return FilenamesIndex(
-        gfxip=int(gfxip) if isinstance(gfxip, int) else None,
-        gfxv=doc.get("gfxv") if isinstance(doc.get("gfxv"), str) else None,
-        version=doc.get("version") if isinstance(doc.get("version"), str) else None,
-        counter_names=[str(c) for c in doc.get("counter_names") or []],
+        gfxip=int64(doc.get("gfxip")),
+        gfxv=json_safe_str(doc.get("gfxv")),
+        version=json_safe_str(doc.get("version")),
+        counter_names=[c for c in counters if isinstance(c, str)] if isinstance(counters, list) else [],
         waves=waves,
         pc_sampling=bool(doc.get("pc_sampling", False)),
-        other_simd=doc.get("other_simd_filenames") or {},
+        other_simd=other if isinstance(other, dict) else {},
+        refused=refused,
     )

@@ -1,4 +1,11 @@
-"""Reading one JSON file with errors that name the file."""
+"""Reading one JSON file with errors that name the file.
+
+Every file is read through :mod:`attlens.io.confine`: confined to its own
+directory (a symlink leading elsewhere is refused), regular files only (a
+FIFO or a device is refused instead of hanging or never ending), at most
+:data:`MAX_JSON_BYTES`. Refusals become :class:`CorruptCapture` naming the
+file, which the loader turns into a warning for optional files.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +14,18 @@ from typing import Any
 
 import orjson
 
-from attlens.errors import CorruptCapture, InputNotFound
+from attlens.errors import CorruptCapture
+from attlens.io.confine import read_input_file
+
+# Largest JSON file attlens reads (docs/security.md). The largest decoded file
+# in ../shared is a 3.5 MB results.json; one wave file of a long kernel can
+# reach hundreds of MB, so the cap only stops what cannot be a real output
+# (a sparse or runaway file) before it is held in memory.
+MAX_JSON_BYTES = 2 << 30
 
 
-def read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputNotFound(f"{path}: file not found") from None
-    except OSError as exc:
-        raise CorruptCapture(f"{path}: cannot read ({exc.strerror or exc})") from None
+def read_bytes(path: Path, limit: int = MAX_JSON_BYTES) -> bytes:
+    return read_input_file(path, limit)
 
 
 def parse_json(data: bytes, path: Path) -> Any:
@@ -31,6 +40,7 @@ def parse_json(data: bytes, path: Path) -> Any:
 
 
 def read_json(path: Path) -> Any:
+    path = Path(path)
     return parse_json(read_bytes(path), path)
 
 
@@ -38,3 +48,18 @@ def expect(cond: bool, path: Path, what: str) -> None:
     """Raise a CorruptCapture naming the file when a structural check fails."""
     if not cond:
         raise CorruptCapture(f"{path.name}: {what}")
+
+
+def int64(value) -> int | None:
+    """``value`` if it is an integer (not a bool) that fits a signed 64-bit
+    array, else None. orjson gives ints up to 2**64 - 1, so a value that
+    parsed as an int can still overflow NumPy's int64."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if -(1 << 63) <= value < (1 << 63) else None
+
+
+def json_safe_str(value) -> str | None:
+    """A string field copied to attlens' own output: str or None, never a
+    number orjson could not write back or a nested object."""
+    return value if isinstance(value, str) else None

@@ -49,7 +49,7 @@ def _float(v) -> float | None:
 
 def _int(v) -> int | None:
     x = _float(v)
-    return None if x is None or x != int(x) else int(x)
+    return None if x is None or x != int(x) or not -(2.0**63) <= x < 2.0**63 else int(x)
 
 
 def _is_meta(col: str) -> bool:
@@ -57,14 +57,18 @@ def _is_meta(col: str) -> bool:
 
 
 def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    import io
+
+    from attlens.io.rocprof_csv import read_text  # confined, regular files only, BOM removed
+
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    text = read_text(path)
     try:
-        with path.open(newline="", encoding="utf-8", errors="replace") as fh:
-            rd = csv.reader(fh)
-            header = next(rd, None)
-            if header is None:
-                raise CorruptCapture(f"{path.name}: empty file")
-            return [h.strip() for h in header], [row for row in rd if row]
+        rd = csv.reader(io.StringIO(text, newline=""))
+        header = next(rd, None)
+        if header is None:
+            raise CorruptCapture(f"{path.name}: empty file")
+        return [h.strip() for h in header], [row for row in rd if row]
     except csv.Error as exc:
         raise CorruptCapture(f"{path.name}: unreadable CSV ({exc})") from None
 

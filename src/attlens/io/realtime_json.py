@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from attlens.io.jsonfile import expect, read_json
+from attlens.io.jsonfile import expect, int64, read_json
+
+_SE_KEY = re.compile(r"[0-9]{1,4}")
 
 
 @dataclass
 class Realtime:
     samples: dict[int, list[tuple[int, int]]]  # SE -> [(shader clock, realtime clock)]
     frequency_hz: float | None
+    warnings: list[str] = field(default_factory=list)  # samples dropped, each "...; dropped"
 
     def shader_clock_hz(self) -> float | None:
         """GPU shader clock from the span of all SEs' samples (att-format.md §2.6)."""
@@ -29,17 +33,30 @@ class Realtime:
         return d_sc / (d_rt / self.frequency_hz)
 
 
+def _clock(x) -> int | None:
+    """A clock sample: a non-negative integer below 2**53 (exact as a float;
+    real values are below 2**50), else None."""
+    v = int64(x)
+    return v if v is not None and 0 <= v < (1 << 53) else None
+
+
 def read_realtime_json(path: Path) -> Realtime:
     doc = read_json(path)
     expect(isinstance(doc, dict), path, "top level is not an object")
     samples: dict[int, list[tuple[int, int]]] = {}
+    warnings = []
     for key, val in doc.items():
-        if key.startswith("SE") and key[2:].isdigit() and isinstance(val, list):
+        if key.startswith("SE") and _SE_KEY.fullmatch(key[2:]) and isinstance(val, list):
             pts = []
             for p in val:
-                if isinstance(p, list) and len(p) >= 2 and all(isinstance(x, int) for x in p[:2]):
-                    pts.append((p[0], p[1]))
+                pair = (_clock(p[0]), _clock(p[1])) if isinstance(p, list) and len(p) >= 2 else (None, None)
+                if None not in pair:
+                    pts.append(pair)
+            if len(pts) < len(val):
+                warnings.append(f"{path.name}: {key}: {len(val) - len(pts)} of {len(val)} samples are not "
+                                "[gfx_clock, realtime_clock] integers in [0, 2**53); dropped")
             samples[int(key[2:])] = pts
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     freq = meta.get("frequency")
-    return Realtime(samples=samples, frequency_hz=float(freq) if isinstance(freq, (int, float)) and freq > 0 else None)
+    ok = isinstance(freq, (int, float)) and not isinstance(freq, bool) and 0 < freq < 1e15
+    return Realtime(samples=samples, frequency_hz=float(freq) if ok else None, warnings=warnings)

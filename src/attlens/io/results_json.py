@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attlens.io.jsonfile import read_json
+from attlens.io.jsonfile import int64, read_json
 
 
 @dataclass
@@ -48,19 +48,27 @@ def _handle(v) -> int | None:
     """``{"handle": N}`` or a bare integer → N."""
     if isinstance(v, dict):
         v = v.get("handle")
-    if isinstance(v, bool):
-        return None
-    return v if isinstance(v, int) else None
+    return int64(v)
 
 
 def _int(v) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return int64(v)
+
+
+def _count(v) -> int | None:
+    """A size, count or id: a non-negative 64-bit integer, else None (unavailable)."""
+    n = int64(v)
+    return n if n is not None and n >= 0 else None
+
+
+def _str(v) -> str | None:
+    return v if isinstance(v, str) else None
 
 
 def _xyz(v) -> tuple[int, int, int] | None:
     if not isinstance(v, dict):
         return None
-    vals = tuple(_int(v.get(a)) for a in "xyz")
+    vals = tuple(_count(v.get(a)) for a in "xyz")
     if any(x is None for x in vals):
         return None
     return vals  # type: ignore[return-value]
@@ -80,23 +88,31 @@ def _agents(p: dict) -> list[dict]:
         agents.append(
             {
                 "handle": _handle(a.get("id")),
-                "type": a.get("type"),
-                "name": a.get("name"),
-                "product_name": a.get("product_name"),
-                "node_id": a.get("node_id"),
-                "logical_node_id": a.get("logical_node_id"),
-                "gpu_index": a.get("gpu_index"),
-                "cu_count": a.get("cu_count"),
-                "simd_per_cu": a.get("simd_per_cu"),
-                "max_waves_per_simd": a.get("max_waves_per_simd"),
-                "wave_front_size": a.get("wave_front_size"),
-                "num_shader_banks": a.get("num_shader_banks"),
-                "num_xcc": a.get("num_xcc"),
-                "lds_size_kb": a.get("lds_size_in_kb"),
-                "max_engine_clk_mhz": a.get("max_engine_clk_fcompute"),
+                "type": _int(a.get("type")),
+                "name": _str(a.get("name")),
+                "product_name": _str(a.get("product_name")),
+                "node_id": _int(a.get("node_id")),
+                "logical_node_id": _int(a.get("logical_node_id")),
+                "gpu_index": _int(a.get("gpu_index")),
+                "cu_count": _int(a.get("cu_count")),
+                "simd_per_cu": _int(a.get("simd_per_cu")),
+                "max_waves_per_simd": _int(a.get("max_waves_per_simd")),
+                "wave_front_size": _int(a.get("wave_front_size")),
+                "num_shader_banks": _int(a.get("num_shader_banks")),
+                "num_xcc": _int(a.get("num_xcc")),
+                "lds_size_kb": _int(a.get("lds_size_in_kb")),
+                "max_engine_clk_mhz": _int(a.get("max_engine_clk_fcompute")),
             }
         )
     return agents
+
+
+def _symbol(s: dict) -> dict:
+    """A kernel symbol with every scalar typed: strings stay, non-negative
+    integers that fit 64 bits stay (every number of a symbol is an id, a size
+    or a count), anything else (a string count, -1, 2**64, a float) is None;
+    nested objects (``kernel_address``) are kept as they are."""
+    return {k: v if isinstance(v, (str, dict)) else _count(v) for k, v in s.items()}
 
 
 def _symbol_name(s: dict) -> str:
@@ -123,11 +139,11 @@ def _dispatch_row(info: dict, rec: dict, symbols: dict, agent_node: dict, pid) -
         "correlation_id": _int((rec.get("correlation_id") or {}).get("internal")) if isinstance(rec.get("correlation_id"), dict) else None,
         "start_ns": _int(rec.get("start_timestamp")),
         "end_ns": _int(rec.get("end_timestamp")),
-        "lds_bytes": _int(info.get("group_segment_size")),  # dispatch value (not rounded to 512)
-        "scratch_bytes": _int(info.get("private_segment_size")),
-        "vgpr_count": _int(sym.get("arch_vgpr_count")),
-        "agpr_count": _int(sym.get("accum_vgpr_count")),
-        "sgpr_count": _int(sym.get("sgpr_count")),
+        "lds_bytes": _count(info.get("group_segment_size")),  # dispatch value (not rounded to 512)
+        "scratch_bytes": _count(info.get("private_segment_size")),
+        "vgpr_count": _count(sym.get("arch_vgpr_count")),
+        "agpr_count": _count(sym.get("accum_vgpr_count")),
+        "sgpr_count": _count(sym.get("sgpr_count")),
         "workgroup": _xyz(info.get("workgroup_size")) or (1, 1, 1),
         "grid": _xyz(info.get("grid_size")) or (1, 1, 1),
     }
@@ -140,12 +156,12 @@ def _counter_defs(p: dict) -> list[dict]:
             {
                 "id": _handle(c.get("id")),
                 "agent_handle": _handle(c.get("agent_id")),
-                "name": c.get("name") if isinstance(c.get("name"), str) else None,
-                "description": c.get("description"),
-                "block": c.get("block"),
-                "expression": c.get("expression"),
-                "is_constant": c.get("is_constant"),
-                "is_derived": c.get("is_derived"),
+                "name": _str(c.get("name")),
+                "description": _str(c.get("description")),
+                "block": _str(c.get("block")),
+                "expression": _str(c.get("expression")),
+                "is_constant": c.get("is_constant") if isinstance(c.get("is_constant"), bool) else None,
+                "is_derived": c.get("is_derived") if isinstance(c.get("is_derived"), bool) else None,
             }
         )
     return out
@@ -197,7 +213,7 @@ def read_results_json(path: Path) -> list[ResultsJson]:
         pid = _int(meta.get("pid"))
         agents = _agents(p)
         agent_node = {a["handle"]: a["logical_node_id"] for a in agents if a["handle"] is not None}
-        kernel_symbols = _dicts(p.get("kernel_symbols"))
+        kernel_symbols = [_symbol(s) for s in _dicts(p.get("kernel_symbols"))]
         symbols = {}
         for s in kernel_symbols:
             kid = _int(s.get("kernel_id"))

@@ -73,9 +73,13 @@ def _check(path) -> Path:
         raise InputNotFound(f"{path}: file not found")
     if not path.is_file():
         raise InputNotFound(f"{path}: not a file")
+    from attlens.io.confine import RefusedPath, read_head, resolve_inside
+
     try:
-        with path.open("rb") as fh:
-            magic = fh.read(16)
+        # a regular file inside its own folder (a FIFO would block SQLite too)
+        magic = read_head(resolve_inside(path.parent, path.name), 16)
+    except RefusedPath as exc:
+        raise CorruptCapture(f"{path.name}: not read ({exc.reason})") from None
     except OSError as exc:
         raise CorruptCapture(f"{path}: cannot read ({exc.strerror or exc})") from None
     if magic != b"SQLite format 3\x00":

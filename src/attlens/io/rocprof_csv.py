@@ -9,51 +9,115 @@ standard csv module handles all of these. Unknown leading columns (``Guid``,
 from __future__ import annotations
 
 import csv
+import math
 import re
 import sys
 from pathlib import Path
 
-from attlens.errors import CorruptCapture, InputNotFound
+from attlens.errors import CorruptCapture
 
 _AGENT = re.compile(r"^\s*(?:(Agent|GPU|CPU)\s+)?(\d+)\s*$")
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
+# Largest CSV attlens reads (docs/security.md): a kernel_trace.csv of a long
+# run is a few hundred MB; this only stops what cannot be a profiler output.
+MAX_CSV_BYTES = 2 << 30
+
+
+class Rows(list):
+    """Rows of one CSV file (dicts by header name) and ``warnings``: rows that
+    were skipped because their field count is not the header's (a name with
+    an unquoted comma, a line cut short). Callers that report to the user
+    carry the warnings on; rocprofv3 itself always quotes names."""
+
+    def __init__(self, rows=(), warnings: list[str] | None = None):
+        super().__init__(rows)
+        self.warnings: list[str] = warnings or []
+
+
+def read_text(path: Path) -> str:
+    """A CSV file's text: a regular file, confined to its own directory (a
+    symlink leading elsewhere is refused), UTF-8 with an optional BOM."""
+    from attlens.io.confine import read_input_file
+
+    data = read_input_file(path, MAX_CSV_BYTES)
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def read_table(path: Path) -> tuple[list[str], Rows]:
+    """(stripped header names, rows) of a CSV file; ([], []) for an empty one.
+
+    A row whose field count differs from the header's is skipped, and
+    ``rows.warnings`` says which lines were (csv.DictReader would silently
+    shift or pad its fields). Blank lines are not rows."""
+    import io
+
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # kernel names exceed 5 KB
+    path = Path(path)
+    text = read_text(path)
     try:
-        with path.open(newline="", encoding="utf-8", errors="replace") as fh:
-            reader = csv.DictReader(fh)
-            if reader.fieldnames is None:
-                return []
-            reader.fieldnames = [f.strip() for f in reader.fieldnames]
-            return [row for row in reader]
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, None)
+        if header is None:
+            return [], Rows()
+        header = [f.strip() for f in header]
+        rows, bad = [], []
+        for fields in reader:
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                bad.append((reader.line_num, len(fields)))
+                continue
+            rows.append(dict(zip(header, fields)))
     except csv.Error as exc:
         raise CorruptCapture(f"{path.name}: unreadable CSV ({exc})") from None
+    warnings = []
+    if bad:
+        lines = ", ".join(str(n) for n, _ in bad[:5]) + (" ..." if len(bad) > 5 else "")
+        warnings.append(
+            f"{path.name}: {len(bad)} row(s) skipped (line {lines}): {bad[0][1]} fields where the header has {len(header)} "
+            "(a name with an unquoted comma, or a line cut short)"
+        )
+    return header, Rows(rows, warnings)
+
+
+def read_rows(path: Path) -> Rows:
+    return read_table(path)[1]
 
 
 def as_int(value) -> int | None:
-    """An integer field; accepts floats and scientific notation ("1.0e+03")."""
+    """An integer field; accepts floats and scientific notation ("1.0e+03").
+    Not a number that fits 64 bits (text, ``inf``, ``1e999``, ``nan``,
+    ``2**64``): None, i.e. unavailable."""
     if value is None:
         return None
     value = str(value).strip()
     if not value:
         return None
     try:
-        return int(value)
+        n = int(value)
     except ValueError:
-        try:
-            return int(float(value))
-        except ValueError:
-            return None
+        x = as_float(value)
+        n = None if x is None or not -(2.0**63) <= x < 2.0**63 else int(x)
+    return n if n is None or -(1 << 63) <= n < (1 << 63) else None
+
+
+def as_count(value) -> int | None:
+    """A size or count field (registers, bytes, grid): :func:`as_int`, and
+    None when negative."""
+    n = as_int(value)
+    return n if n is None or n >= 0 else None
 
 
 def as_float(value) -> float | None:
+    """A float field; None when empty or not a finite number."""
     if value is None or not str(value).strip():
         return None
     try:
-        return float(value)
+        x = float(value)
     except ValueError:
         return None
+    return x if math.isfinite(x) else None
 
 
 def parse_agent_id(value) -> tuple[str | None, int | None]:
@@ -64,10 +128,11 @@ def parse_agent_id(value) -> tuple[str | None, int | None]:
     return m.group(1), int(m.group(2))
 
 
-def read_agent_info(path: Path) -> list[dict]:
+def read_agent_info(path: Path) -> Rows:
     """GPU and CPU agents with the fields attlens uses, typed."""
-    agents = []
-    for row in read_rows(path):
+    rows = read_rows(path)
+    agents = Rows(warnings=rows.warnings)
+    for row in rows:
         agents.append(
             {
                 "node_id": as_int(row.get("Node_Id")),
@@ -89,10 +154,14 @@ def read_agent_info(path: Path) -> list[dict]:
     return agents
 
 
-def read_kernel_trace(path: Path) -> list[dict]:
+def read_kernel_trace(path: Path) -> Rows:
     """Dispatch rows of kernel_trace.csv (22-column 7.x and 18-column ≤ 6.4 layouts)."""
-    out = []
-    for row in read_rows(path):
+    return _dispatch_rows(read_rows(path))
+
+
+def _dispatch_rows(rows: Rows) -> Rows:
+    out = Rows(warnings=rows.warnings)
+    for row in rows:
         kind, agent = parse_agent_id(row.get("Agent_Id"))
         lds = row.get("LDS_Block_Size")
         if lds is None:  # ≤ 6.4 layout: dispatch group segment size
@@ -106,13 +175,13 @@ def read_kernel_trace(path: Path) -> list[dict]:
                 "agent_kind": kind,
                 "start_ns": as_int(row.get("Start_Timestamp")),
                 "end_ns": as_int(row.get("End_Timestamp")),
-                "lds_bytes": as_int(lds),
-                "scratch_bytes": as_int(row.get("Scratch_Size") or row.get("Private_Segment_Size")),
-                "vgpr_count": as_int(row.get("VGPR_Count")),
-                "agpr_count": as_int(row.get("Accum_VGPR_Count")),
-                "sgpr_count": as_int(row.get("SGPR_Count")),
-                "workgroup": tuple(as_int(row.get(f"Workgroup_Size_{a}")) or 1 for a in "XYZ"),
-                "grid": tuple(as_int(row.get(f"Grid_Size_{a}")) or 1 for a in "XYZ"),
+                "lds_bytes": as_count(lds),
+                "scratch_bytes": as_count(row.get("Scratch_Size") or row.get("Private_Segment_Size")),
+                "vgpr_count": as_count(row.get("VGPR_Count")),
+                "agpr_count": as_count(row.get("Accum_VGPR_Count")),
+                "sgpr_count": as_count(row.get("SGPR_Count")),
+                "workgroup": tuple(as_count(row.get(f"Workgroup_Size_{a}")) or 1 for a in "XYZ"),
+                "grid": tuple(as_count(row.get(f"Grid_Size_{a}")) or 1 for a in "XYZ"),
             }
         )
     return out
@@ -134,43 +203,22 @@ _STATS_COLUMNS = {
 }
 
 
-def _check_file(path: Path) -> Path:
-    path = Path(path)
-    if not path.exists():
-        raise InputNotFound(f"{path}: file not found")
-    if not path.is_file():
-        raise InputNotFound(f"{path}: not a file")
-    return path
-
-
 def read_header(path: Path) -> list[str]:
     """The stripped header names of a CSV file ([] for an empty file)."""
-    path = _check_file(path)
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    try:
-        with path.open(newline="", encoding="utf-8", errors="replace") as fh:
-            first = next(csv.reader(fh), None)
-    except csv.Error as exc:
-        raise CorruptCapture(f"{path.name}: unreadable CSV ({exc})") from None
-    except OSError as exc:
-        raise CorruptCapture(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return [f.strip() for f in first] if first else []
+    return read_table(path)[0]
 
 
-def read_checked_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict[str, str]]:
-    """``read_rows`` after checking that the file exists and that every column of
-    ``required`` (each entry may be ``"A|B"`` = A or B) is in the header."""
-    header = read_header(path)
+def read_checked_rows(path: Path, required: tuple[str, ...], what: str) -> Rows:
+    """The rows of a CSV file after checking that the file exists and that every
+    column of ``required`` (each entry may be ``"A|B"`` = A or B) is in the header."""
+    header, rows = read_table(path)
     if not header:
         raise CorruptCapture(f"{Path(path).name}: empty file (expected a {what})")
     have = set(header)
     missing = [r.replace("|", " or ") for r in required if not any(alt in have for alt in r.split("|"))]
     if missing:
         raise CorruptCapture(f"{Path(path).name}: not a {what} (missing column {', '.join(missing)})")
-    try:
-        return read_rows(Path(path))
-    except OSError as exc:
-        raise CorruptCapture(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return rows
 
 
 def _pick(row: dict, names: tuple[str, ...]):
@@ -181,14 +229,14 @@ def _pick(row: dict, names: tuple[str, ...]):
     return None
 
 
-def read_kernel_stats(path: Path) -> list[dict]:
+def read_kernel_stats(path: Path) -> Rows:
     """``*_kernel_stats.csv`` (also ``domain_stats.csv`` and the other
     ``*_stats.csv``): one row per name, in file order (total time, descending).
 
     Keys: name, calls, total_ns, average_ns, percentage, min_ns, max_ns,
     stddev. Missing optional columns give None; numbers accept scientific
     notation (``2.033e-03``, ``0.00000000e+00``)."""
-    header = read_header(path)
+    header, rows = read_table(path)
     required = []
     for key in ("name", "calls", "total_ns"):
         if not any(a in header for a in _STATS_COLUMNS[key]):
@@ -197,8 +245,8 @@ def read_kernel_stats(path: Path) -> list[dict]:
         raise CorruptCapture(f"{Path(path).name}: empty file (expected a rocprofv3 *_stats.csv)")
     if required:
         raise CorruptCapture(f"{Path(path).name}: not a rocprofv3 stats CSV (missing column {', '.join(required)})")
-    out = []
-    for row in read_rows(Path(path)):
+    out = Rows(warnings=rows.warnings)
+    for row in rows:
         name = (_pick(row, _STATS_COLUMNS["name"]) or "").strip()
         calls = as_int(_pick(row, _STATS_COLUMNS["calls"]))
         total = as_float(_pick(row, _STATS_COLUMNS["total_ns"]))
@@ -222,7 +270,7 @@ def read_kernel_stats(path: Path) -> list[dict]:
     return out
 
 
-def read_counter_collection(path: Path) -> list[dict]:
+def read_counter_collection(path: Path) -> Rows:
     """``counter_collection.csv`` in its long form: one row per (dispatch, counter).
 
     Accepts the 19-column 7.x layout, the older 16/17-column ones (no
@@ -232,7 +280,7 @@ def read_counter_collection(path: Path) -> list[dict]:
     ``counter_value`` is the value rocprofv3 wrote: already the sum over the
     counter's hardware instances (rocprofv3-interfaces.md §3.5)."""
     rows = read_checked_rows(path, ("Dispatch_Id", "Counter_Name", "Counter_Value"), "rocprofv3 counter_collection.csv")
-    out = []
+    out = Rows(warnings=rows.warnings)
     for row in rows:
         kind, agent = parse_agent_id(row.get("Agent_Id"))
         out.append(
@@ -309,16 +357,16 @@ _TRACE_REQUIRED = ("Kernel_Name", "Start_Timestamp", "End_Timestamp")
 _PID_PREFIX = re.compile(r"^(\d+)_")
 
 
-def read_kernel_trace_checked(path: Path) -> list[dict]:
+def read_kernel_trace_checked(path: Path) -> Rows:
     """``read_kernel_trace`` after checking the file exists and has the dispatch
     columns (a one-line CorruptCapture otherwise)."""
-    header = read_header(path)
+    header, rows = read_table(path)
     if not header:
         raise CorruptCapture(f"{Path(path).name}: empty file (expected a rocprofv3 kernel_trace.csv)")
     missing = [c for c in _TRACE_REQUIRED if c not in header]
     if missing:
         raise CorruptCapture(f"{Path(path).name}: not a rocprofv3 kernel_trace.csv (missing column {', '.join(missing)})")
-    return read_kernel_trace(Path(path))
+    return _dispatch_rows(rows)
 
 
 def pid_from_filename(path: Path) -> int | None:

@@ -236,10 +236,29 @@ class Dispatch:
 
     def source_text(self, loc: SourceLoc) -> list[str] | None:
         """Lines of a source file from the capture's snapshots, if present."""
-        local = self.snapshots.get(loc.file)
+        return self.source_file(loc.file)[0]
+
+    def source_file(self, file: str) -> tuple[list[str] | None, str | None]:
+        """(lines of the capture's copy of ``file``, or None with the reason).
+
+        The copy is read through the confined reader (inside the capture, a
+        regular file, at most MAX_SOURCE_FILE_BYTES; docs/security.md). Lines
+        are split on newlines only, as compilers count them."""
+        from attlens.io.confine import RefusedPath
+        from attlens.io.snapshots_json import read_source
+
+        if file not in self.snapshots:
+            return None, "not listed in snapshots.json"
+        local = self.snapshots[file]
         if local is None:
-            return None
+            return None, "source copy not in the capture"
         try:
-            return local.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return None
+            data = read_source(self.path, local)
+        except RefusedPath as exc:
+            return None, str(exc)
+        except OSError as exc:
+            return None, f"cannot read the source copy ({exc.strerror or exc})"
+        lines = data.decode("utf-8", errors="replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return [ln[:-1] if ln.endswith("\r") else ln for ln in lines], None

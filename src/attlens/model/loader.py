@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,16 +82,19 @@ def summarize_capture(path: Path) -> CaptureSummary:
 
 
 def find_captures(path: Path, max_depth: int = 4) -> list[Path]:
-    """Capture directories (holding ``filenames.json``) at or below ``path``."""
+    """Capture directories (holding ``filenames.json``) at or below ``path``.
+    A symlinked folder leading outside ``path`` is not searched: a bundle must
+    not make attlens analyze a capture elsewhere (docs/security.md)."""
     if (path / "filenames.json").is_file():
         return [path]
+    base = os.path.realpath(path).rstrip(os.sep) + os.sep
     found = []
     frontier = [path]
     for _ in range(max_depth):
         nxt = []
         for d in frontier:
             try:
-                children = sorted(p for p in d.iterdir() if p.is_dir())
+                children = sorted(p for p in d.iterdir() if p.is_dir() and os.path.realpath(p).startswith(base))
             except OSError:
                 continue
             for c in children:
@@ -262,15 +266,18 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     warnings: list[str] = []
 
     index = read_filenames_json(d / "filenames.json")
+    warnings.extend(f"{entry.filename}: {msg}" for entry, msg in index.refused)
     if index.pc_sampling and not index.waves:
         raise EmptyCapture(f"{d}: a PC-sampling directory, not a thread trace (no wave files)")
     code_path = d / "code.json"
+    if index.waves and not index.readable:
+        raise CorruptCapture(f"{d.name}: none of the {len(index.refused)} wave files is usable ({warnings[0]})")
     if not index.waves:
         raise EmptyCapture(
             f"{d.name}: no traced waves (an empty shell directory: no wave ran on the traced CU)",
             hint="widen --att-shader-engine-mask, change --att-target-cu, or launch more workgroups",
         )
-    if not code_path.is_file():
+    if not code_path.exists():  # a FIFO or device: refused by the reader, not "missing"
         raise CorruptCapture(f"{d.name}: filenames.json lists {len(index.waves)} waves but code.json is missing")
     code = read_code_json(code_path)
     n_pc = code.size
@@ -278,7 +285,7 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     if progress is not None:
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
     with _no_gc():
-        table = read_wave_files(d, index.waves, n_pc=n_pc, valid_pc=code.instruction_mask)
+        table = read_wave_files(d, index.readable, n_pc=n_pc, valid_pc=code.instruction_mask)
     if progress is not None:
         progress(f"read {len(index.waves):,} wave files of {d.name}", len(index.waves), len(index.waves))
     for entry, msg in table.problems:
@@ -334,22 +341,23 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     snapshots: dict = {}
     for name, reader in (("occupancy.json", read_occupancy_json), ("realtime.json", read_realtime_json)):
         p = d / name
-        if not p.is_file():
+        if not p.exists():  # absent is fine; a FIFO, device or folder is refused by the reader (a warning)
             continue
         try:
             value = reader(p)
-        except CorruptCapture as exc:
+        except (CorruptCapture, InputNotFound) as exc:
             warnings.append(f"{exc}; ignored")
             continue
+        warnings.extend(value.warnings)
         if name == "occupancy.json":
             occupancy = value
         else:
             realtime = value
     snap = d / "snapshots.json"
-    if snap.is_file():
+    if snap.exists():
         try:
-            snapshots = read_snapshots_json(snap)
-        except CorruptCapture as exc:
+            snapshots = read_snapshots_json(snap, warnings)
+        except (CorruptCapture, InputNotFound) as exc:
             warnings.append(f"{exc}; ignored")
 
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems))

@@ -35,7 +35,12 @@ from attlens.model.dispatch import STATE_NAMES
 
 TIMELINE_BINS = 6000  # horizontal resolution of the downsampled timeline
 MIN_BIN_CYCLES = 4  # never finer than this (gfx9 time quantum)
-MAX_SOURCE_FILE_LINES = 20_000  # show whole snapshot files up to this size
+# Source embedding caps (docs/security.md). Each snapshot file is read at most
+# MAX_SOURCE_FILE_BYTES (attlens.io.snapshots_json) and shown whole up to
+# MAX_SOURCE_FILE_LINES lines; all embedded source text together stays under
+# MAX_EMBEDDED_SOURCE_BYTES. A file left out is listed with the reason.
+MAX_SOURCE_FILE_LINES = 20_000
+MAX_EMBEDDED_SOURCE_BYTES = 16 << 20
 REPORT_SCHEMA = "attlens.report_data"
 _MARKER = re.compile(r"\{\{([A-Z]+)\}\}")
 
@@ -53,7 +58,9 @@ def json_for_script(obj) -> str:
     ``<``, ``>`` or ``&`` survives (``\\u003c`` etc. are the same string to
     ``JSON.parse``), so ``</script>`` or ``<!--`` in the data cannot end the
     block. U+2028/U+2029 are escaped too."""
-    text = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode("utf-8")
+    from attlens.textsafe import dumps_json  # non-UTF-8 paths as \xNN, not a TypeError
+
+    text = dumps_json(obj, orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode("utf-8")
     return (
         text.replace("&", "\\u0026")
         .replace("<", "\\u003c")
@@ -150,20 +157,30 @@ def _source_view(result) -> dict:
                 "inline_chains": h.inline_chains[:4] if h else [],
             }
         )
-    files = []
-    seen = set()
-    from attlens.model.dispatch import SourceLoc
+    return {"lines": lines, "files": _source_files(d, [ln["file"] for ln in lines])}
 
-    for ln in lines:
-        f = ln["file"]
+
+def _source_files(d, names) -> list[dict]:
+    """Per source file (first-seen order): its snapshot text, or None with
+    ``omitted`` saying why when a copy exists but is not embedded (over a cap,
+    refused). Files without a copy in the capture have neither."""
+    files, seen, total = [], set(), 0
+    for f in names:
         if f is None or f in seen:
             continue
         seen.add(f)
-        text = d.source_text(SourceLoc(f, None)) if f in d.snapshots else None
-        if text is not None and len(text) > MAX_SOURCE_FILE_LINES:
-            text = None
-        files.append({"file": f, "text": text})
-    return {"lines": lines, "files": files}
+        text, why = d.source_file(f)
+        omitted = why if d.snapshots.get(f) is not None else None
+        if text is not None:
+            size = sum(len(t) + 1 for t in text)
+            if len(text) > MAX_SOURCE_FILE_LINES:
+                text, omitted = None, f"{len(text):,} lines, more than the {MAX_SOURCE_FILE_LINES:,}-line cap per file"
+            elif total + size > MAX_EMBEDDED_SOURCE_BYTES:
+                text, omitted = None, f"the report already embeds {total / 2**20:.1f} MiB of source (cap {MAX_EMBEDDED_SOURCE_BYTES / 2**20:.0f} MiB)"
+            else:
+                total += size
+        files.append({"file": f, "text": text, "omitted": omitted})
+    return files
 
 
 def _deps(waves) -> dict:

@@ -219,7 +219,9 @@ def analysis_to_dict(result, topk: int | None = 20) -> dict:
 
 
 def dumps(obj) -> str:
-    return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    from attlens.textsafe import dumps_json  # non-UTF-8 paths as \xNN, not a TypeError
+
+    return dumps_json(obj, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
 
 
 def error_to_dict(exc) -> dict:

@@ -29,6 +29,7 @@ TOP_INSTRUCTIONS = 10
 CONTEXT = 4  # listed instructions before/after a hot one
 MAX_RANGES = 400  # rows of the pc range → source table
 JSON_TOPK = 20
+MAX_SOURCE_LINE_CHARS = 400  # one source line quoted per hot instruction, cut at this length
 
 
 def _n(x) -> str:
@@ -219,9 +220,11 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
             body.append(f"{mark} {p:>6}  stall {int(result.sums.stall[p]):>12,}  {d.code.isa[p]:<56}  ; {_short(str(src)) if src else '-'}")
         L += _fence(body, "asm") + [""]
         own = d.static.own_source[h["pc"]]
-        text = d.source_text(own) if own is not None and own.line else None
+        text, why = d.source_file(own.file) if own is not None and own.line else (None, None)
         if text is not None and 1 <= own.line <= len(text):
-            L += [f"Source {_code(_short(str(own)))}: {_code(text[own.line - 1].strip())}", ""]
+            L += [f"Source {_code(_short(str(own)))}: {_code(text[own.line - 1][:MAX_SOURCE_LINE_CHARS].strip())}", ""]
+        elif why is not None and d.snapshots.get(own.file) is not None:
+            L += [f"Source {_code(_short(str(own)))}: not shown ({_text(why)})", ""]
         if h["inline_chain"]:
             L += [f"Inlined at: {_code(' -> '.join(h['inline_chain']))}", ""]
         if waits:

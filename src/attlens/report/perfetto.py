@@ -21,9 +21,9 @@ were left out (``--max-events 0`` exports everything).
 from __future__ import annotations
 
 import numpy as np
-import orjson
 
 from attlens.model.dispatch import STATE_NAMES
+from attlens.textsafe import dumps_json  # non-UTF-8 paths as \xNN, not a TypeError
 
 DEFAULT_MAX_EVENTS = 1_000_000
 
@@ -94,7 +94,7 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
             nonlocal first, n_events
             if not events:
                 return
-            body = orjson.dumps(events)[1:-1]
+            body = dumps_json(events)[1:-1]
             f.write(body if first else b"," + body)
             first = False
             n_events += len(events)
@@ -159,7 +159,7 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
             "events": n_events,
             "instructions": {str(pc): d.code.isa[pc] for pc in np.flatnonzero(used_pc).tolist()},
         }
-        f.write(b'],"displayTimeUnit":"ns","metadata":' + orjson.dumps(meta) + b"}")
+        f.write(b'],"displayTimeUnit":"ns","metadata":' + dumps_json(meta) + b"}")
         size = f.tell()
     meta["bytes"] = size
     return meta

@@ -582,7 +582,7 @@
           var idxs = byFile[f.file] || [];
           var byNo = {};
           idxs.forEach(function (i) { byNo[SRC.lines[i].line === null ? -1 : SRC.lines[i].line] = i; });
-          frag.appendChild(el("div", { class: "src-file", text: f.file + (f.text ? "" : "  (source text not in the capture: lines with instructions only)") }));
+          frag.appendChild(el("div", { class: "src-file", text: f.file + (f.text ? "" : f.omitted ? "  (source text left out: " + f.omitted + "; lines with instructions only)" : "  (source text not in the capture: lines with instructions only)") }));
           if (byNo[-1] !== undefined) srcRow(byNo[-1], null, "(no line number)", "?");
           if (f.text) {
             var n = f.text.length;
