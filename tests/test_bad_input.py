@@ -853,3 +853,15 @@ def test_error_realtime_clock_out_of_range(real, value):
         o = run_main(*argv)
         assert_clean(o)
         assert o.code in (EXIT_OK, EXIT_PARTIAL), o.describe()
+
+
+def test_huge_source_line_number_is_not_a_line(tmp_path):
+    """A Source column whose line number does not fit any JSON reader
+    (``file.py:18446744073709551616``) is kept as text, not as a line number
+    (found by the pipeline fuzz: orjson refused the 2**64 line)."""
+    from attlens.model.dispatch import parse_source
+
+    own, chain = parse_source("/k/numeric.py:18446744073709551616 -> /k/a.py:12")
+    assert own.line is None and own.file == "/k/numeric.py:18446744073709551616"
+    assert chain[0].line == 12
+    assert parse_source("/k/a.py:872")[0].line == 872

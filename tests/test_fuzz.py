@@ -417,7 +417,8 @@ def test_fuzz_wave_reader_is_as_strict_as_json(world, data):
     with tempfile.TemporaryDirectory(dir=world) as tmp:
         (Path(tmp) / "w.json").write_bytes(raw)
         entry = WaveEntry(0, 0, 0, 0, "w.json", 0, 0)
-        waves, problems = read_wave_files(Path(tmp), [entry])
+        table = read_wave_files(Path(tmp), [entry])
+    waves, problems = table.entries, table.problems
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -426,8 +427,10 @@ def test_fuzz_wave_reader_is_as_strict_as_json(world, data):
     ref = _reference_records(doc)
     if ref is not None and waves:
         instr, timeline = ref
-        assert np.array_equal(waves[0].instructions, instr), "instructions differ from the JSON"
-        assert np.array_equal(waves[0].timeline, timeline), "timeline differs from the JSON"
+        got_instr = np.column_stack([table.records[k].astype(np.int64) for k in ("time", "category", "stall", "duration", "pc")])
+        got_tl = np.column_stack([table.states[k].astype(np.int64) for k in ("state", "duration")])
+        assert np.array_equal(got_instr.reshape(-1, 5), np.asarray(instr).reshape(-1, 5)), "instructions differ from the JSON"
+        assert np.array_equal(got_tl.reshape(-1, 2), np.asarray(timeline).reshape(-1, 2)), "timeline differs from the JSON"
 
 
 def _reference_records(doc):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from attlens import __version__ as attlens_version
+
 from sweep_helpers import (
     KERNEL,
     alive,
@@ -327,7 +329,7 @@ def test_init_writes_examples_that_validate(tmp_path):
     env = dict(os.environ)
     attlens(env, "sweep", "init", tmp_path / "s.toml")
     doc = json.loads(attlens(env, "sweep", "init", tmp_path / "s.yaml", "--json").stdout)
-    assert doc == {"schema": "attlens.sweep_init", "schema_version": 1, "path": str(tmp_path / "s.yaml"), "format": "yaml"}
+    assert doc == {"schema": "attlens.sweep_init", "schema_version": 1, "attlens_version": attlens_version, "path": str(tmp_path / "s.yaml"), "format": "yaml"}
     t, y = load_sweep(tmp_path / "s.toml"), load_sweep(tmp_path / "s.yaml")
     assert [j.to_dict() for j in t.jobs] == [j.to_dict() for j in y.jobs] and len(t.jobs) == 3
     assert t.jobs[1].argv == ["python3", "bench_gemm.py", "--m", "8192", "--n", "8192", "--k", "8192"]  # command split, no shell

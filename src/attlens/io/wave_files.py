@@ -192,6 +192,16 @@ def _is_int(x) -> bool:
     return type(x) is int
 
 
+def _show(x) -> str:
+    """A short, safe rendering of a JSON value in a message (a nested value
+    is named, not dumped: it may be thousands of levels deep)."""
+    if isinstance(x, list):
+        return "a list"
+    if isinstance(x, dict):
+        return "an object"
+    return orjson.dumps(x).decode()[:40]
+
+
 def _bad_row(rows, width: int, limits, names) -> str | None:
     if not isinstance(rows, list):
         return "is not a list"
@@ -200,7 +210,7 @@ def _bad_row(rows, width: int, limits, names) -> str | None:
             return f"entry {i} is not a list of {width} numbers ({', '.join(names)})"
         for name, x, (lo, hi) in zip(names, row, limits):
             if not _is_int(x):
-                return f"entry {i}: {name} {orjson.dumps(x).decode()[:40]} is not an integer"
+                return f"entry {i}: {name} {_show(x)} is not an integer"
             if not lo <= x <= hi:
                 return f"entry {i}: {name} {x} is {'negative' if x < 0 else 'out of range'} (allowed {lo}..{hi})"
     return None
@@ -216,7 +226,7 @@ def _bad_waitcnt(value) -> str | None:
             return f"entry {i}: pc {e[0]} is out of range"
         for p in e[1]:
             if not (isinstance(p, list) and len(p) == 2 and _is_int(p[0]) and _is_int(p[1])):
-                return f"entry {i}: {orjson.dumps(p).decode()[:40]} is not a [pc, 0] pair"
+                return f"entry {i}: {_show(p)} is not a [pc, 0] pair"
             if not (0 <= p[0] <= INT32_MAX and 0 <= p[1] <= INT32_MAX):
                 return f"entry {i}: pair {p} is out of range"
     return None
@@ -241,7 +251,7 @@ def check_wave_doc(doc) -> dict:
         if key in w:
             v = w[key]
             if not _is_int(v) or not 0 <= v <= INT32_MAX:
-                raise WaveFileError(f"'wave.{key}' {orjson.dumps(v).decode()[:40]} is not a non-negative integer")
+                raise WaveFileError(f"'wave.{key}' {_show(v)} is not a non-negative integer")
             out[key] = v
     n_decl = doc.get("num_insts")
     if n_decl is not None and not _is_int(n_decl):

@@ -140,7 +140,8 @@ def parse_source(raw: str) -> tuple[SourceLoc | None, list[SourceLoc]]:
         if not seg:
             continue
         f, sep, ln = seg.rpartition(":")
-        if sep and ln.isdigit():
+        # a line number, not a huge digit string (which JSON readers cannot hold)
+        if sep and ln.isdigit() and len(ln) <= 9:
             locs.append(SourceLoc(f, int(ln)))
         else:
             locs.append(SourceLoc(seg, None))
