@@ -135,8 +135,10 @@ def test_a_damaged_digest_is_dropped_with_a_note_and_rebuilt(capture, tmp_path, 
     else:
         next(folder.glob("capture-*.bin")).unlink()
     if target == "derived":
-        out, err = _analyze(capture, cache)
-        assert out == good_analysis
+        # a question not answered before, so the damaged result is read (the
+        # stored answer to the earlier question does not depend on that file)
+        code, out, err = run("analyze", capture, "--json", "--topk", "3", "--cache-dir", cache)
+        assert out == run("analyze", capture, "--json", "--topk", "3", "--no-cache")[1]
     else:
         out, err = export()
         assert out == good
@@ -243,3 +245,50 @@ def test_files_beside_the_capture_are_read_again_when_they_change(shared, tmp_pa
             f.unlink()
     without, _ = _analyze(cap, cache)
     assert without == _fresh(cap) != with_info
+
+
+def _answers(cache: Path) -> list[Path]:
+    return sorted((cache / "digests-v1").glob("*/*/answer-*.json"))
+
+
+def test_answers_are_stored_per_question_and_state(shared, tmp_path):
+    """A --json answer is stored beside the digest and served only to the same
+    question in the same state of the capture, of the files beside it and of
+    attlens; a damaged one is computed again."""
+    root = tmp_path / "flash_attn_func"
+    cap = root / "small" / Path(SMALL).name
+    shutil.copytree(shared / "traces" / SMALL, cap)
+    shutil.copytree(shared / "traces/flash_attn_func/rocprofv3", root / "rocprofv3")
+    cache = tmp_path / "cache"
+
+    def ask(*args):
+        code, out, err = run(*args, cap, "--json", "--cache-dir", cache)
+        assert code in (0, 8)
+        return out, err
+
+    first, _ = ask("plan")
+    assert len(_answers(cache)) == 1
+    again, err = ask("plan")
+    assert again == first == run("plan", cap, "--json", "--no-cache")[1] and "note" not in err
+    ask("plan", "--disable", "stall-class")  # other arguments: another question
+    ask("deps", "--pc", "973")
+    assert len(_answers(cache)) == 3
+    # the files beside the capture changed (no kernel trace: no duration, no grid): not served stale
+    for f in (root / "rocprofv3").iterdir():
+        if f.name.endswith("kernel_trace.csv"):
+            f.unlink()
+    changed, _ = ask("plan")
+    assert changed == run("plan", cap, "--json", "--no-cache")[1] != first
+    # a damaged answer: a note, then the right document
+    victim = max(_answers(cache), key=lambda p: p.stat().st_mtime_ns)  # the plan asked last
+    victim.write_bytes(victim.read_bytes()[:-10] + b"0000000000")
+    notes = []
+    for args in (("plan",), ("plan", "--disable", "stall-class"), ("deps", "--pc", "973")):
+        out, err = ask(*args)
+        assert out == run(*args, cap, "--json", "--no-cache")[1]
+        notes += [ln for ln in err.splitlines() if "stored answer is damaged" in ln]
+    assert len(notes) == 1
+    # the capture changed: its digest and every answer go with it
+    (cap / "code.json").touch()
+    out, err = ask("plan")
+    assert "digest is out of date" in err and len(_answers(cache)) == 1

@@ -65,6 +65,14 @@ def note(message: str) -> None:
     print(f"attlens: note: {message}", file=sys.stderr)
 
 
+def cache_root() -> Path | None:
+    """The cache directory of this process, or None when digests are off
+    (``--no-cache``, ``ATTLENS_NO_CACHE=1``)."""
+    if not _configured["enabled"] or os.environ.get("ATTLENS_NO_CACHE", "").lower() in ("1", "true", "yes"):
+        return None
+    return default_cache_dir()
+
+
 def open_cache(cache=None):
     """The digest store to use: ``cache`` is None (default location; disabled
     by ``ATTLENS_NO_CACHE=1``), False (no cache), a path, or a store."""
@@ -75,9 +83,8 @@ def open_cache(cache=None):
     if isinstance(cache, DigestStore):
         return cache
     if cache is None:
-        if not _configured["enabled"] or os.environ.get("ATTLENS_NO_CACHE", "").lower() in ("1", "true", "yes"):
-            return None
-        return DigestStore(default_cache_dir())
+        root = cache_root()
+        return None if root is None else DigestStore(root)
     return DigestStore(Path(cache))
 
 

@@ -17,7 +17,6 @@ name and renamed. Arrays are checked against their CRC-32 when first used.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import mmap
 import os
 import secrets
@@ -29,59 +28,15 @@ import numpy as np
 import orjson
 
 from attlens.cache import max_bytes, note
+from attlens.cache.keys import TOP as _TOP
+from attlens.cache.keys import FORMAT, capture_key, code_fingerprint  # noqa: F401  (re-exported)
+from attlens.cache.keys import path_hash as _path_hash
 
-FORMAT = 1
-_TOP = f"digests-v{FORMAT}"
 _ALIGN = 64
-_CODE_FINGERPRINT: str | None = None
 
 
 class DamagedDigest(Exception):
     """A digest file is missing, truncated, or does not match its checksum."""
-
-
-def code_fingerprint() -> str:
-    """attlens version, and in a source checkout (not an installed package)
-    the (path, size, mtime) of its source files: a digest written by other
-    code is never read."""
-    global _CODE_FINGERPRINT
-    if _CODE_FINGERPRINT is None:
-        from attlens import __version__
-
-        pkg = Path(__file__).resolve().parents[1]
-        items = [__version__, str(FORMAT)]
-        installed = any(part in ("site-packages", "dist-packages") for part in pkg.parts)
-        for dirpath, dirnames, filenames in ([] if installed else os.walk(pkg)):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for f in sorted(filenames):
-                if f.endswith((".py", ".yaml", ".yml")):
-                    st = os.stat(os.path.join(dirpath, f))
-                    items.append(f"{os.path.relpath(os.path.join(dirpath, f), pkg)}:{st.st_size}:{st.st_mtime_ns}")
-        _CODE_FINGERPRINT = hashlib.blake2b("\n".join(items).encode(), digest_size=8).hexdigest()
-    return _CODE_FINGERPRINT
-
-
-def capture_key(capture: Path) -> str:
-    """Content key of a capture directory's current state: every entry's name,
-    size, mtime, ctime and inode (a replaced or touched file changes it),
-    plus the code fingerprint."""
-    st = os.stat(capture)
-    items: list = [code_fingerprint(), st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
-    with os.scandir(capture) as it:
-        names = []
-        for e in it:
-            try:
-                s = e.stat(follow_symlinks=True)
-                names.append((e.name, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino))
-            except OSError:
-                names.append((e.name, -1, 0, 0, 0))
-    names.sort()
-    items.append(names)
-    return hashlib.blake2b(orjson.dumps(items), digest_size=12).hexdigest()
-
-
-def _path_hash(capture: Path) -> str:
-    return hashlib.blake2b(os.path.realpath(capture).encode("utf-8", "surrogateescape"), digest_size=10).hexdigest()
 
 
 # ---------------------------------------------------------------------------

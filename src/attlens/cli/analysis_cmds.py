@@ -14,6 +14,7 @@ from attlens.cli.common import (
     emit_json,
     exit_code,
     input_files,
+    json_answer,
     load_analyzed,
     one_capture,
     say,
@@ -78,7 +79,7 @@ def register(sub) -> None:
 
 
 def cmd_analyze(args) -> int:
-    from attlens.model.loader import resolve_capture_dirs
+    from attlens.model.locate import resolve_capture_dirs
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
     if args.no_exposed and args.sort == "exposed":
@@ -89,11 +90,21 @@ def cmd_analyze(args) -> int:
         from attlens.errors import UsageError
 
         raise UsageError("--sort idle ranks one table: add --by instruction|line|opcode")
+    if args.json and not args.all:
+        if args.by:
+            from attlens.analysis.hotspots import hotspot_table
+
+            return json_answer(args, "analyze", dirs[0], lambda r: hotspot_table(r, args.by, args.sort).to_dict(args.topk),
+                               exposed=not args.no_exposed)
+        from attlens.report.json_out import analysis_to_dict
+
+        return json_answer(args, "analyze", dirs[0], lambda r: analysis_to_dict(r, None if args.topk == 0 else args.topk),
+                           exposed=not args.no_exposed)
     results = load_analyzed(args, dirs, exposed=not args.no_exposed)
     if args.by:
         return _analyze_by(args, results)
     if args.json:
-        from attlens.report.json_out import analysis_to_dict, many
+        from attlens.report.json_out import analysis_to_dict, many  # noqa: F811  (--all)
 
         topk = None if args.topk == 0 else args.topk
         if args.all:
@@ -144,16 +155,26 @@ def _rule_set(text: str) -> set[str]:
     return {x.strip() for x in text.split(",") if x.strip()}
 
 
+def _plan_doc(args, r) -> dict:
+    from attlens.analysis.plan import make_plan
+    from attlens.report.plan_out import plan_to_dict
+
+    return plan_to_dict(r, make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)))
+
+
 def cmd_plan(args) -> int:
     import io
 
-    from attlens.analysis.plan import make_plan
-    from attlens.model.loader import resolve_capture_dirs
-    from attlens.report.plan_out import plan_to_dict, plan_to_markdown, render_plan
+    from attlens.model.locate import resolve_capture_dirs
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
     if args.output:
         check_output(args.output, dirs)
+    if args.json and not args.all and not args.output:
+        return json_answer(args, "plan", dirs[0], lambda r: _plan_doc(args, r))
+    from attlens.analysis.plan import make_plan
+    from attlens.report.plan_out import plan_to_dict, plan_to_markdown, render_plan
+
     results = load_analyzed(args, dirs)
     plans = [make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)) for r in results]
     if args.json:
@@ -202,7 +223,19 @@ def cmd_rules(args) -> int:
     return 0
 
 
+def _waves_doc(args, r) -> dict:
+    from attlens.analysis.waves import analyze_waves
+    from attlens.report.waves_out import waves_to_dict
+
+    return waves_to_dict(r, analyze_waves(r, top=max(args.topk, 1)), per_wave=not args.no_per_wave)
+
+
 def cmd_waves(args) -> int:
+    # the heavy modules are imported only when an answer has to be computed
+    if args.json and not args.all:
+        from attlens.model.locate import resolve_capture_dirs
+
+        return json_answer(args, "waves", resolve_capture_dirs(args.path)[0], lambda r: _waves_doc(args, r), exposed=False)
     from attlens.analysis.waves import analyze_waves
     from attlens.report.waves_out import render_waves, waves_to_dict
 
@@ -226,7 +259,19 @@ def cmd_waves(args) -> int:
     return exit_code(results)
 
 
+def _deps_doc(args, r) -> dict:
+    from attlens.report.query import select_deps
+    from attlens.report.waves_out import deps_to_dict
+
+    att, producers, waits = select_deps(r, pc=args.pc, line=args.line)
+    return deps_to_dict(r, att, producers, waits, None if args.topk == 0 else args.topk)
+
+
 def cmd_deps(args) -> int:
+    if args.json and not args.all:
+        from attlens.model.locate import resolve_capture_dirs
+
+        return json_answer(args, "deps", resolve_capture_dirs(args.path)[0], lambda r: _deps_doc(args, r), exposed=False)
     from attlens.report.query import select_deps
     from attlens.report.waves_out import deps_to_dict, render_deps
 
@@ -255,7 +300,8 @@ def cmd_export(args) -> int:
     from types import SimpleNamespace
 
     from attlens.analysis.clock import compute_clock
-    from attlens.model.loader import load, resolve_capture_dirs
+    from attlens.model.loader import load
+    from attlens.model.locate import resolve_capture_dirs
     from attlens.report.json_out import header
     from attlens.report.perfetto import DEFAULT_MAX_EVENTS, stream_trace
 

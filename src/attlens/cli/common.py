@@ -125,7 +125,13 @@ def configure_cache(args) -> None:
 def progress(args):
     """The progress callback of a command: a transient line on stderr when it
     is a terminal (and colour is allowed), nothing otherwise
-    (:func:`attlens.report.console.progress`)."""
+    (:func:`attlens.report.console.progress`; rich is imported only then)."""
+    from contextlib import nullcontext
+
+    from attlens.report.tty import color_allowed
+
+    if not color_allowed(getattr(args, "no_color", False), sys.stderr):
+        return nullcontext(lambda stage, done=None, total=None: None)
     from attlens.report.console import progress as _progress
 
     return _progress(getattr(args, "no_color", False))
@@ -145,9 +151,31 @@ def load_analyzed(args, dirs, exposed: bool = True) -> list:
     return out
 
 
+# Options that do not change a --json document (where output goes, colour,
+# the cache itself): left out of the question an answer is stored under.
+_NOT_IN_QUESTION = {"func", "cmd", "cache_dir", "no_cache", "no_color", "output", "json", "format"}
+
+
+def json_answer(args, command: str, capture, document, exposed: bool = True) -> int:
+    """``--json`` on one capture, to stdout: write the document ``document(result)``
+    makes of the analyzed capture, or the stored answer to the same question
+    in the same state of the capture (attlens.cache.answers; digests must be
+    on). Returns the exit code."""
+    from attlens.cache.answers import answer
+
+    def build():
+        r = load_analyzed(args, [capture], exposed=exposed)[0]
+        return document(r), exit_code([r])
+
+    question = [command, str(capture), sorted((k, v) for k, v in vars(args).items() if k not in _NOT_IN_QUESTION)]
+    doc, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
+    emit_json(doc)
+    return code
+
+
 def one_capture(args):
     """Load and analyze (without the hidden-latency model) the capture(s) of ``args.path``."""
-    from attlens.model.loader import resolve_capture_dirs
+    from attlens.model.locate import resolve_capture_dirs
 
     dirs = resolve_capture_dirs(args.path, all_captures=getattr(args, "all", False))
     return load_analyzed(args, dirs, exposed=False)
@@ -167,7 +195,7 @@ def side_inputs(*paths) -> list:
     """What ``diff``/``check`` read for each path: the capture directories
     under a directory, or the JSON file itself (for :func:`check_output`)."""
     from attlens.errors import AttlensError
-    from attlens.model.loader import resolve_capture_dirs
+    from attlens.model.locate import resolve_capture_dirs
 
     out = []
     for p in paths:

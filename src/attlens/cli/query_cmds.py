@@ -40,7 +40,8 @@ def register(sub) -> None:
 
 def _load(args, exposed: bool = True):
     from attlens.analysis.analyze import analyze
-    from attlens.model.loader import load, resolve_capture_dirs
+    from attlens.model.loader import load
+    from attlens.model.locate import resolve_capture_dirs
 
     d = resolve_capture_dirs(args.path)[0]
     return analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=exposed)

@@ -69,7 +69,7 @@ def cmd_report(args) -> int:
         return _manifest(args, "diff", [_written(args.output, "diff")], [])
     if not args.path:
         raise UsageError("give one or more capture directories (or --diff BEFORE AFTER)")
-    from attlens.model.loader import resolve_capture_dirs
+    from attlens.model.locate import resolve_capture_dirs
 
     dirs = [d for p in args.path for d in resolve_capture_dirs(p, all_captures=True)]
     if args.format == "md":

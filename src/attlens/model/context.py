@@ -23,25 +23,7 @@ from attlens.model.archdata import (
 )
 from attlens.model.dispatch import ArchInfo, Resources
 from attlens.model.isa import mnemonic, operands, scan_registers
-
-
-def _search_dirs(capture: Path, rocprof_dir) -> list[Path]:
-    dirs: list[Path] = []
-    if rocprof_dir is not None:
-        dirs.append(Path(rocprof_dir))
-    for base in (capture, capture.parent, capture.parent.parent):
-        dirs.append(base)
-        dirs.append(base / "rocprofv3")
-    seen, out = set(), []
-    for d in dirs:
-        try:
-            key = d.resolve()
-        except OSError:
-            continue
-        if key not in seen and d.is_dir():
-            seen.add(key)
-            out.append(d)
-    return out
+from attlens.model.rundirs import search_dirs
 
 
 def _run_prefix(filename: str) -> str:
@@ -110,7 +92,7 @@ def _waitcnt_model_for_gfxip(gfxip: int | None) -> str:
 
 
 def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, handle, dispatch_id, warnings):
-    dirs = _search_dirs(capture, rocprof_dir)
+    dirs = search_dirs(capture, rocprof_dir)
     used: list[str] = []
 
     # --- results.json of the ATT run (agent handle → GPU, kernel symbol) ---

@@ -75,7 +75,7 @@ def _describe(d: Path) -> CaptureInfo:
 
 
 def list_captures(path: str | Path) -> CaptureList:
-    from attlens.model.loader import find_captures
+    from attlens.model.locate import find_captures
 
     p = Path(path)
     if not p.is_dir():

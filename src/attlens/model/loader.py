@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -11,16 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attlens.errors import (
-    CorruptCapture,
-    EmptyCapture,
-    InputNotFound,
-    NotACapture,
-    SeveralCaptures,
-)
+from attlens.errors import CorruptCapture, EmptyCapture, InputNotFound
 from attlens.io.code_json import read_code_json
 from attlens.io.filenames_json import read_filenames_json
-from attlens.io.jsonfile import read_json
 from attlens.io.occupancy_json import read_occupancy_json
 from attlens.io.realtime_json import read_realtime_json
 from attlens.io.snapshots_json import read_snapshots_json
@@ -34,6 +26,7 @@ from attlens.model.dispatch import (
     parse_source,
 )
 from attlens.model.isa import mnemonic
+from attlens.model.locate import CaptureSummary, find_captures, resolve_capture_dirs, summarize_capture  # noqa: F401  (re-exported)
 
 _DIR_NAME = re.compile(r"ui_output_agent_(\d+)_dispatch_(\d+)")
 
@@ -49,83 +42,6 @@ def _no_gc():
     finally:
         if enabled:
             gc.enable()
-
-
-@dataclass
-class CaptureSummary:
-    """What a capture directory holds, without loading it."""
-
-    path: Path
-    waves: int | None
-    instructions: int | None
-    error: str | None = None
-
-
-def summarize_capture(path: Path) -> CaptureSummary:
-    waves = instructions = None
-    err = None
-    try:
-        idx = read_filenames_json(path / "filenames.json")
-        waves = len(idx.waves)
-    except Exception as exc:  # listing must never fail on one bad directory
-        err = str(exc)
-    code = path / "code.json"
-    if code.is_file():
-        try:
-            rows = read_json(code).get("code") or []
-            instructions = sum(1 for r in rows if r and isinstance(r[0], str) and not r[0].startswith(";"))
-        except Exception as exc:
-            err = err or str(exc)
-    else:
-        instructions = 0
-    return CaptureSummary(path, waves, instructions, err)
-
-
-def find_captures(path: Path, max_depth: int = 4) -> list[Path]:
-    """Capture directories (holding ``filenames.json``) at or below ``path``.
-    A symlinked folder leading outside ``path`` is not searched: a bundle must
-    not make attlens analyze a capture elsewhere (docs/security.md)."""
-    if (path / "filenames.json").is_file():
-        return [path]
-    base = os.path.realpath(path).rstrip(os.sep) + os.sep
-    found = []
-    frontier = [path]
-    for _ in range(max_depth):
-        nxt = []
-        for d in frontier:
-            try:
-                children = sorted(p for p in d.iterdir() if p.is_dir() and os.path.realpath(p).startswith(base))
-            except OSError:
-                continue
-            for c in children:
-                if (c / "filenames.json").is_file():
-                    found.append(c)
-                else:
-                    nxt.append(c)
-        frontier = nxt
-    return found
-
-
-def resolve_capture_dirs(path: str | Path, all_captures: bool = False) -> list[Path]:
-    """Apply the directory rules: a capture, or a folder of captures."""
-    p = Path(path)
-    if not p.exists():
-        raise InputNotFound(f"{p}: no such file or directory")
-    if not p.is_dir():
-        raise InputNotFound(f"{p}: not a directory (pass a ui_output_agent_*_dispatch_* directory)")
-    caps = find_captures(p)
-    if not caps:
-        raise NotACapture(
-            f"{p}: not an ATT capture (no filenames.json here or in any subdirectory)",
-            hint="pass the ui_output_agent_<handle>_dispatch_<N> directory rocprofv3 wrote",
-        )
-    if len(caps) > 1 and not all_captures:
-        summaries = [summarize_capture(c) for c in caps]
-        raise SeveralCaptures(
-            f"{p}: holds {len(caps)} captures; pass one of them, or use --all",
-            candidates=summaries,
-        )
-    return caps
 
 
 IDLE_BATCH_RECORDS = 1 << 18  # records per step of the idle computation (bounds its temporaries)
@@ -363,34 +279,6 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems))
 
 
-def _context_key(d: Path, rocprof_dir) -> str:
-    """The state of every file the context lookup may read beside the capture
-    (the capture's own files are covered by the digest's key)."""
-    import hashlib
-    import os
-
-    import orjson
-
-    from attlens.model.context import _search_dirs
-
-    items: list = [None if rocprof_dir is None else os.path.realpath(rocprof_dir)]
-    real_d = os.path.realpath(d)
-    for sd in _search_dirs(d, rocprof_dir):
-        real = os.path.realpath(sd)
-        if real == real_d:
-            continue
-        entries = []
-        with os.scandir(real) as it:
-            for e in it:
-                try:
-                    st = e.stat()
-                except OSError:
-                    continue
-                entries.append((e.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-        items.append((real, sorted(entries)))
-    return hashlib.blake2b(orjson.dumps(items), digest_size=10).hexdigest()
-
-
 class _ContextCodec:
     def encode(self, value):
         import dataclasses
@@ -425,7 +313,9 @@ def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_
     from attlens.cache import memo
 
     try:
-        key = _context_key(d, rocprof_dir)
+        from attlens.cache.keys import context_key
+
+        key = context_key(d, rocprof_dir)
     except OSError:
         return compute()
     try:

@@ -37,7 +37,7 @@ class Tools:
     # ------------------------------------------------------------ helpers
 
     def _entry(self, capture: str) -> Entry:
-        from attlens.model.loader import resolve_capture_dirs
+        from attlens.model.locate import resolve_capture_dirs
 
         p = self.roots.check(capture)
         d = resolve_capture_dirs(p)[0]

@@ -85,7 +85,7 @@ def _analyze_one(args) -> dict:
 
 
 def _capture_rows(folder: Path, out: Path, rocprof_dir) -> tuple[list[dict], dict]:
-    from attlens.model.loader import resolve_capture_dirs
+    from attlens.model.locate import resolve_capture_dirs
 
     caps = [c for c in resolve_capture_dirs(folder, all_captures=True) if "empty_shells" not in c.relative_to(folder).parts]
     reports = out.parent / f"{out.stem}-reports"
