@@ -25,7 +25,7 @@ from attlens.cli.common import (
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="stall hotspots, stall classes and occupancy of a capture", epilog=EPILOG)
     add_capture_args(p)
-    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json)")
+    p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json); --topk is the same")
     p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="rank instructions, source lines, or both")
     p.add_argument("--sort", choices=("stall", "latency", "exposed", "idle"), default="stall", help="rank by stall (default), latency, exposed cycles (not hidden by other waves), or idle (idle needs --by)")
     p.add_argument("--by", choices=("instruction", "line", "opcode"), help="one ranking of instructions, source lines or opcodes (--json: an attlens.hotspots object)")
@@ -51,7 +51,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("waves", help="wave states, clock alignment, pipe utilization, phases and per-execution stalls", epilog=EPILOG)
     add_capture_args(p)
-    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="instructions in the per-execution table (default 10)")
+    p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="instructions in the per-execution table (default 10); --topk is the same")
     p.add_argument("--no-per-wave", action="store_true", help="omit the per-wave list from --json")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_waves)
@@ -61,13 +61,13 @@ def register(sub) -> None:
     sel = p.add_mutually_exclusive_group()
     sel.add_argument("--line", metavar="FILE:LINE", help="only producers and waits on this source line (path suffix is enough)")
     sel.add_argument("--pc", type=COUNT, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
-    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json)")
+    p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json); --topk is the same")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_deps)
 
     p = sub.add_parser("export", help="export a capture as a Chrome/Perfetto trace (ui.perfetto.dev)", epilog=EPILOG)
     p.add_argument("path", help="a capture directory")
-    p.add_argument("--perfetto", required=True, metavar="OUT.json", help="output file (written atomically)")
+    p.add_argument("-o", "--output", "--perfetto", dest="output", required=True, metavar="OUT.json", help="the Chrome/Perfetto JSON trace file to write (atomically); --perfetto is the same")
     p.add_argument("--rocprof-dir", metavar="DIR")
     p.add_argument("--max-waves", type=POSITIVE, metavar="N", help="export only the first N waves (by start time)")
     p.add_argument("--window", type=CYCLE_WINDOW, metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
@@ -94,11 +94,11 @@ def cmd_analyze(args) -> int:
         if args.by:
             from attlens.analysis.hotspots import hotspot_table
 
-            return json_answer(args, "analyze", dirs[0], lambda r: hotspot_table(r, args.by, args.sort).to_dict(args.topk),
+            return json_answer(args, "analyze", dirs[0], lambda r: hotspot_table(r, args.by, args.sort).to_dict(args.top),
                                exposed=not args.no_exposed)
         from attlens.report.json_out import analysis_to_dict
 
-        return json_answer(args, "analyze", dirs[0], lambda r: analysis_to_dict(r, None if args.topk == 0 else args.topk),
+        return json_answer(args, "analyze", dirs[0], lambda r: analysis_to_dict(r, None if args.top == 0 else args.top),
                            exposed=not args.no_exposed)
     results = load_analyzed(args, dirs, exposed=not args.no_exposed)
     if args.by:
@@ -106,7 +106,7 @@ def cmd_analyze(args) -> int:
     if args.json:
         from attlens.report.json_out import analysis_to_dict, many  # noqa: F811  (--all)
 
-        topk = None if args.topk == 0 else args.topk
+        topk = None if args.top == 0 else args.top
         if args.all:
             emit_json(many("attlens.analyze_many", [analysis_to_dict(r, topk) for r in results]))
         else:
@@ -125,7 +125,7 @@ def cmd_analyze(args) -> int:
 
                 findings = top_findings_lines(make_plan(r)) or ["no rule fired"]
                 findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
-            render_analysis(r, console, topk=max(args.topk, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort, findings=findings)
+            render_analysis(r, console, topk=max(args.top, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort, findings=findings)
     return exit_code(results)
 
 
@@ -137,7 +137,7 @@ def _analyze_by(args, results) -> int:
     if args.json:
         from attlens.report.json_out import many
 
-        objs = [t.to_dict(args.topk) for t in tables]
+        objs = [t.to_dict(args.top) for t in tables]
         emit_json(objs[0] if not args.all else many("attlens.hotspots_many", objs))
     else:
         from attlens.report.agent_out import render_hotspots
@@ -147,7 +147,7 @@ def _analyze_by(args, results) -> int:
         for i, t in enumerate(tables):
             if i:
                 console.rule()
-            render_hotspots(t, console, top=max(args.topk, 1))
+            render_hotspots(t, console, top=max(args.top, 1))
     return exit_code(results)
 
 
@@ -227,7 +227,7 @@ def _waves_doc(args, r) -> dict:
     from attlens.analysis.waves import analyze_waves
     from attlens.report.waves_out import waves_to_dict
 
-    return waves_to_dict(r, analyze_waves(r, top=max(args.topk, 1)), per_wave=not args.no_per_wave)
+    return waves_to_dict(r, analyze_waves(r, top=max(args.top, 1)), per_wave=not args.no_per_wave)
 
 
 def cmd_waves(args) -> int:
@@ -242,7 +242,7 @@ def cmd_waves(args) -> int:
     results = one_capture(args)
     objs = []
     for i, r in enumerate(results):
-        wa = analyze_waves(r, top=max(args.topk, 1))
+        wa = analyze_waves(r, top=max(args.top, 1))
         if args.json:
             objs.append(waves_to_dict(r, wa, per_wave=not args.no_per_wave))
         else:
@@ -251,7 +251,7 @@ def cmd_waves(args) -> int:
             console = make_console(args.no_color)
             if i:
                 console.rule()
-            render_waves(r, wa, console, topk=max(args.topk, 1))
+            render_waves(r, wa, console, topk=max(args.top, 1))
     if args.json:
         from attlens.report.json_out import many
 
@@ -264,7 +264,7 @@ def _deps_doc(args, r) -> dict:
     from attlens.report.waves_out import deps_to_dict
 
     att, producers, waits = select_deps(r, pc=args.pc, line=args.line)
-    return deps_to_dict(r, att, producers, waits, None if args.topk == 0 else args.topk)
+    return deps_to_dict(r, att, producers, waits, None if args.top == 0 else args.top)
 
 
 def cmd_deps(args) -> int:
@@ -280,7 +280,7 @@ def cmd_deps(args) -> int:
     for i, r in enumerate(results):
         att, producers, waits = select_deps(r, pc=args.pc, line=args.line)
         if args.json:
-            objs.append(deps_to_dict(r, att, producers, waits, None if args.topk == 0 else args.topk))
+            objs.append(deps_to_dict(r, att, producers, waits, None if args.top == 0 else args.top))
         else:
             from attlens.report.terminal import make_console
 
@@ -288,7 +288,7 @@ def cmd_deps(args) -> int:
             if i:
                 console.rule()
             title = f" (pc {args.pc})" if args.pc is not None else (f" (line {args.line})" if args.line else "")
-            render_deps(r, att, producers, waits, console, topk=max(args.topk, 1), title=title)
+            render_deps(r, att, producers, waits, console, topk=max(args.top, 1), title=title)
     if args.json:
         from attlens.report.json_out import many
 
@@ -307,19 +307,19 @@ def cmd_export(args) -> int:
 
     max_events = DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events
     d = resolve_capture_dirs(args.path)[0]
-    check_output(args.perfetto, [d])
+    check_output(args.output, [d])
     # The trace needs the dispatch only, not the analyses: load and stream.
     r = SimpleNamespace(dispatch=load(d, rocprof_dir=args.rocprof_dir))
-    check_output(args.perfetto, [d, *input_files([r])])
+    check_output(args.output, [d, *input_files([r])])
     clock = compute_clock(r.dispatch)
-    meta = stream_trace(r, clock, args.perfetto, max_waves=args.max_waves, window=args.window, max_events=max_events)
+    meta = stream_trace(r, clock, args.output, max_waves=args.max_waves, window=args.window, max_events=max_events)
     cut = meta["waves_cut_by_max_events"]
     if args.json:
-        emit_json({**header("attlens.export"), "output": str(args.perfetto), "bytes": meta["bytes"],
+        emit_json({**header("attlens.export"), "output": str(args.output), "bytes": meta["bytes"],
                    "events": meta["events"], "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
                    "waves_cut_by_max_events": cut, "max_events": meta["max_events"], "time_unit": meta["time_unit"]})
     else:
-        say(f"wrote {args.perfetto}: {meta['events']:,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
+        say(f"wrote {args.output}: {meta['events']:,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
             f"{meta['bytes'] / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
     if cut:
         say(f"attlens: note: the {max_events:,}-event limit left out the {cut} latest-starting of the "

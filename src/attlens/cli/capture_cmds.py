@@ -18,7 +18,7 @@ from attlens.cli.common import (
 
 
 def _capture_opts(p) -> None:
-    p.add_argument("--out", default="attlens-profile", metavar="DIR", help="output folder (default ./attlens-profile)")
+    p.add_argument("-o", "--output", "--out", dest="out", default="attlens-profile", metavar="DIR", help="output folder (default ./attlens-profile; an existing one is never reused: -2, -3 ... is added); --out is the same")
     p.add_argument("--iteration", type=POSITIVE, metavar="K", help="trace the K-th dispatch per kernel id (default: a steady-state one)")
     p.add_argument("--target-cu", type=TARGET_CU, default=1, metavar="N", help="CU traced in each selected SE (default 1)")
     p.add_argument("--se-mask", type=SE_MASK, default="0xf", metavar="MASK", help="shader engines to trace (default 0xf)")
@@ -62,7 +62,7 @@ def register(sub) -> None:
     p.add_argument("--ideal-bytes", type=POSITIVE_NUMBER, metavar="B", help="bytes the kernel must move per dispatch (for over-fetch)")
     p.add_argument("--duration-us", type=POSITIVE_NUMBER, metavar="US", help="kernel duration from a kernel-trace run (PMC runs serialize dispatches)")
     p.add_argument("--kernel", metavar="NAME", help="with -- CMD: count only this kernel (exact name)")
-    p.add_argument("--out", default="attlens-pmc", metavar="DIR", help="with -- CMD: output folder")
+    p.add_argument("-o", "--output", "--out", dest="out", default="attlens-pmc", metavar="DIR", help="with -- PROGRAM: output folder (default ./attlens-pmc); --out is the same")
     p.add_argument("--rocprofv3", metavar="PATH")
     p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S")
     p.add_argument("--json", action="store_true")

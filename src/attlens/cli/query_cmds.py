@@ -24,7 +24,7 @@ def register(sub) -> None:
     p = sub.add_parser("waits", help="per wait site: count, mean, p50/p90/p95, stddev and max of the wait per execution", epilog=EPILOG)
     _one_capture_args(p)
     p.add_argument("--steady", action="store_true", help="only steady-state executions (loop iterations after the first)")
-    p.add_argument("--topk", type=COUNT, default=10, metavar="N", help="sites shown (default 10; 0 = all)")
+    p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="sites shown (default 10; 0 = all); --topk is the same")
     p.set_defaults(func=cmd_waits)
 
     p = sub.add_parser("occupancy", help="theoretical occupancy, its limiters, and the residency observed", epilog=EPILOG)
@@ -79,11 +79,11 @@ def cmd_waits(args) -> int:
     r = _load(args, exposed=False)
     ws = compute_wait_stats(r, steady=args.steady)
     if args.json:
-        _print(ws.to_dict(args.topk))
+        _print(ws.to_dict(args.top))
     else:
         from attlens.report.agent_out import render_waits
 
-        render_waits(ws, _console(args), top=max(args.topk, 1))
+        render_waits(ws, _console(args), top=max(args.top, 1))
     return exit_code([r])
 
 

@@ -20,9 +20,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
-    p.add_argument("--out", metavar="DIR", help="write the capture here (default: a new temporary directory)")
+    p.add_argument("-o", "--output", "--out", dest="out", metavar="DIR", help="write the capture here (default: a new temporary directory); --out is the same")
     p.add_argument("--json", action="store_true", help="print what was written and the analysis as JSON (attlens.demo)")
-    p.add_argument("--topk", type=POSITIVE, default=8, metavar="N")
+    p.add_argument("--top", "--topk", dest="top", type=POSITIVE, default=8, metavar="N", help="rows per ranking (default 8); --topk is the same")
     p.add_argument("--force", action="store_true", help="write into --out even if it is not empty (files of an earlier demo are replaced)")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=cmd_demo)
@@ -132,7 +132,7 @@ def cmd_demo(args) -> int:
         from attlens.report.json_out import analysis_to_dict, header
 
         emit_json({**header("attlens.demo"), "capture": str(path), "written": [_written(path, "capture")],
-                   "analysis": analysis_to_dict(result, args.topk)})
+                   "analysis": analysis_to_dict(result, args.top)})
         return 0
     from rich.markup import escape
 
@@ -145,7 +145,7 @@ def cmd_demo(args) -> int:
     from attlens.report.plan_out import top_findings_lines
 
     findings = top_findings_lines(make_plan(result)) + [f"(attlens plan {path} for the evidence and changes)"]
-    render_analysis(result, console, topk=args.topk, mode="both", detail=True, context=1, detail_k=2, findings=findings)
+    render_analysis(result, console, topk=args.top, mode="both", detail=True, context=1, detail_k=2, findings=findings)
     console.print(f"\nNext: attlens analyze {escape(str(path))} --json")
     return 0
 

@@ -22,7 +22,7 @@ def register(sub) -> None:
 
     q = ss.add_parser("run", help="run (or resume) every job of a sweep file", epilog=EPILOG)
     q.add_argument("sweep", help="the sweep file (TOML or YAML; attlens sweep init writes an example)")
-    q.add_argument("--out", required=True, metavar="DIR", help="the sweep folder: manifest, one folder per job (re-run to resume)")
+    q.add_argument("-o", "--output", "--out", dest="out", required=True, metavar="DIR", help="the sweep folder: manifest, one folder per job (re-run to resume); --out is the same")
     q.add_argument("--engine", choices=ENGINES, default="local", help="local (default): this machine's GPUs; ray: a Ray cluster; slurm: a job array")
     q.add_argument("--gpus", metavar="LIST", help="local/ray: GPUs to use, e.g. 0,1,2,3 or 0-7 (default: discovered, docs/sweep.md)")
     q.add_argument("--only", metavar="NAMES", help="run only these jobs (comma-separated names)")
