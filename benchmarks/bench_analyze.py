@@ -28,10 +28,9 @@ CHILD = r"""
 import resource, sys, time, json
 t0 = time.perf_counter()
 import attlens
-from attlens.report.json_out import analysis_to_dict
 d = attlens.load(sys.argv[1], cache=False); t1 = time.perf_counter()
 r = attlens.analyze(d, exposed=False); t2 = time.perf_counter()
-analysis_to_dict(r); t3 = time.perf_counter()
+r.to_dict(20); t3 = time.perf_counter()
 from attlens.analysis.hidden import compute_hidden
 from attlens.analysis.waves import analyze_waves
 compute_hidden(d, r.sums); t4 = time.perf_counter()

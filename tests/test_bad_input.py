@@ -728,12 +728,12 @@ def test_json_internal_error_is_an_error_object(real, monkeypatch):
 
 
 def test_json_interrupted_leaves_stdout_empty(real, monkeypatch):
-    from attlens.report import json_out
+    from attlens.analysis.analyze import AnalysisResult
 
     def interrupted(*_a, **_k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(json_out, "analysis_to_dict", interrupted)
+    monkeypatch.setattr(AnalysisResult, "to_dict", interrupted)
     o = run_main("analyze", real, "--json")
     assert o.code == 130 and o.out == "" and "interrupted" in o.err, o.describe()
 

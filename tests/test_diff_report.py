@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 from markdown_it import MarkdownIt
 
 from attlens.analysis.diff import diff, load_side
-from attlens.report.diff_out import diff_to_dict, diff_to_html, diff_to_markdown
+from attlens.report.html import diff_to_html
+from attlens.report.markdown import diff_to_markdown
 from attlens.synth import write_capture
 from attlens.synth.toy import Op, default_kernel
 from conftest import require_shared
@@ -77,7 +78,7 @@ def test_diff_html_numbers_charts_and_sites():
     f1 = shared / "traces/flash_attn_func/big/ui_output_agent_38430_dispatch_44"
     f2 = shared / "traces/flash_attn_func/big/ui_output_agent_55287_dispatch_44_after_loc_fix"
     res = diff(load_side(str(f1)), load_side(str(f2)))
-    d = diff_to_dict(res, top=None)
+    d = res.to_dict()
     page = diff_to_html(res)
     css = (__import__("attlens.report.html", fromlist=["_template"])._template("report.css"))
     assert css in page, "the report's stylesheet"

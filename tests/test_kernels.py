@@ -22,7 +22,7 @@ from attlens.capture.kernels import (
 )
 from attlens.errors import EXIT_NOT_A_CAPTURE, InputNotFound, SeveralCaptures, UsageError
 from attlens.io.rocprof_csv import read_kernel_stats
-from attlens.report.kernels_out import kernels_to_dict, render_kernels
+from attlens.report.terminal import render_kernels
 from conftest import require_shared
 from test_readers import TRACES, UUID_A, UUID_B, build_rocpd_db
 
@@ -209,7 +209,7 @@ def test_stats_file_alone():
     row, _ = pick_kernel(t)
     assert row.name == "vecAddKernel_0" and row.calls == 24 and row.total_us == pytest.approx(461.564)
     assert row.kernel_ids == [] and row.dispatch_count is None and row.vgpr is None and row.grid is None
-    d = kernels_to_dict(t)["rows"][0]
+    d = t.to_dict()["rows"][0]
     assert d["kernel_ids"] is None and d["dispatch_count"] is None and d["resources"]["vgpr"] is None
 
 
@@ -343,7 +343,7 @@ def test_unnamed_file_is_sniffed(tmp_path):
 
 def test_json_output(tables):
     t = tables["hgemm_splitk"]
-    d = kernels_to_dict(t)
+    d = t.to_dict()
     assert d["schema"] == "attlens.kernels" and d["schema_version"] == 1
     assert d["source"] == "kernel_trace" and d["kernels"] == len(d["rows"]) == 34 and d["excluded_kernels"] == 25
     orjson.loads(orjson.dumps(d))

@@ -43,7 +43,8 @@ from attlens.analysis.pmc import (
 )
 from attlens.errors import CorruptCapture, InputNotFound, UsageError
 from attlens.io.pmc_perf import pivot_counter_rows, read_counter_collection, read_pmc_perf
-from attlens.report.pmc_out import pmc_to_dict, render_pmc
+from attlens.analysis.pmc import PmcCounters
+from attlens.report.terminal import render_pmc
 
 MIB8 = 8 * 2**20
 READ_TOL = 0.005
@@ -490,20 +491,20 @@ def test_pivot_counter_rows(tmp_path):
 def test_json_and_render(vcopy):
     target, recs = vcopy["MI350"]
     results = analyze_dispatches(recs, target, ideal_bytes=MIB8)
-    d = pmc_to_dict(results, source="MI350/pmc_perf.csv")
+    d = PmcCounters(results, "MI350/pmc_perf.csv", target).to_dict()
     assert d["schema"] == "attlens.pmc" and d["schema_version"] == 1
     one = d["dispatches"][0]
     assert one["read"]["bytes"] is None and one["read"]["bytes_range"][1] == 8401920
     assert one["write"]["bytes"] == MIB8
     assert [x["id"] for x in one["decisions"]] == ["streaming_no_reuse", "partial_line_waste", "redundant_fetch", "bandwidth_ceiling"]
     assert orjson.loads(orjson.dumps(d)) == d
-    assert pmc_to_dict(results[0])["dispatches"][0]["dispatch_id"] == 0
+    assert results[0].to_dict()["dispatch_id"] == 0 and d["source"] == "MI350/pmc_perf.csv"
 
     con = Console(record=True, width=220, no_color=True)
-    render_pmc(results, con)
+    render_pmc(PmcCounters(results, "MI350/pmc_perf.csv", target), con)
     out = con.export_text()
     for s in ("L2 hit rate", "33.8%", "streaming with no reuse", "8.00 MiB", "bounds only"):
         assert s in out, s
     con = Console(record=True, width=220, no_color=True)
-    render_pmc([], con)
+    render_pmc(PmcCounters([], None, None), con)
     assert "no dispatch" in con.export_text()

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from attlens.analysis.pmc_attach import PmcCounters, attach_pmc, kernel_base_name
+from attlens.analysis.pmc import PmcCounters
+from attlens.analysis.pmc_attach import attach_pmc, kernel_base_name
 from attlens.errors import Incomparable
 from conftest import require_shared
 

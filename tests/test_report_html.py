@@ -25,7 +25,6 @@ from attlens.report.html import (
     render_html_text,
     render_index,
 )
-from attlens.report.json_out import analysis_to_dict
 from attlens.synth import write_capture
 from attlens.synth.toy import Op, default_kernel
 from conftest import loaded, require_shared
@@ -81,7 +80,7 @@ def test_render_writes_atomically_and_returns_size(toy, tmp_path):
 def test_embedded_data_equals_json_analysis(toy):
     r, plan, wa = toy
     data = embedded_data(render_html_text(r, plan, wa))
-    assert data["analysis"] == orjson.loads(orjson.dumps(analysis_to_dict(r, 20), option=orjson.OPT_NON_STR_KEYS))
+    assert data["analysis"] == orjson.loads(orjson.dumps(r.to_dict(20), option=orjson.OPT_NON_STR_KEYS))
     h, t = data["headline"], data["analysis"]["totals"]
     assert h["latency"] == t["latency"] and h["stall"] == t["stall"] and h["idle"] == t["idle"]
     assert h["total_cycles"] == t["latency"] + t["idle"] == data["plan"]["totals"]["cycles"]

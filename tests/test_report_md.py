@@ -12,9 +12,7 @@ from markdown_it import MarkdownIt
 import attlens
 from attlens.analysis.plan import make_plan
 from attlens.analysis.waves import analyze_waves
-from attlens.report.json_out import analysis_to_dict
 from attlens.report.markdown import pc_ranges, render_markdown_bundle, report_to_markdown
-from attlens.report.waves_out import waves_to_dict
 from attlens.synth import write_capture
 from attlens.synth.toy import Op, default_kernel
 from conftest import loaded, require_shared
@@ -91,7 +89,7 @@ def check_numbers(md: str, a: dict, wa, result) -> None:
     theo = a["occupancy"]["theoretical_waves_per_simd"]
     assert head["occupancy, theoretical (waves/SIMD)"].split(" ")[0] == ("n/a" if theo is None else str(theo))
 
-    states = waves_to_dict(result, wa, per_wave=False)["states"]
+    states = wa.to_dict(per_wave=False)["states"]
     for name, cyc, share in _table(_section(md, "## Wave states")):
         assert _num(cyc) == states["cycles"][name]
         assert _num(share) == pytest.approx(states["share"][name], abs=5e-4)
@@ -123,7 +121,7 @@ def check_numbers(md: str, a: dict, wa, result) -> None:
 def test_bundle_files_and_json(toy_bundle):
     r, plan, wa, md, js, out = toy_bundle
     assert sorted(p.name for p in out.iterdir()) == ["analysis.json", "report.md"], "no temporary file left behind"
-    assert js == orjson.loads(orjson.dumps(analysis_to_dict(r, 20), option=orjson.OPT_NON_STR_KEYS))
+    assert js == orjson.loads(orjson.dumps(r.to_dict(20), option=orjson.OPT_NON_STR_KEYS))
     assert js["schema"] == "attlens.analyze"
 
 

@@ -80,14 +80,15 @@ def test_analyze_tables_keep_every_number(width, rel):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_waves_and_deps_tables_keep_every_number(width):
-    from attlens.report.waves_out import deps_to_dict, render_deps, render_waves, select_deps, waves_to_dict
+    from attlens.analysis.deps import select_deps
+    from attlens.report.terminal import render_deps, render_waves
 
     cap = require_shared() / PA
     _, r = loaded(cap)
     wa = analyze_waves(r, top=10)
-    text = render(lambda c: render_waves(r, wa, c, topk=10), width)
+    text = render(lambda c: render_waves(wa, c, top=10), width)
     check_fits(text, width)
-    doc = waves_to_dict(r, wa, per_wave=False)
+    doc = wa.to_dict(per_wave=False)
     for v in doc["states"]["cycles"].values():
         assert whole(text, f"{v:,}")
     for v in doc["pipes"]["kernel"].values():
@@ -95,10 +96,10 @@ def test_waves_and_deps_tables_keep_every_number(width):
     for x in doc["phases"]["instructions"]:
         assert whole(text, f"{x['executions']:,}") and whole(text, f"{x['stall_max']:,}")
     att = attribute_waits(r.dispatch, r.deps, r.pairs)
-    producers, waits = select_deps(r, att)
-    text = render(lambda c: render_deps(r, att, producers, waits, c, topk=10), width)
+    dr = select_deps(r, attribution=att)
+    text = render(lambda c: render_deps(dr, c, top=10), width)
     check_fits(text, width)
-    d = deps_to_dict(r, att, producers, waits, 10)
+    d = dr.to_dict(10)
     for p in d["producers"]:
         assert whole(text, f"{p['waited_cycles']:,}") and whole(text, f"{p['pairs']:,}")
     for w in d["waits"]:
@@ -111,15 +112,13 @@ def test_kernels_pmc_diff_tables_keep_every_number(width):
     from attlens.analysis.pmc import analyze_dispatches
     from attlens.capture.kernels import kernel_table
     from attlens.capture.pmc_run import read_pmc_outputs
-    from attlens.report.diff_out import diff_to_dict, render_diff
-    from attlens.report.kernels_out import kernels_to_dict, render_kernels
-    from attlens.report.pmc_out import render_pmc
+    from attlens.report.terminal import render_diff, render_kernels, render_pmc
 
     shared = require_shared()
     table = kernel_table(shared / "traces/hgemm_splitk/rocprofv3")
     text = render(lambda c: render_kernels(table, c, top=20), width)
     check_fits(text, width)
-    for row in kernels_to_dict(table)["rows"][:20]:
+    for row in table.to_dict()["rows"][:20]:
         assert whole(text, f"{row['total_us']:,.1f}") and whole(text, f"{row['calls']:,}")
         for k in ("vgpr", "sgpr", "lds_bytes"):
             v = row["resources"][k]
@@ -137,7 +136,7 @@ def test_kernels_pmc_diff_tables_keep_every_number(width):
     res = diff(load_side(str(f1)), load_side(str(f2)))
     text = render(lambda c: render_diff(res, c, top=10), width)
     check_fits(text, width)
-    for c in diff_to_dict(res)["classes"][:10]:
+    for c in res.to_dict(20)["classes"][:10]:
         assert whole(text, f"{c['stall_before']:,.0f}") and whole(text, f"{c['stall_after']:,.0f}")
 
 

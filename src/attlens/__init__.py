@@ -1,24 +1,27 @@
 """attlens: AMD GPU instruction-level (ATT) traces turned into answers.
 
 ``attlens.load(path)`` reads a decoded ``ui_output_agent_*_dispatch_*``
-directory; ``attlens.analyze(dispatch)`` runs the core analyses. Heavy modules
-are imported on first use so ``import attlens`` stays cheap.
+directory; ``attlens.analyze(dispatch)`` runs the core analyses; the other
+questions (``attlens.plan``, ``attlens.hotspots``, ``attlens.deps``, ...) are
+the functions of :mod:`attlens.api` (docs/api.md). They are imported on
+first use, so ``import attlens`` stays cheap.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load", "analyze"]
+_API = ("load", "analyze", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
+        "captures", "pmc", "rules")
+
+__all__ = ["__version__", *_API]
 
 
-def load(path, rocprof_dir=None, cache=None):
-    """Load a capture; ``cache``: None = the digest in the user cache directory
-    (docs/cache.md), False = parse afresh, or a cache directory."""
-    from attlens.model.loader import load as _load
+def __getattr__(name: str):
+    if name in _API:
+        from attlens import api
 
-    return _load(path, rocprof_dir=rocprof_dir, cache=cache)
+        return getattr(api, name)
+    raise AttributeError(f"module 'attlens' has no attribute {name!r}")
 
 
-def analyze(dispatch, exposed: bool = True):
-    from attlens.analysis.analyze import analyze as _analyze
-
-    return _analyze(dispatch, exposed=exposed)
+def __dir__():
+    return sorted([*globals(), *_API])

@@ -51,6 +51,18 @@ class AttlensError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def to_dict(self) -> dict:
+        """The ``attlens.error`` object (``--json`` on failure, MCP tool errors)."""
+        from attlens.jsondoc import header
+
+        out = {**header("attlens.error"), "error": {"exit_code": self.exit_code, "kind": type(self).__name__, "message": self.message,
+                                                    "hint": self.hint}}
+        cands = getattr(self, "candidates", None)
+        if cands:
+            out["error"]["candidates"] = [{"path": str(c.path), "waves": c.waves, "instructions": c.instructions, "error": c.error}
+                                          for c in cands]
+        return out
+
 
 class UsageError(AttlensError):
     exit_code = EXIT_USAGE

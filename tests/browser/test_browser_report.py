@@ -20,8 +20,6 @@ import attlens
 from attlens.analysis.plan import make_plan
 from attlens.analysis.waves import analyze_waves
 from attlens.report.html import render_captures, render_html
-from attlens.report.json_out import analysis_to_dict
-from attlens.report.waves_out import waves_to_dict
 from attlens.synth import write_capture
 from attlens.synth.toy import Op, default_kernel
 from conftest import loaded, require_shared
@@ -127,7 +125,7 @@ def softmax(tmp_path_factory):
     out = tmp_path_factory.mktemp("softmax") / "softmax.html"
     render_html(r, make_plan(r), wa, out)
     # expected values straight from the JSON renderers, not from the page's data
-    return out, analysis_to_dict(r, 20), waves_to_dict(r, wa, per_wave=False), wa
+    return out, r.to_dict(20), wa.to_dict(per_wave=False), wa
 
 
 def test_softmax_report(open_page, softmax):

@@ -1,5 +1,6 @@
 """``analyze(dispatch)``: every core analysis, as one result object that all
-renderers (terminal, JSON, Markdown, HTML) consume."""
+renderers (terminal, Markdown, HTML) consume and whose ``to_dict()`` is the
+``attlens.analyze`` object of ``--json``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from attlens.analysis.hidden import HiddenLatency, compute_hidden
 from attlens.analysis.hotspots import Hotspots, attach_exposed, compute_hotspots
 from attlens.analysis.occupancy import OccupancyResult, compute_occupancy
 from attlens.analysis.quality import Quality, compute_quality
-from attlens.analysis.stalls import PcSums, StallBreakdown, compute_pc_sums
+from attlens.analysis.stalls import PcSums, StallBreakdown, compute_pc_sums, rounded_share
 from attlens.analysis.waitattr import WaitPairs
 from attlens.analysis.waitdeps import WaitDeps
+from attlens.jsondoc import capture_ref
+
+ANALYZE_SCHEMA = "attlens.analyze"
+ANALYZE_SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -33,6 +38,109 @@ class AnalysisResult:
         out += self.dispatch.resources.notes
         return out
 
+    def to_dict(self, top: int | None = None) -> dict:
+        """The ``attlens.analyze`` object (``attlens analyze --json --top TOP``;
+        every row when ``top`` is None or 0)."""
+        from attlens.jsondoc import header, rows, top_or_none
+
+        d = self.dispatch
+        b = self.breakdown
+        h = self.hotspots
+        q = self.quality
+        f = q.facts
+        arch = d.arch
+        res = d.resources
+        k = top_or_none(top)
+
+        def ranked(order, items):
+            return [items[i].to_dict() for i in rows(order, k)]
+
+        return {
+            **header(ANALYZE_SCHEMA, ANALYZE_SCHEMA_VERSION),
+            "capture": {
+                "path": f.path,
+                "kernel": f.kernel,
+                "dispatch_id": f.dispatch_id,
+                "agent_handle": f.agent_handle,
+                "waves": f.waves,
+                "waves_listed": f.waves_listed,
+                "records": f.records,
+                "shader_engines": f.shader_engines,
+                "cus": f.cus,
+                "simds": f.simds,
+                "window_cycles_per_se": {str(se): v for se, v in f.window_cycles_per_se.items()},
+                "shader_clock_mhz": f.shader_clock_mhz,
+                "gfxip": f.gfxip,
+                "decoder_version": f.decoder_version,
+                "partial": d.partial,
+                "rocprof_files": d.rocprof_files,
+            },
+            "target": {
+                "name": arch.target,
+                "family": arch.facts["family"] if arch.facts else None,
+                "product": arch.product,
+                "source": arch.source,
+                "reason": arch.reason,
+                "evidence": arch.evidence,
+                "waitcnt_model": arch.waitcnt_model,
+            },
+            "resources": {
+                "arch_vgprs": res.arch_vgprs,
+                "agprs": res.agprs,
+                "sgprs": res.sgprs,
+                "lds_bytes": res.lds_bytes,
+                "scratch_bytes": res.scratch_bytes,
+                "workgroup": list(res.workgroup) if res.workgroup else None,
+                "grid": list(res.grid) if res.grid else None,
+                "workgroups": res.workgroups,
+                "isa_scan": {"vgprs": res.isa_vgprs, "agprs": res.isa_agprs, "sgprs": res.isa_sgprs},
+                "metadata": {"vgprs": res.metadata_vgprs, "agprs": res.metadata_agprs, "sgprs": res.metadata_sgprs},
+                "sources": res.sources,
+            },
+            "totals": {
+                "latency": b.total_latency,
+                "stall": b.total_stall,
+                "idle": b.total_idle,
+                "issue": b.total_issue,
+                "stall_share_of_latency": rounded_share(b.total_stall, b.total_latency),
+                "waits_resolved": b.waits_resolved,
+                "waits_unresolved_with_stall": b.waits_unresolved_with_stall,
+            },
+            "stall_by_class": b.class_rows(),
+            "instructions": {
+                "listed": h.listed,
+                "executed": h.executed,
+                "never_executed": h.never_executed,
+                "mix": h.mix,
+            },
+            "hotspots": {
+                "topk": k,
+                "instructions_by_stall": ranked(h.by_stall, h.instructions),
+                "instructions_by_latency": ranked(h.by_latency, h.instructions),
+                "lines_by_stall": ranked(h.lines_by_stall, h.lines),
+                "lines_by_latency": ranked(h.lines_by_latency, h.lines),
+                "instructions_by_exposed": ranked(h.by_exposed, h.instructions) if self.hidden is not None else None,
+                "lines_by_exposed": ranked(h.lines_by_exposed, h.lines) if self.hidden is not None else None,
+            },
+            "latency_hiding": None
+            if self.hidden is None
+            else {
+                "total": int(self.hidden.total.sum()),
+                "hidden": int((self.hidden.total - self.hidden.exposed).sum()),
+                "exposed": int(self.hidden.exposed.sum()),
+                "hidden_share": round(self.hidden.hidden_share, 6),
+            },
+            "occupancy": self.occupancy.to_dict()["occupancy"],
+            "quality": {
+                "code_json_consistent": q.code_json.consistent,
+                "code_json_mismatching_pcs": q.code_json.mismatching,
+                "mapped_latency_share": round(q.mapped_latency_share, 6),
+                "has_source_lines": q.has_source_lines,
+                "location_collapse": q.location_collapse,
+            },
+            "warnings": self.warnings,
+        }
+
 
 def analyze(dispatch, exposed: bool = True) -> AnalysisResult:
     sums, breakdown, deps, pairs = compute_pc_sums(dispatch)
@@ -42,5 +150,6 @@ def analyze(dispatch, exposed: bool = True) -> AnalysisResult:
         hidden = compute_hidden(dispatch, sums)
         attach_exposed(hot, hidden)
     occ = compute_occupancy(dispatch)
+    occ.capture = capture_ref(dispatch)
     qual = compute_quality(dispatch, sums, hot)
     return AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden)

@@ -48,9 +48,47 @@ class AsmWindow:
 
     def to_dict(self) -> dict:
         """The ``attlens.asm`` object (``attlens asm --json``)."""
-        from attlens.report.agent_out import asm_to_dict
+        from attlens.jsondoc import capture_ref, header
 
-        return asm_to_dict(self)
+        return {
+            **header("attlens.asm"),
+            "capture": capture_ref(self.result.dispatch),
+            "pc": self.pc,
+            "around": self.around,
+            "first_pc": self.first_pc,
+            "last_pc": self.last_pc,
+            "rows": [self._row(a) for a in self.rows],
+            "sources": [{"source": s.source, "text": s.text} for s in self.sources],
+        }
+
+    def _row(self, a: AsmRow) -> dict:
+        h = a.hotspot
+        row = {
+            "pc": a.pc,
+            "center": a.pc == self.pc,
+            "label": a.label,
+            "vaddr": a.vaddr,
+            "isa": a.isa,
+            "mnemonic": a.mnemonic or None,
+            "class": a.cls or None,
+            "executed": a.executed,
+            "source": a.source,
+        }
+        if a.label is not None:
+            figures = dict.fromkeys(("hit", "latency", "stall", "idle", "issue", "stall_share", "latency_share", "exposed", "hidden", "waited_on"))
+        elif h is None:  # listed, never executed: real zeros
+            hidden_known = self.result.hidden is not None
+            figures = {"hit": 0, "latency": 0, "stall": 0, "idle": 0, "issue": 0, "stall_share": 0.0, "latency_share": 0.0,
+                       "exposed": 0 if hidden_known else None, "hidden": 0 if hidden_known else None, "waited_on": 0}
+        else:
+            figures = {"hit": h.hit, "latency": h.latency, "stall": h.stall, "idle": h.idle, "issue": h.issue,
+                       "stall_share": round(h.stall_share, 6), "latency_share": round(h.latency_share, 6),
+                       "exposed": h.exposed, "hidden": h.hidden, "waited_on": h.waited_on}
+        row.update(figures)
+        row["stall_class"] = h.cls if h is not None else None
+        isa = self.result.dispatch.code.isa
+        row["waits_on"] = [{"pc": p, "isa": isa[p], "cycles": c} for p, c in a.waits_on]
+        return row
 
 
 def asm_window(result, pc: int, around: int = 10, attribution=None) -> AsmWindow:

@@ -53,6 +53,10 @@ class Side:
     line_sites: dict[str, list[Site]]  # "file:line" or NO_SOURCE -> sites in pc order
     line_class: dict[str, dict[str, int]]  # per line: class -> stall
 
+    def ref(self) -> dict:
+        """The side as ``before`` / ``after`` of ``attlens.diff``."""
+        return {"label": self.label, "kernel": self.kernel, "target": self.target, "waves": self.waves}
+
 
 def side_from_result(result, label: str) -> Side:
     d = result.dispatch
@@ -218,6 +222,61 @@ class DiffResult:
     noise_floor: float | None
     noise_source: str | None
     verdict: dict = field(default_factory=dict)
+
+    def moved_lines(self) -> list[dict]:
+        """Sites whose source line changed, aggregated per (before line, after line), most latency after first."""
+        agg: dict[tuple, list] = {}
+        for s in self.sites:
+            if s.kind == "moved":
+                a = agg.setdefault((s.moved_from, s.line), [0, 0])
+                a[0] += 1
+                a[1] += s.after.latency
+        rows = [{"from": f, "to": t, "sites": n, "latency_after": lat} for (f, t), (n, lat) in agg.items()]
+        return sorted(rows, key=lambda r: -r["latency_after"])
+
+    def changed_sites(self) -> list[SiteChange]:
+        """The sites added or removed (neither matched nor moved)."""
+        return [s for s in self.sites if s.kind in ("added", "removed")]
+
+    def to_dict(self, top: int | None = None) -> dict:
+        """The ``attlens.diff`` object (``attlens diff --top TOP --json``; every line and site when ``top`` is None or 0)."""
+        from attlens.jsondoc import header, rows
+
+        v = self.verdict
+        return {
+            **header("attlens.diff"),
+            "before": self.before.ref(),
+            "after": self.after.ref(),
+            "comparability": self.comparability,
+            "forced": self.forced,
+            "normalization": self.normalization,
+            "verdict": {**v, "latency_per_wave_before": _r(v["latency_per_wave_before"]),
+                        "latency_per_wave_after": _r(v["latency_per_wave_after"]), "relative_change": _r(v["relative_change"], 6),
+                        **{k: [{"line": x["line"], "delta_per_wave": _r(x["delta_per_wave"]), "relative": _r(x["relative"], 6)} for x in v[k]]
+                           for k in ("top_improvements", "top_regressions")}},
+            "classes": [{k: (_r(x) if isinstance(x, float) else x) for k, x in c.items()} for c in self.classes],
+            "lines": [
+                {"line": l.line, "before_line": l.before_line, "latency_before": _r(l.latency_before), "latency_after": _r(l.latency_after),
+                 "delta": _r(l.delta), "relative": _r(l.relative, 6), "stall_before": _r(l.stall_before), "stall_after": _r(l.stall_after),
+                 "dominant_before": l.dominant_before, "dominant_after": l.dominant_after}
+                for l in rows(self.lines, top)
+            ],
+            "sites": {
+                **self.site_totals,
+                "changed": [{"line": s.line, "kind": s.kind, "before": _site_dict(s.before), "after": _site_dict(s.after)}
+                            for s in rows(self.changed_sites(), top)],
+                "moved_lines": self.moved_lines(),
+            },
+            "noise_source": self.noise_source,
+        }
+
+
+def _r(x, nd=3):
+    return None if x is None else round(float(x), nd)
+
+
+def _site_dict(s: Site | None) -> dict | None:
+    return None if s is None else {"pc": s.pc, "mnemonic": s.mnemonic, "isa": s.isa, "latency": s.latency, "stall": s.stall, "hit": s.hit}
 
 
 def comparability(a: Side, b: Side) -> list[dict]:
@@ -409,9 +468,10 @@ class CheckResult:
 
     def to_dict(self) -> dict:
         """The ``attlens.check`` object (``attlens check --json``)."""
-        from attlens.report.diff_out import check_to_dict
+        from attlens.jsondoc import header
 
-        return check_to_dict(self)
+        return {**header("attlens.check"), "metric": self.metric, "baseline": self.baseline, "current": self.current,
+                "change_percent": self.change_percent, "max_regression_percent": self.max_regression_percent, "passed": self.passed}
 
 
 def check(cur: Side, base: Side, metric: str = "total", max_regression: float = 5.0, force: bool = False) -> CheckResult:

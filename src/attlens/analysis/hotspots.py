@@ -33,6 +33,30 @@ class InstructionHotspot:
     exposed: int | None = None  # idle + latency not hidden by other waves' work (None: not computed)
     hidden: int | None = None
 
+    def to_dict(self) -> dict:
+        """One row of ``instructions_by_*`` (``attlens.analyze``) and of ``attlens.hotspots --by instruction``."""
+        return {
+            "pc": self.pc,
+            "vaddr": self.vaddr,
+            "codeobj": self.codeobj,
+            "isa": self.isa,
+            "mnemonic": self.mnemonic,
+            "class": self.cls,
+            "hit": self.hit,
+            "latency": self.latency,
+            "stall": self.stall,
+            "idle": self.idle,
+            "issue": self.issue,
+            "stall_share": round(self.stall_share, 6),
+            "latency_share": round(self.latency_share, 6),
+            "class_stall": self.class_stall,
+            "waited_on": self.waited_on,
+            "exposed": self.exposed,
+            "hidden": self.hidden,
+            "source": self.source,
+            "inline_chain": self.inline_chain,
+        }
+
 
 @dataclass
 class LineHotspot:
@@ -53,6 +77,28 @@ class LineHotspot:
     pcs: list[int] = field(default_factory=list)
     exposed: int | None = None
     hidden: int | None = None
+
+    def to_dict(self) -> dict:
+        """One row of ``lines_by_*`` (``attlens.analyze``) and of ``attlens.hotspots --by line``."""
+        return {
+            "source": self.source,
+            "file": self.file,
+            "line": self.line,
+            "instructions": self.instructions,
+            "executed": self.executed,
+            "hit": self.hit,
+            "latency": self.latency,
+            "stall": self.stall,
+            "idle": self.idle,
+            "stall_share": round(self.stall_share, 6),
+            "latency_share": round(self.latency_share, 6),
+            "dominant_class": self.dominant_class,
+            "class_stall": self.class_stall,
+            "inline_chains": self.inline_chains,
+            "exposed": self.exposed,
+            "hidden": self.hidden,
+            "pcs": self.pcs,
+        }
 
 
 @dataclass
@@ -233,6 +279,24 @@ class OpcodeHotspot:
     exposed: int | None = None
     hidden: int | None = None
 
+    def to_dict(self) -> dict:
+        """One row of ``attlens.hotspots --by opcode``."""
+        return {
+            "opcode": self.opcode,
+            "class": self.cls,
+            "instructions": self.instructions,
+            "hit": self.hit,
+            "latency": self.latency,
+            "stall": self.stall,
+            "idle": self.idle,
+            "stall_share": round(self.stall_share, 6),
+            "latency_share": round(self.latency_share, 6),
+            "class_stall": self.class_stall,
+            "exposed": self.exposed,
+            "hidden": self.hidden,
+            "pcs": self.pcs,
+        }
+
 
 def compute_opcode_hotspots(dispatch, hot: Hotspots) -> list[OpcodeHotspot]:
     """Group the instruction hotspots by mnemonic (by pc order of first appearance)."""
@@ -287,10 +351,27 @@ class HotspotTable:
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
 
     def to_dict(self, top: int | None = None) -> dict:
-        """The ``attlens.hotspots`` object (``attlens analyze --by ... --json``)."""
-        from attlens.report.agent_out import hotspots_to_dict
+        """The ``attlens.hotspots`` object (``attlens analyze --by BY --sort SORT --top TOP --json``;
+        every row when ``top`` is None or 0)."""
+        from attlens.jsondoc import capture_ref, header, rows, top_or_none
 
-        return hotspots_to_dict(self, top)
+        r = self.result
+        b = r.breakdown
+        return {
+            **header("attlens.hotspots"),
+            "capture": capture_ref(r.dispatch),
+            "by": self.by,
+            "sort": self.sort,
+            "topk": top_or_none(top),
+            "rows_total": len(self.rows),
+            "totals": {
+                "latency": b.total_latency,
+                "stall": b.total_stall,
+                "idle": b.total_idle,
+                "exposed": None if r.hidden is None else int(r.hidden.exposed.sum()),
+            },
+            "rows": [x.to_dict() for x in rows(self.rows, top)],
+        }
 
 
 def hotspot_table(result, by: str = "instruction", sort: str = "stall") -> HotspotTable:

@@ -46,6 +46,38 @@ class OccupancyResult:
     resident_workgroup_capacity: int | None = None  # CUs × workgroups per CU
     grid_limited: bool | None = None
     explanation: list[str] = field(default_factory=list)
+    capture: dict | None = field(default=None, repr=False)  # the capture it describes (attlens.jsondoc.capture_ref; set by analyze)
+
+    def to_dict(self) -> dict:
+        """The ``attlens.occupancy`` object (``attlens occupancy --json``); its
+        ``occupancy`` member is also the ``occupancy`` of ``attlens.analyze``."""
+        from attlens.jsondoc import header
+
+        return {
+            **header("attlens.occupancy"),
+            "capture": self.capture,
+            "occupancy": {
+                "available": self.available,
+                "reason": self.reason,
+                "theoretical_waves_per_simd": self.theoretical_waves_per_simd,
+                "limiters": self.limiters,
+                "limits": [{"name": l.name, "waves_per_simd": l.waves_per_simd, "detail": l.detail} for l in self.limits],
+                "vgpr_alloc": self.vgpr_alloc,
+                "sgpr_alloc": self.sgpr_alloc,
+                "lds_alloc": self.lds_alloc,
+                "waves_per_workgroup": self.waves_per_workgroup,
+                "to_next_wave": self.to_next_wave,
+                "observed_max_waves_per_simd_traced_cu": self.observed_max_per_simd_traced,
+                "observed_mean_peak_waves_per_simd_traced_cu": None
+                if self.observed_mean_peak_per_simd_traced is None
+                else round(self.observed_mean_peak_per_simd_traced, 3),
+                "observed_max_waves_per_simd_all_cus": self.observed_max_per_simd_all_cus,
+                "workgroups": self.workgroups,
+                "resident_workgroup_capacity": self.resident_workgroup_capacity,
+                "grid_limited": self.grid_limited,
+                "explanation": self.explanation,
+            },
+        }
 
 
 def grid_waves(dispatch) -> tuple[int | None, int | None]:

@@ -47,6 +47,8 @@ SEVERITIES = ("HIGH", "MED", "LOW", "INFO")
 TRACE_DISPATCH_RULES = ("issue-bound", "bandwidth-ceiling")
 KINDS = ("capture", "dispatch", "performance", "note")
 _GROUP = {"capture": 1, "dispatch": 2, "performance": 3, "note": 4}
+PLAN_SCHEMA = "attlens.plan"
+PLAN_SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -268,21 +270,21 @@ class Plan:
     loops: object = None  # analysis.loops.LoopStructure
     bandwidth: object = None  # analysis.bandwidth.Bandwidth
     dispatch: dict = field(default_factory=dict)  # grid, occupancy inputs, duration: the plan's header
+    result: object = field(default=None, repr=False)  # the AnalysisResult it was made from
 
     @property
     def cycles_at_stake(self) -> int:
         return sum(f.cycles_at_stake for f in self.findings)
 
-    def to_dict(self, result) -> dict:
-        from attlens import __version__
+    def to_dict(self) -> dict:
+        """The ``attlens.plan`` object (``attlens plan --json``)."""
+        from attlens.jsondoc import capture_ref, header
 
-        d = result.dispatch
+        result = self.result
         b = result.breakdown
         return {
-            "schema": "attlens.plan",
-            "schema_version": 2,
-            "attlens_version": __version__,
-            "capture": {"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target},
+            **header(PLAN_SCHEMA, PLAN_SCHEMA_VERSION),
+            "capture": capture_ref(result.dispatch),
             "totals": {"latency": b.total_latency, "stall": b.total_stall, "idle": b.total_idle, "cycles": self.total_cycles,
                        "cycles_at_stake": self.cycles_at_stake},
             "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)],
@@ -312,6 +314,14 @@ def load_rules() -> dict[str, RuleInfo]:
     import attlens.analysis.rules  # noqa: F401  (registers every rule)
 
     return REGISTRY
+
+
+def rules_to_dict(rules: dict[str, RuleInfo] | None = None) -> dict:
+    """The ``attlens.rules`` object (``attlens rules --json``) of ``rules`` (default: every registered rule)."""
+    from attlens.jsondoc import header
+
+    rules = load_rules() if rules is None else rules
+    return {**header("attlens.rules"), "rules": [r.to_dict() for r in rules.values()]}
 
 
 def settle_ledger(findings: list[Finding], budget, total: int) -> list[dict]:
@@ -422,7 +432,7 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
     fired = {f.rule for f in findings}
     silenced = {rid: v for rid, v in silenced.items() if v and rid not in fired}
     skipped = sorted(set(rules) - set(run))
-    plan = Plan(findings, run, skipped, errors, silenced, yielded, ctx.total)
+    plan = Plan(findings, run, skipped, errors, silenced, yielded, ctx.total, result=result)
     plan.loops = ctx.loops
     plan.bandwidth = ctx.bandwidth
     plan.dispatch = dispatch_summary(ctx)

@@ -348,6 +348,10 @@ class Decision:
     numbers: dict = field(default_factory=dict)
     threshold: str = ""
 
+    def to_dict(self) -> dict:
+        return {"id": self.id, "title": self.title, "verdict": self.verdict, "text": self.text, "threshold": self.threshold,
+                "numbers": _plain(self.numbers)}
+
 
 @dataclass
 class PmcResult:
@@ -397,6 +401,68 @@ class PmcResult:
     @property
     def fired(self) -> list[Decision]:
         return [d for d in self.decisions if d.verdict]
+
+    def to_dict(self) -> dict:
+        """One dispatch of ``attlens.pmc`` (``dispatches``). Fractions are in [0, 1], bytes are
+        bytes, bandwidths GB/s (10^9 B/s), ranges ``[low, high]``; unknown values None, never 0."""
+        return {
+            "dispatch_id": self.dispatch_id,
+            "kernel": self.kernel_name,
+            "target": {"name": self.target, "product": self.product, "xcc": self.xcc, "peak_hbm_gbps": _r(self.peak_hbm_gbps),
+                       "peak_source": self.peak_source, "l2_line_bytes": self.l2_line_bytes},
+            "l2": {"hits": _r(self.l2_hits), "misses": _r(self.l2_misses), "requests": _r(self.l2_requests), "hit_rate": _r(self.l2_hit_rate)},
+            "read": {"requests": _plain(self.read_requests) or None, "mix": _plain(self.read_mix) or None,
+                     "bytes": _r(self.read_bytes), "bytes_range": _rr(self.read_bytes_range), "method": self.read_bytes_method,
+                     "fetch_size_formula_bytes": _r(self.fetch_size_formula_bytes)},
+            "write": {"requests": _plain(self.write_requests) or None, "mix": _plain(self.write_mix) or None,
+                      "bytes": _r(self.write_bytes), "method": self.write_bytes_method},
+            "hbm": {"read_bytes": _r(self.hbm_read_bytes), "write_bytes": _r(self.hbm_write_bytes), "method": self.hbm_method},
+            "over_fetch": {"ideal_bytes": _r(self.ideal_bytes), "ratio": _r(self.over_fetch), "ratio_range": _rr(self.over_fetch_range)},
+            "bandwidth": {"duration_ns": _r(self.duration_ns), "duration_source": self.duration_source, "bytes_moved": _r(self.bytes_moved),
+                          "achieved_gbps": _r(self.achieved_gbps), "achieved_gbps_range": _rr(self.achieved_gbps_range),
+                          "fraction_of_peak": _r(self.fraction_of_peak), "fraction_of_peak_range": _rr(self.fraction_of_peak_range)},
+            "gpu_busy_cycles_per_xcc": _r(self.gpu_busy_cycles_per_xcc),
+            "decisions": [d.to_dict() for d in self.decisions],
+            "counters": _plain(self.counters),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class PmcCounters:
+    """What a counter run gave (``attlens pmc PATH``, ``attlens report --pmc PATH``):
+    the per-dispatch results, the file(s) they were read from and the GPU target."""
+
+    results: list[PmcResult]
+    source: str | None
+    target: str | None
+
+    def to_dict(self) -> dict:
+        """The ``attlens.pmc`` object (``attlens pmc --json``)."""
+        from attlens.jsondoc import header
+
+        return {**header("attlens.pmc"), "source": self.source, "dispatches": [r.to_dict() for r in self.results]}
+
+
+def _r(x, nd: int = 6):
+    """A number as JSON shows it: whole floats as ints, others rounded."""
+    if x is None:
+        return None
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
+        return int(x)
+    return round(x, nd) if isinstance(x, float) else x
+
+
+def _rr(t):
+    return None if t is None else [_r(t[0]), _r(t[1])]
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return _r(v) if isinstance(v, float) else v
 
 
 def _num(v) -> float | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from attlens.analysis.pmc import PmcCounters
 from attlens.errors import Incomparable
 from attlens.model.archdata import resolve_target
 
@@ -77,15 +78,6 @@ def _same_target(a: str | None, b: str | None) -> bool | None:
 
 def _same(a, b) -> bool | None:
     return None if a is None or b is None else a == b
-
-
-@dataclass
-class PmcCounters:
-    """What ``--pmc PATH`` read: the per-dispatch results of one counter run."""
-
-    results: list  # [PmcResult]
-    source: str  # the file(s) they were read from
-    target: str  # the GPU target of the counter run
 
 
 @dataclass

@@ -51,6 +51,28 @@ class StallBreakdown:
     waits_resolved: int  # wait executions that resolved at least one producer
     waits_unresolved_with_stall: int
 
+    def class_rows(self) -> list[dict]:
+        """The ``stall_by_class`` rows of ``attlens.analyze``: every class with
+        latency or records, largest stall first."""
+        return [
+            {
+                "class": c,
+                "description": CLASSES[c],
+                "stall": self.by_class_stall[c],
+                "stall_share": rounded_share(self.by_class_stall[c], self.total_stall),
+                "latency": self.by_class_latency[c],
+                "latency_share": rounded_share(self.by_class_latency[c], self.total_latency),
+                "records": self.by_class_records[c],
+            }
+            for c in sorted(CLASSES, key=lambda c: (-self.by_class_stall[c], -self.by_class_latency[c]))
+            if self.by_class_latency[c] or self.by_class_records[c]
+        ]
+
+
+def rounded_share(x: int, total: int) -> float | None:
+    """``x / total`` rounded to 6 places as the JSON shows shares; None when ``total`` is 0."""
+    return round(x / total, 6) if total else None
+
 
 SUM_BATCH = 1 << 18  # records per bincount (bounds the float64 copy of the weights)
 

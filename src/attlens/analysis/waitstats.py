@@ -55,10 +55,45 @@ class WaitStats:
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
 
     def to_dict(self, top: int | None = None) -> dict:
-        """The ``attlens.waits`` object (``attlens waits --json``)."""
-        from attlens.report.agent_out import waits_to_dict
+        """The ``attlens.waits`` object (``attlens waits --top TOP --json``; every site when ``top`` is None or 0)."""
+        from attlens.jsondoc import capture_ref, header, rows, top_or_none
 
-        return waits_to_dict(self, top)
+        isa = self.result.dispatch.code.isa
+        return {
+            **header("attlens.waits"),
+            "capture": capture_ref(self.result.dispatch),
+            "steady": self.steady,
+            "executions": self.executions,
+            "total_wait": self.total,
+            "kernel_stall": self.kernel_stall,
+            "share_of_stall": round(self.total / self.kernel_stall, 6) if self.kernel_stall else None,
+            "sites_total": len(self.sites),
+            "topk": top_or_none(top),
+            "sites": [_site_dict(s, isa) for s in rows(self.sites, top)],
+            "notes": self.notes,
+        }
+
+
+def _site_dict(s: WaitSite, isa: list[str]) -> dict:
+    """One row of ``sites``; ``isa``: the listing's text per pc (for the producers)."""
+    return {
+        "pc": s.pc,
+        "isa": s.isa,
+        "source": s.source,
+        "wait_class": s.wait_class,
+        "executions": s.executions,
+        "zero_wait_executions": s.zero_wait_executions,
+        "total": s.total,
+        "mean": round(s.mean, 3),
+        "stddev": round(s.stddev, 3),
+        "p50": s.p50,
+        "p90": s.p90,
+        "p95": s.p95,
+        "max": s.max,
+        "share_of_wait": round(s.share_of_wait, 6),
+        "share_of_stall": round(s.share_of_stall, 6),
+        "producers": [{"pc": p, "isa": isa[p], "cycles": c} for p, c in s.producers],
+    }
 
 
 def compute_wait_stats(result, steady: bool = False, attribution=None) -> WaitStats:

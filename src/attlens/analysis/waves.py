@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from attlens.analysis.clock import ClockInfo, compute_clock
 from attlens.analysis.phases import Phases, compute_phases
 from attlens.analysis.pipes import PipeUtilization, compute_pipes
 from attlens.analysis.waitattr import WaitAttribution, attribute_waits
 from attlens.analysis.wavestates import WaveStates, compute_wave_states
+
+WAVES_SCHEMA = "attlens.waves"
 
 
 @dataclass
@@ -18,6 +20,82 @@ class WaveAnalysis:
     pipes: PipeUtilization
     phases: Phases
     attribution: WaitAttribution
+    result: object = field(default=None, repr=False)  # the AnalysisResult it came from
+
+    def to_dict(self, per_wave: bool = True) -> dict:
+        """The ``attlens.waves`` object (``attlens waves --json``; ``per_wave=False``: ``--no-per-wave``)."""
+        from attlens.jsondoc import capture_ref, header
+        from attlens.model.dispatch import STATE_NAMES
+
+        r = self.result
+        d = r.dispatch
+        w = d.waves
+        st = self.states
+        clk = self.clock
+        out = {
+            **header(WAVES_SCHEMA),
+            "capture": capture_ref(d),
+            "clock": {
+                "shader_clock_mhz": None if clk.frequency_hz is None else round(clk.frequency_hz / 1e6, 3),
+                "aligned": clk.aligned,
+                "se_offsets_cycles": None if clk.offsets is None else {str(k): v for k, v in clk.offsets.items()},
+                "note": clk.note,
+            },
+            "states": {
+                "cycles": st.kernel,
+                "share": {k: round(v, 6) for k, v in st.kernel_share.items()},
+                "total_lifetime": int(st.lifetime.sum()),
+                "per_simd": st.per_simd,
+                "overhang_cycles_max": int(st.overhang.max()) if len(st.overhang) else 0,
+            },
+            "pipes": {
+                "total_window_cycles": self.pipes.total_window,
+                "kernel": {p: {**v, "busy_share": None if v["busy_share"] is None else round(v["busy_share"], 6)}
+                           for p, v in self.pipes.kernel.items()},
+                "per_simd": self.pipes.per_simd,
+            },
+            "phases": {
+                "kernel": self.phases.kernel,
+                "instructions": [
+                    {
+                        "pc": x.pc,
+                        "isa": d.code.isa[x.pc],
+                        "executions": x.executions,
+                        "stall_p50": x.stall_p50,
+                        "stall_p90": x.stall_p90,
+                        "stall_max": x.stall_max,
+                        "first_execution_stall_mean": round(x.first_execution_stall_mean, 3),
+                        "later_execution_stall_mean": None if x.later_execution_stall_mean is None else round(x.later_execution_stall_mean, 3),
+                        "stall_by_phase": x.stall_by_phase,
+                    }
+                    for x in self.phases.distributions
+                ],
+                "static_loops": [{"branch_pc": lp.branch_pc, "first_pc": lp.first_pc, "last_pc": lp.last_pc, "executed": lp.executed}
+                                 for lp in self.phases.static_loops],
+                "short_waves": self.phases.waves_short,
+                "short_wave_threshold": self.phases.short_threshold,
+                "traced_cu_share_of_median": {str(k): v for k, v in self.phases.traced_cu_share.items()},
+            },
+            "flags": self.phases.flags,
+            "warnings": r.warnings,
+        }
+        if per_wave:
+            out["waves"] = [
+                {
+                    "file": w.filenames[i],
+                    "se": int(w.se[i]),
+                    "cu": int(w.cu[i]),
+                    "simd": int(w.simd[i]),
+                    "slot": int(w.slot[i]),
+                    "instance": int(w.instance[i]),
+                    "begin": int(w.begin[i]),
+                    "end": int(w.end[i]),
+                    "records": int(w.n_records[i]),
+                    "states": {STATE_NAMES[s]: int(st.per_wave[i, s]) for s in (1, 2, 3, 4)},
+                }
+                for i in range(w.count)
+            ]
+        return out
 
 
 def analyze_waves(result, top: int = 20) -> WaveAnalysis:
@@ -28,4 +106,5 @@ def analyze_waves(result, top: int = 20) -> WaveAnalysis:
         pipes=compute_pipes(d),
         phases=compute_phases(d, result.hotspots, top=top),
         attribution=attribute_waits(d, result.deps, result.pairs),
+        result=result,
     )

@@ -118,6 +118,46 @@ class KernelRow:
     def several_shapes(self) -> bool:
         return len(self.shapes) > 1
 
+    def to_dict(self) -> dict:
+        """One row of ``attlens.kernels``: the resources grouped under ``resources``
+        (``varying`` names them by the same keys); unknown values are None, never 0."""
+        return {
+            "rank": self.rank,
+            "name": self.name,
+            "calls": self.calls,
+            "total_us": _round(self.total_us),
+            "average_us": _round(self.average_us),
+            "percent": _round(self.percent, 4),
+            "min_us": _round(self.min_us),
+            "max_us": _round(self.max_us),
+            "stddev_us": _round(self.stddev_us),
+            "kernel_ids": list(self.kernel_ids) if self.kernel_ids else None,
+            "dispatch_count": self.dispatch_count,
+            "agents": list(self.agents) if self.agents else None,
+            "excluded": bool(self.excluded),
+            "resources": {
+                "vgpr": self.vgpr,
+                "agpr": self.agpr,
+                "sgpr": self.sgpr,
+                "lds_bytes": self.lds,
+                "scratch_bytes": self.scratch,
+                "workgroup": None if self.workgroup is None else list(self.workgroup),
+                "grid": None if self.grid is None else list(self.grid),
+            },
+            "shapes": [dict(s) for s in self.shapes] if self.shapes else None,
+            "several_shapes": len(self.shapes) > 1 if self.shapes else None,
+            "varying": {_RESOURCE_KEY.get(k, k): [list(v) if isinstance(v, tuple) else v for v in vals] for k, vals in self.varying.items()} or None,
+            "notes": list(self.notes),
+        }
+
+
+def _round(x, nd=3):
+    return None if x is None else round(float(x), nd)
+
+
+# KernelRow field → key of the row's "resources" object (and of "varying")
+_RESOURCE_KEY = {"lds": "lds_bytes", "scratch": "scratch_bytes"}
+
 
 @dataclass
 class KernelTable:
@@ -138,6 +178,24 @@ class KernelTable:
 
     def __getitem__(self, i):
         return self.rows[i]
+
+    def to_dict(self) -> dict:
+        """The ``attlens.kernels`` object (``attlens kernels --json``). Times are µs; ``lds_bytes``
+        from kernel_trace.csv is the static LDS rounded up to 512 B, from results.db/results.json
+        the dispatch's group segment size; ``grid`` is in work-items, not workgroups."""
+        from attlens.jsondoc import header
+
+        return {
+            **header("attlens.kernels"),
+            "source": self.source,
+            "files": [str(f) for f in self.files] or None,
+            "exclude": self.exclude,
+            "total_kernel_time_us": _round(self.total_us),
+            "kernels": len(self.rows),
+            "excluded_kernels": sum(1 for r in self.rows if r.excluded),
+            "notes": list(self.notes),
+            "rows": [r.to_dict() for r in self.rows],
+        }
 
     def row(self, name: str) -> KernelRow | None:
         for r in self.rows:

@@ -70,6 +70,45 @@ class ProfileResult:
     def step(self, name: str, status: str, detail: str) -> None:
         self.steps.append({"step": name, "status": status, "detail": detail})
 
+    def to_dict(self) -> dict:
+        """The ``attlens.profile`` object (``attlens profile --json``, ``attlens capture --json``)."""
+        from attlens.jsondoc import header
+
+        kernels, kernel = None, self.kernel
+        if self.kernels is not None:
+            try:
+                kernels = self.kernels.to_dict()
+                row = self.kernels.row(self.kernel["name"]) if self.kernel else None
+                if row is not None:  # the same row shape as attlens.kernels
+                    kernel = row.to_dict()
+            except Exception:  # the kernel table is informational here
+                kernels = None
+        return {
+            **header("attlens.profile"),
+            "out_dir": str(self.out_dir),
+            "rocprofv3": self.rocprofv3,
+            "rocprofv3_version": self.version,
+            "target": self.target,
+            "att_available": self.att_available,
+            "att_unavailable_reason": self.att_unavailable_reason,
+            "kernel": kernel,
+            "kernel_reason": self.kernel_reason,
+            "dispatches_per_kernel_id": self.dispatches,
+            "iterations": self.iterations,
+            "iteration_reason": self.iteration_reason,
+            "job_file": str(self.job_file) if self.job_file else None,
+            "environment": self.environment,
+            "captures": [{"path": str(c.path), "agent_handle": c.agent_handle, "dispatch_id": c.dispatch_id, "waves": c.waves,
+                          "instructions": c.instructions, "instructions_with_source": c.mapped_lines} for c in self.captures],
+            "empty_shells_moved_to": [str(p) for p in self.shells_moved],
+            "best_capture": str(self.best) if self.best else None,
+            "noise_check": self.noise,
+            "steps": self.steps,
+            "next_commands": self.next_commands,
+            "kernels": kernels,
+            "analysis": None if self.analysis is None else self.analysis.to_dict(10),
+        }
+
 
 def fresh_out_dir(out: Path) -> tuple[Path, str | None]:
     """``out`` if absent or empty, else the first free ``out-2``, ``out-3`` …:

@@ -39,9 +39,8 @@ class _Parser(argparse.ArgumentParser):
         if _Parser.json_errors:
             from attlens.cli.common import emit_json
             from attlens.errors import UsageError
-            from attlens.report.json_out import error_to_dict
 
-            emit_json(error_to_dict(UsageError(f"{self.prog}: {message}", hint=f"{self.prog} --help")))
+            emit_json(UsageError(f"{self.prog}: {message}", hint=f"{self.prog} --help").to_dict())
         raise SystemExit(2)
 
 
@@ -152,9 +151,7 @@ def _main(argv: list[str] | None) -> int:
         err = InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it; set ATTLENS_DEBUG=1 for the traceback")
         say(f"attlens: {err.message} ({err.hint})")
         if as_json and not common.json_emitted():
-            from attlens.report.json_out import error_to_dict
-
-            common.emit_json(error_to_dict(err))
+            common.emit_json(err.to_dict())
         return err.exit_code
     finally:
         if as_json:

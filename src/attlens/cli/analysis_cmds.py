@@ -96,23 +96,20 @@ def cmd_analyze(args) -> int:
 
             return json_answer(args, "analyze", dirs[0], lambda r: hotspot_table(r, args.by, args.sort).to_dict(args.top),
                                exposed=not args.no_exposed)
-        from attlens.report.json_out import analysis_to_dict
-
-        return json_answer(args, "analyze", dirs[0], lambda r: analysis_to_dict(r, None if args.top == 0 else args.top),
-                           exposed=not args.no_exposed)
+        return json_answer(args, "analyze", dirs[0], lambda r: r.to_dict(args.top), exposed=not args.no_exposed)
     results = load_analyzed(args, dirs, exposed=not args.no_exposed)
     if args.by:
         return _analyze_by(args, results)
     if args.json:
-        from attlens.report.json_out import analysis_to_dict, many  # noqa: F811  (--all)
+        from attlens.jsondoc import many
 
-        topk = None if args.top == 0 else args.top
         if args.all:
-            emit_json(many("attlens.analyze_many", [analysis_to_dict(r, topk) for r in results]))
+            emit_json(many("attlens.analyze_many", [r.to_dict(args.top) for r in results]))
         else:
-            emit_json(analysis_to_dict(results[0], topk))
+            emit_json(results[0].to_dict(args.top))
     else:
-        from attlens.report.terminal import make_console, render_analysis
+        from attlens.report.console import make_console
+        from attlens.report.terminal import render_analysis
 
         console = make_console(args.no_color)
         for i, r in enumerate(results):
@@ -121,7 +118,7 @@ def cmd_analyze(args) -> int:
             findings = None
             if not args.no_plan:
                 from attlens.analysis.plan import make_plan
-                from attlens.report.plan_out import top_findings_lines
+                from attlens.report.text import top_findings_lines
 
                 findings = top_findings_lines(make_plan(r)) or ["no rule fired"]
                 findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
@@ -135,13 +132,13 @@ def _analyze_by(args, results) -> int:
 
     tables = [hotspot_table(r, args.by, args.sort) for r in results]
     if args.json:
-        from attlens.report.json_out import many
+        from attlens.jsondoc import many
 
         objs = [t.to_dict(args.top) for t in tables]
         emit_json(objs[0] if not args.all else many("attlens.hotspots_many", objs))
     else:
-        from attlens.report.agent_out import render_hotspots
-        from attlens.report.terminal import make_console
+        from attlens.report.console import make_console
+        from attlens.report.terminal import render_hotspots
 
         console = make_console(args.no_color)
         for i, t in enumerate(tables):
@@ -155,11 +152,10 @@ def _rule_set(text: str) -> set[str]:
     return {x.strip() for x in text.split(",") if x.strip()}
 
 
-def _plan_doc(args, r) -> dict:
-    from attlens.analysis.plan import make_plan
-    from attlens.report.plan_out import plan_to_dict
+def _plan(args, r):
+    from attlens.api import plan
 
-    return plan_to_dict(r, make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)))
+    return plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only))
 
 
 def cmd_plan(args) -> int:
@@ -171,33 +167,33 @@ def cmd_plan(args) -> int:
     if args.output:
         check_output(args.output, dirs)
     if args.json and not args.all and not args.output:
-        return json_answer(args, "plan", dirs[0], lambda r: _plan_doc(args, r))
-    from attlens.analysis.plan import make_plan
-    from attlens.report.plan_out import plan_to_dict, plan_to_markdown, render_plan
-
+        return json_answer(args, "plan", dirs[0], lambda r: _plan(args, r).to_dict())
     results = load_analyzed(args, dirs)
-    plans = [make_plan(r, disable=_rule_set(args.disable), only=_rule_set(args.only)) for r in results]
+    plans = [_plan(args, r) for r in results]
     if args.json:
         from attlens.cli.common import json_text
-        from attlens.report.json_out import many
+        from attlens.jsondoc import many
 
-        objs = [plan_to_dict(r, p) for r, p in zip(results, plans)]
+        objs = [p.to_dict() for p in plans]
         doc = objs[0] if not args.all else many("attlens.plan_many", objs)
         if not args.output:
             emit_json(doc)
             return exit_code(results)
         text = json_text(doc) + "\n"
     elif args.format == "md":
-        text = "\n\n".join(plan_to_markdown(r, p) for r, p in zip(results, plans))
+        from attlens.report.markdown import plan_to_markdown
+
+        text = "\n\n".join(plan_to_markdown(p) for p in plans)
     else:
-        from attlens.report.terminal import make_console
+        from attlens.report.console import make_console
+        from attlens.report.terminal import render_plan
 
         buf = io.StringIO() if args.output else None
         console = make_console(args.no_color, file=buf)
-        for i, (r, p) in enumerate(zip(results, plans)):
+        for i, p in enumerate(plans):
             if i:
                 console.rule()
-            render_plan(r, p, console)
+            render_plan(p, console)
         text = buf.getvalue() if args.output else None
     if args.output:
         check_output(args.output, [*dirs, *input_files(results)])
@@ -213,21 +209,20 @@ def cmd_rules(args) -> int:
 
     rules = load_rules()
     if args.json:
-        from attlens.report.plan_out import rules_to_dict
+        from attlens.analysis.plan import rules_to_dict
 
         emit_json(rules_to_dict(rules))
         return 0
-    from attlens.report.plan_out import render_rules_text
+    from attlens.report.terminal import rules_text
 
-    emit(render_rules_text(rules))
+    emit(rules_text(rules))
     return 0
 
 
 def _waves_doc(args, r) -> dict:
-    from attlens.analysis.waves import analyze_waves
-    from attlens.report.waves_out import waves_to_dict
+    from attlens.api import waves
 
-    return waves_to_dict(r, analyze_waves(r, top=max(args.top, 1)), per_wave=not args.no_per_wave)
+    return waves(r, args.top).to_dict(per_wave=not args.no_per_wave)
 
 
 def cmd_waves(args) -> int:
@@ -236,35 +231,33 @@ def cmd_waves(args) -> int:
         from attlens.model.locate import resolve_capture_dirs
 
         return json_answer(args, "waves", resolve_capture_dirs(args.path)[0], lambda r: _waves_doc(args, r), exposed=False)
-    from attlens.analysis.waves import analyze_waves
-    from attlens.report.waves_out import render_waves, waves_to_dict
+    from attlens.api import waves
 
     results = one_capture(args)
     objs = []
     for i, r in enumerate(results):
-        wa = analyze_waves(r, top=max(args.top, 1))
+        wa = waves(r, args.top)
         if args.json:
-            objs.append(waves_to_dict(r, wa, per_wave=not args.no_per_wave))
+            objs.append(wa.to_dict(per_wave=not args.no_per_wave))
         else:
-            from attlens.report.terminal import make_console
+            from attlens.report.console import make_console
+            from attlens.report.terminal import render_waves
 
             console = make_console(args.no_color)
             if i:
                 console.rule()
-            render_waves(r, wa, console, topk=max(args.top, 1))
+            render_waves(wa, console, top=max(args.top, 1))
     if args.json:
-        from attlens.report.json_out import many
+        from attlens.jsondoc import many
 
         emit_json(objs[0] if not args.all else many("attlens.waves_many", objs))
     return exit_code(results)
 
 
 def _deps_doc(args, r) -> dict:
-    from attlens.report.query import select_deps
-    from attlens.report.waves_out import deps_to_dict
+    from attlens.api import deps
 
-    att, producers, waits = select_deps(r, pc=args.pc, line=args.line)
-    return deps_to_dict(r, att, producers, waits, None if args.top == 0 else args.top)
+    return deps(r, pc=args.pc, line=args.line).to_dict(args.top)
 
 
 def cmd_deps(args) -> int:
@@ -272,25 +265,24 @@ def cmd_deps(args) -> int:
         from attlens.model.locate import resolve_capture_dirs
 
         return json_answer(args, "deps", resolve_capture_dirs(args.path)[0], lambda r: _deps_doc(args, r), exposed=False)
-    from attlens.report.query import select_deps
-    from attlens.report.waves_out import deps_to_dict, render_deps
+    from attlens.api import deps
 
     results = one_capture(args)
     objs = []
     for i, r in enumerate(results):
-        att, producers, waits = select_deps(r, pc=args.pc, line=args.line)
+        dr = deps(r, pc=args.pc, line=args.line)
         if args.json:
-            objs.append(deps_to_dict(r, att, producers, waits, None if args.top == 0 else args.top))
+            objs.append(dr.to_dict(args.top))
         else:
-            from attlens.report.terminal import make_console
+            from attlens.report.console import make_console
+            from attlens.report.terminal import render_deps
 
             console = make_console(args.no_color)
             if i:
                 console.rule()
-            title = f" (pc {args.pc})" if args.pc is not None else (f" (line {args.line})" if args.line else "")
-            render_deps(r, att, producers, waits, console, topk=max(args.top, 1), title=title)
+            render_deps(dr, console, top=max(args.top, 1))
     if args.json:
-        from attlens.report.json_out import many
+        from attlens.jsondoc import many
 
         emit_json(objs[0] if not args.all else many("attlens.deps_many", objs))
     return exit_code(results)
@@ -302,7 +294,7 @@ def cmd_export(args) -> int:
     from attlens.analysis.clock import compute_clock
     from attlens.model.loader import load
     from attlens.model.locate import resolve_capture_dirs
-    from attlens.report.json_out import header
+    from attlens.jsondoc import header
     from attlens.report.perfetto import DEFAULT_MAX_EVENTS, stream_trace
 
     max_events = DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events

@@ -38,7 +38,7 @@ def cmd_cache_info(args) -> int:
     total = sum(e["bytes"] for e in entries)
     if args.json:
         from attlens.cli.common import emit_json
-        from attlens.report.json_out import header
+        from attlens.jsondoc import header
 
         emit_json({**header("attlens.cache"), "cache_dir": str(store.root), "bytes": total,
                      "max_bytes": max_bytes(), "digests": [
@@ -62,7 +62,7 @@ def cmd_cache_clear(args) -> int:
     n = store.clear()
     if args.json:
         from attlens.cli.common import emit_json
-        from attlens.report.json_out import header
+        from attlens.jsondoc import header
 
         emit_json({**header("attlens.cache_clear"), "cache_dir": str(store.root),
                      "digests_removed": n, "bytes_freed": total})

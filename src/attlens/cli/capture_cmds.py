@@ -94,29 +94,28 @@ def _profile_options(args):
 
 def cmd_profile(args) -> int:
     from attlens.capture.profile import capture_only, profile
-    from attlens.report.profile_out import profile_to_dict, render_profile
 
     opts = _profile_options(args)
     res = profile(opts) if args.command == "profile" else capture_only(opts)
     if args.json:
-        emit_json(profile_to_dict(res))
+        emit_json(res.to_dict())
     else:
-        from attlens.report.terminal import make_console
+        from attlens.report.console import make_console
+        from attlens.report.terminal import render_profile
 
         render_profile(res, make_console(args.no_color))
     return 0 if res.analysis is None else exit_code([res.analysis])
 
 
 def cmd_kernels(args) -> int:
-    from attlens.capture.kernels import kernel_table
-    from attlens.report.kernels_out import kernels_to_dict, render_kernels
+    from attlens.api import kernels
 
-    paths = args.path if len(args.path) > 1 else args.path[0]
-    table = kernel_table(paths) if args.exclude is None else kernel_table(paths, exclude=args.exclude)
+    table = kernels(args.path, args.exclude)
     if args.json:
-        emit_json(kernels_to_dict(table))
+        emit_json(table.to_dict())
     else:
-        from attlens.report.terminal import make_console
+        from attlens.report.console import make_console
+        from attlens.report.terminal import render_kernels
 
         render_kernels(table, make_console(args.no_color), top=args.top)
     from attlens.errors import EXIT_OK, EXIT_PARTIAL
@@ -127,7 +126,7 @@ def cmd_kernels(args) -> int:
 def cmd_pmc(args) -> int:
     from pathlib import Path
 
-    from attlens.capture.pmc_run import detect_target, read_pmc_outputs, run_passes
+    from attlens.capture.pmc_run import run_passes
     from attlens.errors import UsageError
 
     cmd = list(args.cmd)
@@ -138,7 +137,7 @@ def cmd_pmc(args) -> int:
             raise UsageError("--plan needs --target")
         jobs = job_pmc_lists(args.target)
         if args.json:
-            from attlens.report.json_out import header
+            from attlens.jsondoc import header
 
             emit_json({**header("attlens.pmc_plan"), "target": args.target, "passes": [j["pmc"] for j in jobs]})
         else:
@@ -158,21 +157,14 @@ def cmd_pmc(args) -> int:
         path = user_path(args.path)
     else:
         raise UsageError("give a counter_collection.csv / pmc_perf.csv / folder, or a program after --")
-    pivot, source = read_pmc_outputs(path)
-    target = args.target or detect_target(path)
-    if not target:
-        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950")
-    from attlens.analysis.pmc import analyze_dispatches
+    from attlens.api import pmc
 
-    durations = {d: args.duration_us * 1000 for d in pivot} if args.duration_us else None
-    results = analyze_dispatches(pivot, target, ideal_bytes=args.ideal_bytes, durations_ns=durations)
+    counters = pmc(path, target=args.target, ideal_bytes=args.ideal_bytes, duration_us=args.duration_us)
     if args.json:
-        from attlens.report.pmc_out import pmc_to_dict
-
-        emit_json(pmc_to_dict(results, source=source))
+        emit_json(counters.to_dict())
     else:
-        from attlens.report.pmc_out import render_pmc
-        from attlens.report.terminal import make_console
+        from attlens.report.console import make_console
+        from attlens.report.terminal import render_pmc
 
-        render_pmc(results, make_console(args.no_color))
+        render_pmc(counters, make_console(args.no_color))
     return 0

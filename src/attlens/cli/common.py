@@ -317,7 +317,7 @@ def json_emitted() -> bool:
 
 def json_text(obj) -> str:
     """``obj`` as indented JSON (non-UTF-8 path bytes as ``\\xNN``: attlens.textsafe)."""
-    from attlens.report.json_out import dumps
+    from attlens.jsondoc import dumps
 
     return dumps(obj)
 
@@ -371,6 +371,4 @@ def print_error(exc, as_json: bool) -> None:
                 f"  waves={'?' if c.waves is None else c.waves} instructions={'?' if c.instructions is None else c.instructions}")
             say(f"  {c.path}{counts}" + (f"  ({c.error})" if c.error else ""))
     if as_json and not _json_emitted:
-        from attlens.report.json_out import error_to_dict
-
-        emit_json(error_to_dict(exc))
+        emit_json(exc.to_dict())

@@ -34,7 +34,6 @@ def register(sub) -> None:
 
 def cmd_diff(args) -> int:
     from attlens.analysis.diff import diff, load_side, noise_between
-    from attlens.report.diff_out import diff_to_dict, diff_to_markdown, render_diff
 
     if args.output:
         check_output(args.output, side_inputs(args.before, args.after, *(args.noise or ())))
@@ -46,7 +45,7 @@ def cmd_diff(args) -> int:
         floor, source = noise_between(load_side(args.noise[0]), load_side(args.noise[1])), f"--noise {args.noise[0]} {args.noise[1]}"
     res = diff(a, b, force=args.force, noise_floor=floor, noise_source=source)
     if args.json:
-        doc = diff_to_dict(res, top=None if args.top == 0 else args.top)
+        doc = res.to_dict(args.top)
         if not args.output:
             emit_json(doc)
             return 0
@@ -54,11 +53,14 @@ def cmd_diff(args) -> int:
 
         text = json_text(doc) + "\n"
     elif args.format == "md":
+        from attlens.report.markdown import diff_to_markdown
+
         text = diff_to_markdown(res, top=max(args.top, 1))
     else:
         import io
 
-        from attlens.report.terminal import make_console
+        from attlens.report.console import make_console
+        from attlens.report.terminal import render_diff
 
         buf = io.StringIO() if args.output else None
         render_diff(res, make_console(args.no_color, file=buf), top=max(args.top, 1))
@@ -79,10 +81,9 @@ def cmd_check(args) -> int:
         check_output(args.junit, side_inputs(args.capture, args.baseline))
     res = check(load_side(args.capture), load_side(args.baseline), args.metric, args.max_regression, args.force)
     if args.junit:
-        from attlens.report.diff_out import junit_xml
+        from attlens.report.junit import junit_xml
 
-        write_atomic(args.junit, junit_xml(res.kernel, res.metric, res.baseline, res.current, res.change_percent,
-                                           res.max_regression_percent, res.passed, res.message))
+        write_atomic(args.junit, junit_xml(res))
     if args.json:
         emit_json(res.to_dict())
     else:

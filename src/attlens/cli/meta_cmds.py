@@ -15,7 +15,7 @@ def register(sub) -> None:
 def cmd_schema(args) -> int:
     from attlens import schemas
     from attlens.cli.common import emit_json
-    from attlens.report.json_out import header
+    from attlens.jsondoc import header
 
     if args.name:
         emit_json(schemas.bundle(schemas.require(args.name)))

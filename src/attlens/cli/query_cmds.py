@@ -54,60 +54,60 @@ def _print(obj) -> None:
 
 
 def _console(args):
-    from attlens.report.terminal import make_console
+    from attlens.report.console import make_console
 
     return make_console(args.no_color)
 
 
 def cmd_asm(args) -> int:
-    from attlens.analysis.asm import asm_window
+    from attlens.api import asm
 
     r = _load(args)
-    win = asm_window(r, args.pc, args.around)
+    win = asm(r, args.pc, args.around)
     if args.json:
         _print(win.to_dict())
     else:
-        from attlens.report.agent_out import render_asm
+        from attlens.report.terminal import render_asm
 
         render_asm(win, _console(args))
     return exit_code([r])
 
 
 def cmd_waits(args) -> int:
-    from attlens.analysis.waitstats import compute_wait_stats
+    from attlens.api import waits
 
     r = _load(args, exposed=False)
-    ws = compute_wait_stats(r, steady=args.steady)
+    ws = waits(r, steady=args.steady)
     if args.json:
         _print(ws.to_dict(args.top))
     else:
-        from attlens.report.agent_out import render_waits
+        from attlens.report.terminal import render_waits
 
         render_waits(ws, _console(args), top=max(args.top, 1))
     return exit_code([r])
 
 
 def cmd_occupancy(args) -> int:
+    from attlens.api import occupancy
+
     r = _load(args, exposed=False)
     if args.json:
-        from attlens.report.query import occupancy
-
-        _print(occupancy(r))
+        _print(occupancy(r).to_dict())
     else:
-        from attlens.report.agent_out import render_occupancy
+        from attlens.report.terminal import render_occupancy
 
-        render_occupancy(r, _console(args))
+        render_occupancy(occupancy(r), _console(args))
     return exit_code([r])
 
 
 def cmd_captures(args) -> int:
-    from attlens.model.inventory import list_captures
+    from attlens.api import captures
 
-    cl = list_captures(args.path)
+    cl = captures(args.path)
     if args.json:
         _print(cl.to_dict())
     else:
-        from attlens.report.agent_out import render_captures
+        from attlens.report.terminal import render_captures
 
         render_captures(cl, _console(args))
     return 0

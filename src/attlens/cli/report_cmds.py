@@ -42,7 +42,7 @@ def _manifest(args, fmt: str, written: list[dict], captures: list[dict]) -> int:
     for w in written:
         say(f"wrote {w['path']}")
     if args.json:
-        from attlens.report.json_out import header
+        from attlens.jsondoc import header
 
         emit_json({**header("attlens.report"), "format": fmt, "written": written, "captures": captures})
     return 0
@@ -61,7 +61,7 @@ def cmd_report(args) -> int:
 
     if args.diff:
         from attlens.analysis.diff import diff, load_side
-        from attlens.report.diff_out import diff_to_html
+        from attlens.report.html import diff_to_html
 
         check_output(args.output, side_inputs(*args.diff))
         res = diff(load_side(args.diff[0]), load_side(args.diff[1]))
@@ -78,8 +78,7 @@ def cmd_report(args) -> int:
         check_output(args.output, [*dirs, args.pmc])
     counters = None
     if args.pmc:
-        from attlens.analysis.pmc import analyze_dispatches
-        from attlens.analysis.pmc_attach import PmcCounters
+        from attlens.analysis.pmc import PmcCounters, analyze_dispatches
         from attlens.capture.pmc_run import detect_target, read_pmc_outputs
 
         from attlens.io.confine import user_path
@@ -129,20 +128,21 @@ def cmd_demo(args) -> int:
     path = write_capture(out)
     result = analyze(load(path))
     if args.json:
-        from attlens.report.json_out import analysis_to_dict, header
+        from attlens.jsondoc import header
 
         emit_json({**header("attlens.demo"), "capture": str(path), "written": [_written(path, "capture")],
-                   "analysis": analysis_to_dict(result, args.top)})
+                   "analysis": result.to_dict(args.top)})
         return 0
     from rich.markup import escape
 
-    from attlens.report.terminal import make_console, render_analysis
+    from attlens.report.console import make_console
+    from attlens.report.terminal import render_analysis
 
     console = make_console(args.no_color)
     console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel (docs/demo.md) written to {escape(str(path))}")
     console.print("The planted hotspot is the global-memory wait at toy_kernel.py:24; the analysis below should rank it first.\n")
     from attlens.analysis.plan import make_plan
-    from attlens.report.plan_out import top_findings_lines
+    from attlens.report.text import top_findings_lines
 
     findings = top_findings_lines(make_plan(result)) + [f"(attlens plan {path} for the evidence and changes)"]
     render_analysis(result, console, topk=args.top, mode="both", detail=True, context=1, detail_k=2, findings=findings)

@@ -79,7 +79,7 @@ def cmd_init(args) -> int:
         raise UsageError(f"{path} exists", hint="pass --force to overwrite it, or give another name")
     write_atomic(path, example(fmt))
     if args.json:
-        from attlens.report.json_out import header
+        from attlens.jsondoc import header
 
         emit_json({**header("attlens.sweep_init"), "path": str(path), "format": fmt})
     else:
@@ -183,7 +183,7 @@ def _print_run(args, doc) -> None:
     if args.json:
         emit_json(doc)
     else:
-        from attlens.report.terminal import make_console
+        from attlens.report.console import make_console
         from attlens.sweep.status import render_status
 
         render_status(doc, make_console(args.no_color))

@@ -30,6 +30,11 @@ class CaptureInfo:
     dispatch_id: int | None
     error: str | None = None
 
+    def to_dict(self) -> dict:
+        return {"path": str(self.path), "status": self.status, "kernel": self.kernel, "target": self.target, "target_source": self.target_source,
+                "waves": self.waves, "instructions": self.instructions, "agent_handle": self.agent_handle, "dispatch_id": self.dispatch_id,
+                "error": self.error}
+
 
 @dataclass
 class CaptureList:
@@ -38,9 +43,9 @@ class CaptureList:
 
     def to_dict(self) -> dict:
         """The ``attlens.captures`` object (``attlens captures --json``)."""
-        from attlens.report.agent_out import captures_to_dict
+        from attlens.jsondoc import header
 
-        return captures_to_dict(self)
+        return {**header("attlens.captures"), "path": str(self.path), "captures": [c.to_dict() for c in self.captures]}
 
 
 def _describe(d: Path) -> CaptureInfo:

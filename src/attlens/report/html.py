@@ -1,5 +1,6 @@
-"""Self-contained HTML report of one capture (``attlens report DIR -o report.html``)
-and the index page of several captures (docs/report.md).
+"""Every HTML page: the self-contained report of one capture (``attlens
+report DIR -o report.html``), the index page of several captures and the diff
+page of two (``attlens report --diff A B``) (docs/report.md).
 
 One file, no server, no network: the page's CSS and JavaScript are inlined
 from ``templates/`` and every number is embedded once as JSON inside
@@ -22,7 +23,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import os
 import re
+import shlex
 from importlib import resources
 from pathlib import Path
 
@@ -374,17 +377,16 @@ def _pmc_dict(pmc, dispatch_id) -> dict | None:
         return None
     from attlens.analysis.pmc import PmcResult
     from attlens.analysis.pmc_attach import PmcAttachment
-    from attlens.report.pmc_out import result_to_dict
 
     if isinstance(pmc, PmcAttachment):
-        return {**result_to_dict(pmc.result), "attached": pmc.label()}
+        return {**pmc.result.to_dict(), "attached": pmc.label()}
 
     items = pmc
     if isinstance(pmc, PmcResult):
         items = [pmc]
     elif isinstance(pmc, dict):
         items = pmc.get("dispatches", [pmc])
-    rows = [result_to_dict(x) if isinstance(x, PmcResult) else x for x in items]
+    rows = [x.to_dict() if isinstance(x, PmcResult) else x for x in items]
     if not rows:
         return None
     for r in rows:
@@ -406,26 +408,20 @@ def reproduce_commands(path: str) -> list[str]:
 
 
 def _shell_quote(s: str) -> str:
-    import shlex
-
     return shlex.quote(str(s))
 
 
 def build_report_data(result, plan, waves, pmc=None, topk: int = 20) -> dict:
     """Everything the page shows, as one JSON-able dict."""
-    from attlens.report.json_out import analysis_to_dict
-    from attlens.report.plan_out import plan_to_dict
-    from attlens.report.waves_out import waves_to_dict
-
     d = result.dispatch
-    analysis = analysis_to_dict(result, topk)
-    wd = waves_to_dict(result, waves, per_wave=False)
+    analysis = result.to_dict(topk)
+    wd = waves.to_dict(per_wave=False)
     return {
         "schema": REPORT_SCHEMA,
         "schema_version": 1,
         "attlens_version": __version__,
         "analysis": analysis,
-        "plan": plan_to_dict(result, plan),
+        "plan": plan.to_dict(),
         "waves": {k: wd[k] for k in ("clock", "states", "pipes", "phases", "flags")},
         "headline": headline(result),
         "isa": _isa_table(result),
@@ -594,6 +590,151 @@ def render_index(entries, out_path, title: str = "attlens reports") -> int:
 
 
 # ---------------------------------------------------------------------------
+# diff page
+# ---------------------------------------------------------------------------
+
+
+
+def _fmt_cycles(x, signed: bool = False) -> str:
+    """Cycles per wave: whole cycles, one decimal below 10 (so a small change
+    is not shown as ``-0``)."""
+    if x is None:
+        return "n/a"
+    nd = 1 if 0 < abs(x) < 9.95 else 0
+    return f"{x:+,.{nd}f}" if signed else f"{x:,.{nd}f}"
+
+
+def _fmt_change(x, signed: bool = True) -> str:
+    return "n/a" if x is None else (f"{100 * x:+.1f}%" if signed else f"{100 * x:.1f}%")
+
+
+def _delta_class(x) -> str:
+    return "" if not x else ("delta-worse" if x > 0 else "delta-better")
+
+
+def _bars_svg(rows: list[tuple[str, float, str]], title: str, width: int = 900) -> str:
+    """A diverging horizontal bar chart (inline SVG, no script): one row per
+    ``(label, delta, value text)``; slower (more cycles) to the right in red,
+    faster to the left in green, scaled to the largest change; labels on the
+    left, values in a column on the right."""
+    from html import escape as h
+
+    if not rows:
+        return ""
+    row_h, label_w, value_w, pad = 22, 300, 190, 6
+    half = (width - label_w - value_w) // 2 - 4
+    mid = label_w + half + 4
+    top = max(abs(d) for _, d, _ in rows) or 1.0
+    height = row_h * len(rows) + 2 * pad
+    out = [f'<svg class="chart" role="img" aria-label="{h(title, quote=True)}" viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
+           f"<title>{h(title)}</title>",
+           f'<line class="axis" x1="{mid}" y1="0" x2="{mid}" y2="{height}"/>']
+    for i, (label, delta, text) in enumerate(rows):
+        y = pad + i * row_h
+        w = max(round(half * abs(delta) / top), 1 if delta else 0)
+        short = label if len(label) <= 40 else "…" + label[-39:]
+        out.append(f'<g><title>{h(label)}: {h(text)}</title>'
+                   f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{h(short)}</text>'
+                   f'<rect class="{"worse" if delta > 0 else "better"}" x="{mid if delta >= 0 else mid - w}" y="{y + 3}" width="{w}" height="{row_h - 6}" rx="2"/>'
+                   f'<text x="{width - 4}" y="{y + 15}" text-anchor="end">{h(text)}</text></g>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _html_table(head: list[tuple[str, bool]], rows: list[list[str]], table_id: str) -> str:
+    """``head``: (label, numeric); cells are already-escaped HTML."""
+    from html import escape as h
+
+    ths = "".join(f'<th class="num">{h(x)}</th>' if num else f"<th>{h(x)}</th>" for x, num in head)
+    body = "".join("<tr>" + "".join(f'<td class="num">{c}</td>' if num else f"<td>{c}</td>" for c, (_, num) in zip(r, head)) + "</tr>" for r in rows)
+    return f'<table class="data" id="{table_id}"><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def diff_to_html(res, top: int = 30) -> str:
+    """A self-contained HTML page of a diff, in the look of the HTML report
+    (its stylesheet and navigation): verdict cards, charts of the per-class
+    and per-line change (inline SVG), tables with percentages, the
+    instruction sites matched / moved / added / removed. No script: the
+    Content-Security-Policy allows none; every trace string is escaped."""
+    from html import escape as h
+
+    v = res.verdict
+    st = res.site_totals
+    b, a = res.before, res.after
+    code = lambda s: f"<code>{h(str(s))}</code>"  # noqa: E731
+    parts = ['<section id="header">', f'<h1>Diff — <span id="kernel-name">{h(b.kernel)}</span></h1>', '<dl class="facts">']
+    for label, side in (("before", b), ("after", a)):
+        parts.append(f"<dt>{label}</dt><dd>{code(side.label)} — {h(side.target or 'unknown target')}, {side.waves:,} traced waves</dd>")
+    parts.append(f"<dt>normalization</dt><dd>{h(res.normalization)}</dd></dl>")
+    if res.comparability:
+        parts.append('<ul class="warnings" id="comparability">' + "".join(
+            f"<li>{h(c['field'])} differs: {code(c['before'])} → {code(c['after'])}" + (" (compared with --force)" if c["blocking"] else "") + "</li>"
+            for c in res.comparability) + "</ul>")
+    parts.append("</section>")
+
+    rel = v["relative_change"]
+    floor = v["noise_floor"]
+    sig = "noise floor unknown (give --noise-floor PCT or --noise A B)" if v["significant"] is None else (
+        f"beyond the noise floor of {_fmt_change(floor, False)}" if v["significant"] else f"within the noise floor of {_fmt_change(floor, False)}")
+    parts += ['<section id="verdict"><h2>Verdict</h2>', f'<p id="verdict-summary"><b>{h(v["summary"])}</b> — {h(sig)}.</p>', '<div class="cards">',
+              f'<div class="card"><div class="v" id="lat-before">{_fmt_cycles(v["latency_per_wave_before"])}</div><div class="l">latency cycles per wave, before</div></div>',
+              f'<div class="card"><div class="v" id="lat-after">{_fmt_cycles(v["latency_per_wave_after"])}</div><div class="l">latency cycles per wave, after</div></div>',
+              f'<div class="card"><div class="v {_delta_class(rel)}" id="lat-change">{_fmt_change(rel)}</div><div class="l">change</div></div>',
+              f'<div class="card"><div class="v">{_fmt_cycles(b.total_stall / max(b.waves, 1))} → {_fmt_cycles(a.total_stall / max(a.waves, 1))}</div><div class="l">stall cycles per wave</div></div>',
+              "</div>"]
+    if v["class_moves"]:
+        parts.append("<ul>" + "".join(f"<li>{h(m)}</li>" for m in v["class_moves"][:5]) + "</ul>")
+    parts.append("</section>")
+
+    classes = [c for c in res.classes if c["stall_before"] or c["stall_after"]][:top]
+    parts += ['<section id="classes"><h2>Per class (stall cycles per wave)</h2>',
+              _bars_svg([(c["class"], c["stall_delta"], f"{_fmt_cycles(c['stall_delta'], True)} ({_fmt_change(c['stall_relative'])})") for c in classes], "stall change per class"),
+              _html_table([("class", False), ("before", True), ("after", True), ("delta", True), ("change", True), ("share before", True), ("share after", True)],
+                          [[code(c["class"]), _fmt_cycles(c["stall_before"]), _fmt_cycles(c["stall_after"]), f'<span class="{_delta_class(c["stall_delta"])}">{_fmt_cycles(c["stall_delta"], True)}</span>',
+                            _fmt_change(c["stall_relative"]), _fmt_change(c["stall_before"] / (b.total_stall / max(b.waves, 1)) if b.total_stall else None, False),
+                            _fmt_change(c["stall_after"] / (a.total_stall / max(a.waves, 1)) if a.total_stall else None, False)] for c in classes], "classes-table"),
+              "</section>"]
+
+    lines = [ln for ln in res.lines if ln.delta][:top]
+    parts += ['<section id="lines"><h2>Per source line (latency cycles per wave), largest changes</h2>',
+              _bars_svg([(os.path.basename(ln.line) if ln.line != "(no source)" else ln.line, ln.delta,
+                          _fmt_cycles(ln.delta, True) + (f" ({_fmt_change(ln.relative)})" if ln.relative is not None else " (new)")) for ln in lines],
+                        "latency change per source line"),
+              _html_table([("line", False), ("before", True), ("after", True), ("delta", True), ("change", True), ("dominant class", False)],
+                          [[code(ln.line) + (f'<div class="muted">was {code(ln.before_line)}</div>' if ln.before_line and ln.before_line != ln.line else ""),
+                            _fmt_cycles(ln.latency_before), _fmt_cycles(ln.latency_after), f'<span class="{_delta_class(ln.delta)}">{_fmt_cycles(ln.delta, True)}</span>',
+                            _fmt_change(ln.relative), h(f"{ln.dominant_before or '-'} → {ln.dominant_after or '-'}")] for ln in lines], "lines-table"),
+              "</section>"]
+
+    total_sites = sum(st[k] for k in ("matched", "moved", "added", "removed")) or 1
+    segs = "".join(f'<div class="seg-{k}" style="width:{100 * st[k] / total_sites:.3f}%" title="{k} {st[k]:,}"></div>' for k in ("matched", "moved", "added", "removed") if st[k])
+    legend = "".join(f'<span><span class="swatch seg-{k}"></span>{k} <b id="sites-{k}">{st[k]:,}</b> ({100 * st[k] / total_sites:.1f}%)</span>'
+                     for k in ("matched", "moved", "added", "removed"))
+    moved = res.moved_lines()
+    changed = res.changed_sites()
+    parts += ['<section id="sites"><h2>Instruction sites</h2>',
+              "<p>Each executed instruction of one side is matched to the other by aligning mnemonics on its source line; "
+              "a second pass pairs the rest across the kernel (<i>moved</i>: the same instruction now on another line).</p>",
+              f'<div class="hbar">{segs}</div><div class="legend">{legend}</div>']
+    if moved:
+        parts += ["<h3>Moved between lines</h3>", _html_table(
+            [("from", False), ("to", False), ("sites", True), ("latency after", True)],
+            [[code(m["from"]), code(m["to"]), f"{m['sites']:,}", f"{m['latency_after']:,}"] for m in moved[:top]], "moved-table")]
+    if changed:
+        parts += ["<h3>Added and removed</h3>", _html_table(
+            [("line", False), ("kind", False), ("instruction", False), ("latency", True), ("stall", True)],
+            [[code(s.line), h(s.kind), code((s.after or s.before).isa), f"{(s.after or s.before).latency:,}", f"{(s.after or s.before).stall:,}"]
+             for s in changed[:top]], "changed-table")]
+    parts.append("</section>")
+    base = f"attlens diff {shlex.quote(b.label)} {shlex.quote(a.label)}"
+    cmds = [base, base + " --json > diff.json", base + " --format md -o DIFF.md"]
+    parts += ['<section id="reproduce"><h2>Reproduce</h2>', f'<pre class="cmds">{h(chr(10).join(cmds))}</pre>',
+              f'<p class="muted">Generated by attlens {h(__version__)}; `attlens diff --json` (schema attlens.diff) has every number of this page.</p></section>']
+    return _fill(_template("diff.html"), {"CSP": h(_csp(None), quote=True), "TITLE": h(f"attlens diff — {b.kernel}", quote=True),
+                                          "STYLE": _template("report.css"), "BODY": "\n".join(parts)})
+
+
+# ---------------------------------------------------------------------------
 # convenience for the CLI
 # ---------------------------------------------------------------------------
 
@@ -617,7 +758,8 @@ def _attach(pmc, result, force: bool, several: bool):
     """Counters read with ``--pmc`` (a PmcCounters) checked against one
     capture: ``(PmcAttachment, None)``, or ``(None, why)`` for a capture of an
     index they do not match; anything else is passed through as given."""
-    from attlens.analysis.pmc_attach import PmcCounters, attach_pmc
+    from attlens.analysis.pmc import PmcCounters
+    from attlens.analysis.pmc_attach import attach_pmc
     from attlens.errors import Incomparable
 
     if not isinstance(pmc, PmcCounters):
@@ -638,7 +780,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     fails to load is listed in the index with its error (single capture: the
     error is raised). Returns the files written, the index last.
 
-    ``pmc``: a :class:`~attlens.analysis.pmc_attach.PmcCounters` is checked
+    ``pmc``: a :class:`~attlens.analysis.pmc.PmcCounters` is checked
     against each capture (kernel, target, dispatch): one capture that does
     not match raises :class:`~attlens.errors.Incomparable` unless ``force``;
     in an index, a capture that does not match gets no counters (its log

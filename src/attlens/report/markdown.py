@@ -1,6 +1,10 @@
-"""Markdown report of one capture (``attlens report DIR --format md -o OUT/``):
-``report.md`` in the shape kernel teams already write by hand, and the JSON
-analysis (``attlens.analyze`` v1) beside it as ``analysis.json``.
+"""Every Markdown form: the report of one capture, the plan
+(``attlens plan --format md``), the diff (``attlens diff --format md``) and
+the rules reference (docs/rules.md: ``python3 -m attlens.report.markdown rules``).
+
+The report (``attlens report DIR --format md -o OUT/``) is ``report.md`` in
+the shape kernel teams already write by hand, and the JSON analysis
+(``attlens.analyze`` v1) beside it as ``analysis.json``.
 
 Sections: capture, headline, wave states, stall by class, occupancy, top
 source lines, top instructions with disassembly context, pc range → source,
@@ -23,6 +27,7 @@ from pathlib import Path
 from attlens import __version__
 from attlens.report.controls import safe_text
 from attlens.report.html import reproduce_commands, write_atomic
+from attlens.report.text import evidence_lines, finding_detail, header_lines, n as _n, pct as _pct, short_source, stake_label
 
 TOP_LINES = 10
 TOP_INSTRUCTIONS = 10
@@ -30,14 +35,6 @@ CONTEXT = 4  # listed instructions before/after a hot one
 MAX_RANGES = 400  # rows of the pc range → source table
 JSON_TOPK = 20
 MAX_SOURCE_LINE_CHARS = 400  # one source line quoted per hot instruction, cut at this length
-
-
-def _n(x) -> str:
-    return "n/a" if x is None else f"{x:,}"
-
-
-def _pct(x) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
 def _text(s) -> str:
@@ -75,13 +72,6 @@ def _table(header: list[str], rows: list[list[str]], align: str) -> list[str]:
     return out
 
 
-def _short(src: str | None) -> str:
-    if not src:
-        return "-"
-    f, _, ln = src.rpartition(":")
-    return f"{f.rsplit('/', 1)[-1]}:{ln}" if f else src
-
-
 def pc_ranges(result) -> list[dict]:
     """Runs of consecutive listed instructions (pc order) with the same own
     source location: ``[{first_pc, last_pc, first_vaddr, last_vaddr,
@@ -111,12 +101,9 @@ def pc_ranges(result) -> list[dict]:
 
 
 def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str:
-    """The Markdown report as a string. ``analysis``: the ``analysis_to_dict``
-    object written beside it (computed when not given)."""
-    from attlens.report.json_out import analysis_to_dict
-    from attlens.report.plan_out import _evidence_lines, stake_label
-
-    a = analysis if analysis is not None else analysis_to_dict(result, JSON_TOPK)
+    """The Markdown report as a string. ``analysis``: the ``attlens.analyze``
+    object written beside it (``result.to_dict(20)``; computed when not given)."""
+    a = analysis if analysis is not None else result.to_dict(JSON_TOPK)
     d = result.dispatch
     c, t, tot, o, q = a["capture"], a["target"], a["totals"], a["occupancy"], a["quality"]
     L: list[str] = []
@@ -201,7 +188,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     L += [f"## Top {len(instrs)} instructions by stall", ""]
     L += _table(
         ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source"],
-        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _n(h["stall"]), _pct(h["stall_share"]), _n(h["idle"]), _code(_short(h["source"]), True)]
+        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _n(h["stall"]), _pct(h["stall_share"]), _n(h["idle"]), _code(short_source(h["source"]), True)]
          for i, h in enumerate(instrs, 1)],
         "rrllrrrrrl",
     ) + [""]
@@ -217,14 +204,14 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         for p in listed[max(0, k - CONTEXT): k + CONTEXT + 1]:
             mark = ">>" if p == h["pc"] else "  "
             src = d.static.own_source[p]
-            body.append(f"{mark} {p:>6}  stall {int(result.sums.stall[p]):>12,}  {d.code.isa[p]:<56}  ; {_short(str(src)) if src else '-'}")
+            body.append(f"{mark} {p:>6}  stall {int(result.sums.stall[p]):>12,}  {d.code.isa[p]:<56}  ; {short_source(str(src)) if src else '-'}")
         L += _fence(body, "asm") + [""]
         own = d.static.own_source[h["pc"]]
         text, why = d.source_file(own.file) if own is not None and own.line else (None, None)
         if text is not None and 1 <= own.line <= len(text):
-            L += [f"Source {_code(_short(str(own)))}: {_code(text[own.line - 1][:MAX_SOURCE_LINE_CHARS].strip())}", ""]
+            L += [f"Source {_code(short_source(str(own)))}: {_code(text[own.line - 1][:MAX_SOURCE_LINE_CHARS].strip())}", ""]
         elif why is not None and d.snapshots.get(own.file) is not None:
-            L += [f"Source {_code(_short(str(own)))}: not shown ({_text(why)})", ""]
+            L += [f"Source {_code(short_source(str(own)))}: not shown ({_text(why)})", ""]
         if h["inline_chain"]:
             L += [f"Inlined at: {_code(' -> '.join(h['inline_chain']))}", ""]
         if waits:
@@ -249,7 +236,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     for i, f in enumerate(plan.findings, 1):
         stake = stake_label(f)
         L += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule {_code(f.rule)} · {stake} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
-        L += _fence(_evidence_lines(f.evidence)) + [""]
+        L += _fence(evidence_lines(f.evidence)) + [""]
         L += [f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]
     for rid, err in plan.errors.items():
         L += [f"- rule {_code(rid)} failed: {_text(err)}"]
@@ -282,15 +269,186 @@ def render_markdown_bundle(result, plan, waves, out_dir) -> tuple[Path, Path]:
     """Write ``report.md`` and ``analysis.json`` (``attlens.analyze`` v1, top
     20 per ranking) into ``out_dir`` (created), each atomically. Returns
     their paths."""
-    from attlens.report.json_out import analysis_to_dict, dumps
+    from attlens.jsondoc import dumps
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    analysis = analysis_to_dict(result, JSON_TOPK)
+    analysis = result.to_dict(JSON_TOPK)
     md, js = out / "report.md", out / "analysis.json"
     write_atomic(js, dumps(analysis) + "\n")
     write_atomic(md, report_to_markdown(result, plan, waves, analysis))
     return md, js
 
 
-__all__ = ["render_markdown_bundle", "report_to_markdown", "pc_ranges"]
+
+# --------------------------------------------------------------------------- plan
+
+def _md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def plan_to_markdown(plan) -> str:
+    """``attlens plan --format md``: the plan (with the analysis it was made from) as Markdown."""
+    from attlens.analysis.plan import stall_summary
+
+    result = plan.result
+    d = result.dispatch
+    b = result.breakdown
+    lines = [f"# Optimization plan — `{_md_escape(d.kernel_name)}`", "",
+             f"Capture: `{_md_escape(d.path)}` · target {d.arch.target or 'unknown'} · {d.waves.count:,} waves · attlens {__version__}", "",
+             "```", *header_lines(plan), "```", "",
+             "## Stall summary", "", "| class | stall cycles | share |", "|---|---:|---:|"]
+    for c, s, sh in stall_summary(result):
+        lines.append(f"| {c} | {s:,} | {sh:.1%} |")
+    lines += ["", f"Total latency {b.total_latency:,} cycles, stall {b.total_stall:,}, idle {b.total_idle:,}.", "", "## Findings", ""]
+    if not plan.findings:
+        lines.append("No rule fired.")
+    for i, f in enumerate(plan.findings, 1):
+        lines += [f"### {i}. {f.severity} — {_md_escape(f.title)}", "", f"Rule `{f.rule}` · {stake_label(f)} · confidence {f.confidence:.2f}", "", "Evidence:", "", "```"]
+        lines += finding_detail(f)
+        lines += ["```", "", f"**Change:** {_md_escape(f.change)}", "", f"**Would prove it wrong:** {_md_escape(f.falsify)}", ""]
+    lines += ["## Priorities", "", "| severity | rule | rationale |", "|---|---|---|"]
+    for f in plan.findings:
+        lines.append(f"| {f.severity} | {f.rule} | {_md_escape(f.rationale)} |")
+    lines += ["", f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake; no pc is claimed twice."]
+    if plan.silenced:
+        lines += ["", "Silenced rules (a precondition of their advice does not hold):", ""]
+        for rid, fails in plan.silenced.items():
+            lines.append(f"- `{rid}`: {_md_escape(fails[0]['text'])} — {_md_escape(fails[0]['detail'])}")
+    lines += ["", f"Reproduce: `attlens plan {_md_escape(d.path)}`", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def diff_to_markdown(res, top: int = 15) -> str:
+    """The diff as Markdown. Trace strings (kernel names, paths, source
+    lines, class names) go through the escapes of the Markdown report
+    (:mod:`attlens.report.markdown`): code spans longer than any backtick run
+    inside, plain text with ``< > &`` and Markdown punctuation escaped, ``|``
+    escaped in tables."""
+    v = res.verdict
+
+    def label(x) -> str:
+        return "-" if not x else _code(x, True)
+
+    out = [f"# Diff — {_code(res.before.kernel)}", "",
+           f"Before: {_code(res.before.label)} · After: {_code(res.after.label)} · {_text(res.normalization)}", "",
+           f"**Verdict:** {_text(v['summary'])} ({v['latency_per_wave_before']:,.0f} → {v['latency_per_wave_after']:,.0f} latency cycles per wave)", ""]
+    if res.comparability:
+        out += ["Differences:", ""] + [f"- {_text(c['field'])}: {_code(str(c['before']))} → {_code(str(c['after']))}" for c in res.comparability] + [""]
+    out += ["## Per class (stall per wave)", ""]
+    out += _table(["class", "before", "after", "delta", "relative"],
+                  [[label(c["class"]), f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}",
+                    "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"] for c in res.classes[:top]], "lrrrr")
+    out += ["", "## Per source line (latency per wave)", ""]
+    out += _table(["line", "before", "after", "delta", "dominant class"],
+                  [[label(l.line), f"{l.latency_before:,.0f}", f"{l.latency_after:,.0f}", f"{l.delta:+,.0f}",
+                    f"{label(l.dominant_before)} → {label(l.dominant_after)}"] for l in res.lines[:top]], "lrrrl")
+    st = res.site_totals
+    out += ["", f"Instruction sites: {st['matched']:,} matched on their line, {st['moved']:,} matched after their line changed, "
+                f"{st['added']:,} added, {st['removed']:,} removed.", ""]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- rules (docs/rules.md)
+
+
+_RULES_PREAMBLE = """# Plan rules (`attlens plan`, `attlens rules`)
+
+<!-- Generated by `python3 -m attlens.report.markdown rules > docs/rules.md` from the
+rule registry; tests/test_rules_doc.py keeps this file equal to the generator. -->
+
+The plan is built by independent rules, one per pattern, in
+`src/attlens/analysis/rules/` (`dispatch.py`, `capture.py`, `memory.py`,
+`schedule.py`, `occupancy.py`, `coverage.py`). Each rule is a function
+registered with `@rule(...)`; it reads the analysis results (hotspots, wait
+attribution, loops, bandwidth, phases, occupancy, hidden latency) and returns
+findings. `--disable a,b` skips rules, `--only a,b` runs only those; a rule
+that raises is reported under `rule_errors` and never hides the others.
+
+## Preconditions
+
+Every rule declares the facts its advice assumes and checks them on the
+capture; when one does not hold the rule is silent (or gives a different,
+correct finding, as `smem-wait` and `hazard-nops` do), and the plan lists it
+under `rules_silenced` with the reason. A finding lists the preconditions it
+checked (`preconditions`, each with the measured detail).
+
+## One semantics, one cycle ledger
+
+- Performance rules **trigger on stall**: the stall cycles of their pattern,
+  the same numbers as the stall summary.
+- They **claim exposed cycles**: at each pc they name, the part of its stall +
+  idle that other waves' work did not hide (hidden-latency model), listed as
+  `claims: [{pc, cycles}]`.
+- The **ledger** grants claims in priority order (requested cycles ×
+  confidence); a pc is never granted more than its stall + idle, so no cycles
+  are counted twice and the total at stake never exceeds the kernel's cycles.
+  A finding that asked for cycles another already holds gets the rest and its
+  `ledger.shared` names the holder (`held_by`); the holder's names the other
+  (`also_claimed_by`). A finding left with nothing is dropped and listed under
+  `yielded`.
+- `cycles_at_stake` is the granted total; severity of performance findings:
+  HIGH when ≥ 10 % of all kernel cycles (idle + latency) are at stake, MED
+  ≥ 3 %, LOW below.
+- Whole-dispatch findings (`dispatch`: grid starvation, bandwidth ceiling,
+  issue-bound) claim no pcs; their severity is set by the rule. Capture
+  findings: HIGH when confidence ≥ 0.8, else MED. Notes (`stall-class`) are
+  INFO and claim nothing.
+
+## Loops
+
+Loops come from the trace (analysis/loops.py): a backward branch of the
+listing, taken when the next record of the wave is its target; a loop's trip
+count is its passes per entry (entries + taken back edges, per entry; rotated
+loops entered in the middle count). Every finding lists its pcs' loop and
+trip count (`loops`); advice about iterations (prefetch the next iteration,
+double-buffer, drain waits) fires only in a loop that iterated.
+
+## Order
+
+Severity first (HIGH, MED, LOW, INFO); within one severity: grid starvation,
+capture findings, whole-dispatch limits, performance findings by priority
+(cycles at stake × confidence), notes. When `prologue-only` fires, every
+performance and dispatch finding's confidence is halved, HIGH is capped at MED
+and its evidence gets a `caveat`.
+
+## Coverage
+
+After the ledger, a stall class holding ≥ 10 % of the kernel's stall that no
+finding claims (its claimed pcs carry < 25 % of the class) or explains gets a
+`stall-class` note: where those cycles are, and the precondition that kept
+each rule addressing the class silent.
+
+## Rules
+"""
+
+
+def rules_to_markdown(rules) -> str:
+    """docs/rules.md: the plan's rules reference, generated from the rule registry."""
+    out = [_RULES_PREAMBLE]
+    for r in rules.values():
+        out.append(f"### `{r.id}` — {r.title} ({r.kind})\n")
+        out.append(f"- **Trigger:** {r.trigger}")
+        if r.semantics:
+            out.append(f"- **Semantics:** {r.semantics}")
+        if r.preconditions:
+            out.append("- **Preconditions:**")
+            out += [f"  - `{pid}`: {text}" for pid, text in r.preconditions]
+        out.append(f"- **Evidence:** {r.evidence}")
+        out.append(f"- **Limits:** {r.limits}")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["rules"]:
+        sys.exit("usage: python3 -m attlens.report.markdown rules > docs/rules.md")
+    from attlens.analysis.plan import load_rules
+
+    sys.stdout.write(rules_to_markdown(load_rules()))
+

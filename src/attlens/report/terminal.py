@@ -1,4 +1,10 @@
-"""Terminal rendering of an analysis with rich tables."""
+"""Every terminal rendering: rich tables (:class:`attlens.report.console.FitTable`)
+and lines on the console of :func:`attlens.report.console.make_console`.
+
+One function per result object, each consuming the object the analysis
+returned (``render_plan(plan, console)``, ``render_deps(deps, console)``, ...);
+the numbers are the ones ``to_dict()`` (``--json``) carries.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +15,9 @@ from rich.markup import escape
 
 from attlens.analysis.taxonomy import CLASSES
 from attlens.report.console import Col, FitTable
-from attlens.report.console import make_console  # noqa: F401  (re-exported: the CLI's console)
+from attlens.report.text import finding_detail, header_lines, n as _n, pct as _pct, short_source as _short_source, stake_label
 
-
-def _n(x) -> str:
-    return "n/a" if x is None else f"{x:,}"
-
-
-def _pct(x) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def _short_source(src: str | None) -> str:
-    if not src:
-        return "-"
-    f, _, ln = src.rpartition(":")
-    return f"{os.path.basename(f)}:{ln}" if f else src
-
+# --------------------------------------------------------------------------- analyze
 
 def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None, sort: str = "stall") -> None:
     d = result.dispatch
@@ -171,3 +163,461 @@ def _render_detail(result, console: Console, topk: int, context: int, order) -> 
             console.print(
                 f"     pc {p:>5} stall {int(result.sums.stall[p]):>12,} hit {int(result.sums.hit[p]):>8,}  {escape(d.code.isa[p][:70])}"
             )
+
+
+# --------------------------------------------------------------------------- analyze --by
+
+
+def render_hotspots(table, console, top: int = 10) -> None:
+    r = table.result
+    d = r.dispatch
+    console.print(f"[bold]attlens analyze[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
+    title = f"Top {top} {table.by}s by {table.sort}" if table.by != "opcode" else f"Top {top} opcodes by {table.sort}"
+    first = {"instruction": "pc", "line": "source", "opcode": "opcode"}[table.by]
+    kinds = {"source": "path", "opcode": "text", "class": "text", "instruction": "wrap", "pcs": "wrap", "pc": "num"}
+    cols = [first, "hit", "latency", "stall", "idle", "exposed", "stall share", "class"]
+    if table.by == "instruction":
+        cols += ["instruction", "source"]
+    elif table.by == "opcode":
+        cols += ["pcs"]
+    t = FitTable(title, [Col(c, kinds.get(c, "num")) for c in cols])
+    for x in table.rows[:top]:
+        if table.by == "instruction":
+            key, cls, extra = str(x.pc), x.cls, [escape(x.isa), escape(_short_source(x.source))]
+        elif table.by == "line":
+            key, cls, extra = escape(_short_source(x.source) if x.file else x.source), x.dominant_class, []
+        else:
+            more = f" +{len(x.pcs) - 6}" if len(x.pcs) > 6 else ""
+            key, cls, extra = escape(x.opcode), x.cls, [", ".join(map(str, x.pcs[:6])) + more]
+        t.add_row(key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra)
+    console.print(t)
+
+
+
+# --------------------------------------------------------------------------- asm
+
+
+def render_asm(win, console) -> None:
+    r = win.result
+    d = r.dispatch
+    console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ± {win.around} instructions  ({escape(str(d.path))})")
+    t = FitTable(None, [Col("", "text", min_width=1), *map(Col, ("pc", "hit", "latency", "stall", "idle", "exposed", "share")), Col("class", "text"),
+                        Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on (pc: cycles)", "wrap")])
+    for a in win.rows:
+        if a.label is not None:
+            t.add_row("", str(a.pc), "", "", "", "", "", "", "", f"[dim]{escape(a.isa)}[/dim]", "", "")
+            continue
+        h = a.hotspot
+        mark = ">" if a.pc == win.pc else ""
+        waits = ", ".join(f"{p}: {c:,}" for p, c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
+        if h is None:
+            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", a.cls, escape(a.isa), escape(_short_source(a.source)), waits)
+        else:
+            t.add_row(mark, str(a.pc), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), h.cls,
+                      escape(a.isa), escape(_short_source(a.source)), waits)
+    console.print(t)
+    if win.sources:
+        console.print("[bold]Source lines[/bold]")
+        for s in win.sources:
+            console.print(f"  {escape(s.source)}" + (f"\n      {escape(s.text.strip())}" if s.text else "  (no snapshot of the file in the capture)"))
+
+
+
+# --------------------------------------------------------------------------- waits
+
+
+def render_waits(ws, console, top: int = 10) -> None:
+    d = ws.result.dispatch
+    scope = "steady-state loop iterations (after the first)" if ws.steady else "every execution"
+    console.print(f"[bold]attlens waits[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
+    console.print(f"  {len(ws.sites)} wait sites, {_n(ws.executions)} executions ({scope}), {_n(ws.total)} wait cycles"
+                  f" = {_pct(ws.total / ws.kernel_stall if ws.kernel_stall else None)} of all stall")
+    t = FitTable(f"Wait per execution, top {top} sites by total wait",
+                 [*map(Col, ("pc", "total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max")), Col("class", "text"),
+                  Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on", "wrap")])
+    for s in ws.sites[:top]:
+        prods = ", ".join(str(p) for p, _ in s.producers[:3]) + (f" +{len(s.producers) - 3}" if len(s.producers) > 3 else "")
+        t.add_row(str(s.pc), _n(s.total), _pct(s.share_of_stall), _n(s.executions), _n(s.zero_wait_executions), f"{s.mean:,.0f}", f"{s.stddev:,.0f}",
+                  f"{s.p50:,.0f}", f"{s.p90:,.0f}", f"{s.p95:,.0f}", _n(s.max), s.wait_class, escape(s.isa), escape(_short_source(s.source)), prods)
+    console.print(t)
+    for n in ws.notes:
+        console.print(f"  [yellow]![/yellow] {escape(n)}")
+
+
+
+# --------------------------------------------------------------------------- captures
+
+
+def render_captures(cl, console) -> None:
+    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap"), Col("kernel", "text"), Col("target", "text"),
+                                                              Col("waves"), Col("instructions"), Col("dispatch"), Col("path", "path")])
+    for c in cl.captures:
+        status = c.status if c.error is None else f"{c.status}: {c.error}"
+        t.add_row(escape(status), escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions), _n(c.dispatch_id), escape(str(c.path)))
+    console.print(t)
+    if not cl.captures:
+        console.print("  no capture (no filenames.json) at or up to four levels below this folder")
+
+
+
+# --------------------------------------------------------------------------- occupancy
+
+
+def render_occupancy(o, console) -> None:
+    """``attlens occupancy``: an :class:`~attlens.analysis.occupancy.OccupancyResult`."""
+    cap = o.capture
+    console.print(f"[bold]attlens occupancy[/bold] — [bold cyan]{escape(cap['kernel'])}[/bold cyan]  ({escape(cap['path'])})")
+    if not o.available:
+        console.print(f"  theoretical occupancy unavailable: {escape(o.reason or '')}")
+    else:
+        console.print(f"  theoretical {o.theoretical_waves_per_simd} waves/SIMD, limited by {', '.join(o.limiters)}")
+        t = FitTable(None, [Col("limit", "text"), Col("waves/SIMD"), Col("detail", "wrap")])
+        for lim in o.limits:
+            t.add_row(lim.name, _n(lim.waves_per_simd), escape(lim.detail))
+        console.print(t)
+    console.print(f"  observed: max {_n(o.observed_max_per_simd_traced)} waves/SIMD on the traced CU, "
+                  f"max {_n(o.observed_max_per_simd_all_cus)} over all CUs (occupancy.json)")
+    if o.grid_limited:
+        console.print(f"  [yellow]![/yellow] grid-limited: {_n(o.workgroups)} workgroups for a resident capacity of {_n(o.resident_workgroup_capacity)}")
+    for line in o.explanation:
+        console.print(f"  {escape(line)}")
+
+
+# --------------------------------------------------------------------------- waves
+
+
+def render_waves(wa, console, top: int = 10) -> None:
+    """``attlens waves``: a :class:`~attlens.analysis.waves.WaveAnalysis`."""
+    from attlens.analysis.phases import PHASES
+    from attlens.analysis.pipes import PIPES
+
+    d = wa.result.dispatch
+    st, clk = wa.states, wa.clock
+    console.print(f"[bold]attlens waves[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({d.waves.count:,} waves, {escape(str(d.path))})")
+    if clk.frequency_hz:
+        offs = ", ".join(f"SE{k}+{v}" for k, v in sorted((clk.offsets or {}).items()))
+        console.print(f"  clock    {clk.frequency_hz / 1e6:,.0f} MHz; {escape(clk.note)}" + (f" ({offs})" if offs else ""))
+    else:
+        console.print(f"  clock    {escape(clk.note)}")
+    t = FitTable("Wave states (all traced waves, weighted by lifetime)", [Col("state", "text"), Col("cycles"), Col("share"), Col("time")])
+    for name, cyc in st.kernel.items():
+        us = clk.cycles_to_us(cyc)
+        t.add_row(name, _n(cyc), _pct(st.kernel_share[name]), "-" if us is None else f"{us:,.1f} µs·wave")
+    console.print(t)
+    t = FitTable("Per SIMD", [Col(c) for c in ("SE", "CU", "SIMD", "waves", "IDLE", "EXEC", "WAIT", "STALL")])
+    for r in st.per_simd:
+        tot = max(sum(r[s] for s in ("IDLE", "EXEC", "WAIT", "STALL")), 1)
+        t.add_row(str(r["se"]), str(r["cu"]), str(r["simd"]), str(r["waves"]), *(_pct(r[s] / tot) for s in ("IDLE", "EXEC", "WAIT", "STALL")))
+    console.print(t)
+    t = FitTable("Pipe utilization (share of the traced window each pipe was busy, over all SIMDs)",
+                 [Col("pipe", "text"), Col("issue cycles"), Col("busy cycles"), Col("busy share")])
+    for p in PIPES:
+        v = wa.pipes.kernel[p]
+        t.add_row(p, _n(v["issue_cycles"]), _n(v["busy_cycles"]), _pct(v["busy_share"]))
+    console.print(t)
+    t = FitTable("Phases", [Col("phase", "text"), Col("records"), Col("stall"), Col("latency")])
+    for p in PHASES:
+        v = wa.phases.kernel[p]
+        if v["records"]:
+            t.add_row(p, _n(v["records"]), _n(v["stall"]), _n(v["latency"]))
+    console.print(t)
+    t = FitTable(f"Stall per execution of the top {top} instructions",
+                 [*map(Col, ("pc", "executions", "p50", "p90", "max", "first exec mean", "later mean")), Col("instruction", "wrap", min_width=16)])
+    for x in wa.phases.distributions[:top]:
+        later = "-" if x.later_execution_stall_mean is None else f"{x.later_execution_stall_mean:,.0f}"
+        t.add_row(str(x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc]))
+    console.print(t)
+    for f in wa.phases.flags:
+        console.print(f"  [yellow]![/yellow] {escape(f)}")
+
+
+
+# --------------------------------------------------------------------------- deps
+
+
+def render_deps(deps, console, top: int = 10) -> None:
+    """``attlens deps``: a :class:`~attlens.analysis.deps.DepsResult`."""
+    result, att, producers = deps.result, deps.attribution, deps.producers
+    d = result.dispatch
+    title = f" (pc {deps.pc})" if deps.pc is not None else (f" (line {deps.line})" if deps.line else "")
+    console.print(f"[bold]attlens deps[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]{escape(title)}")
+    console.print(f"  {_n(att.total_charged)} wait cycles charged to producers over {len(att.pairs.first_of_wait):,} resolved wait executions ({result.deps.model} counter rules)")
+    t = FitTable(f"Top {top} producers by wait cycles caused",
+                 [*map(Col, ("pc", "waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding")),
+                  Col("class", "text", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
+    for p in producers[:top]:
+        t.add_row(str(p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instr_median:,.0f}/{p.distance_instr_min}",
+                  f"{p.distance_cycles_median:,.0f}", f"{p.outstanding_mean:.1f}", p.wait_class, escape(p.isa), escape(_short_source(p.source)))
+    console.print(t)
+    t = FitTable(f"Source lines whose memory ops were waited on (top {top})", [Col("source", "path"), Col("waited on"), Col("share"), Col("producers")])
+    for src, cyc, n in att.by_producer_line()[:top]:
+        t.add_row(escape(_short_source(src) if src != "(no source)" else src), _n(cyc), _pct(cyc / att.total_charged if att.total_charged else None), str(n))
+    console.print(t)
+    # the producer list is numbers: it wraps between entries, never cut
+    t = FitTable(f"Top {top} waits and whom they waited on",
+                 [Col("wait pc"), Col("stall"), Col("charged"), Col("instruction", "wrap", min_width=16), Col("producers (pc: cycles)", "wrap", min_width=14)])
+    for wpc, prods in deps.wait_rows()[:top]:
+        who = ", ".join(f"{p}: {c:,}" for p, c in sorted(prods.items(), key=lambda kv: -kv[1])[:4])
+        if len(prods) > 4:
+            who += f", +{len(prods) - 4} more"
+        t.add_row(str(wpc), _n(int(result.sums.stall[wpc])), _n(int(sum(prods.values()))), escape(d.code.isa[wpc]), who)
+    console.print(t)
+
+
+# --------------------------------------------------------------------------- plan and rules
+
+
+def render_plan(plan, console, max_findings: int | None = None) -> None:
+    """``attlens plan``: a :class:`~attlens.analysis.plan.Plan` (with the analysis it was made from)."""
+    from attlens.analysis.plan import stall_summary
+
+    result = plan.result
+    d = result.dispatch
+    console.print(f"[bold]attlens plan[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
+    for line in header_lines(plan):
+        console.print(escape(line))
+    console.print("[bold]Stall summary[/bold]")
+    for c, s, sh in stall_summary(result)[:6]:
+        console.print(f"  {c:<16} {s:>14,} cycles  {sh:6.1%}")
+    fs = plan.findings if max_findings is None else plan.findings[:max_findings]
+    if not fs:
+        console.print("\nNo rule fired: no pattern above its threshold (see `attlens rules`).")
+    for i, f in enumerate(fs, 1):
+        color = {"HIGH": "red", "MED": "yellow", "LOW": "green", "INFO": "blue"}[f.severity]
+        tag = escape("[" + f.rule + "]")
+        console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {tag} · {stake_label(f)} · confidence {f.confidence:.2f}")
+        for line in finding_detail(f):
+            console.print(f"     {escape(line)}")
+        console.print(f"   [bold]change:[/bold] {escape(f.change)}")
+        console.print(f"   [bold]would prove it wrong:[/bold] {escape(f.falsify)}")
+    if fs:
+        console.print("\n[bold]Priorities[/bold]")
+        for f in fs:
+            console.print(f"  {f.severity:<4} {f.rule:<22} {escape(f.rationale)}")
+        console.print(f"\nCycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake ({plan.cycles_at_stake / max(plan.total_cycles, 1):.1%}); no pc claimed twice.")
+    for y in plan.yielded:
+        console.print(f"  {escape(y['rule'])} yielded all its cycles to {escape(', '.join(y['held_by']))}")
+    for rid, fails in plan.silenced.items():
+        c = fails[0]
+        console.print(f"[dim]  silenced {escape(rid)}: {escape(c['text'])} — {escape(str(c['detail']))}[/dim]")
+    for rid, err in plan.errors.items():
+        console.print(f"[yellow]! rule {rid} failed: {escape(err)}[/yellow]")
+
+
+
+def rules_text(rules) -> str:
+    """``attlens rules``: every rule with its trigger, preconditions, evidence and limits, as plain text."""
+    out = []
+    for r in rules.values():
+        out.append(f"{r.id}  ({r.kind}) — {r.title}")
+        out.append(f"    trigger:   {r.trigger}")
+        if r.semantics:
+            out.append(f"    semantics: {r.semantics}")
+        for pid, text in r.preconditions:
+            out.append(f"    requires:  [{pid}] {text}")
+        out.append(f"    evidence:  {r.evidence}")
+        out.append(f"    limits:    {r.limits}")
+    return "\n".join(out) + "\n"
+
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def render_diff(res, console, top: int = 10) -> None:
+    v = res.verdict
+    console.print(f"[bold]attlens diff[/bold] — {escape(res.before.kernel)}: {escape(res.before.label)} → {escape(res.after.label)}")
+    for c in res.comparability:
+        console.print(f"  [yellow]![/yellow] {c['field']} differs: {escape(str(c['before']))} → {escape(str(c['after']))}" + (" (forced)" if c["blocking"] else ""))
+    console.print(f"  normalization: {res.normalization}")
+    console.print(f"[bold]Verdict:[/bold] {escape(v['summary'])} — {v['latency_per_wave_before']:,.0f} → {v['latency_per_wave_after']:,.0f} latency cycles per wave")
+    if v["noise_floor"] is None:
+        console.print("  noise floor unknown: give --noise-floor PCT or --noise A B (two captures of the same dispatch)")
+    for m in v["class_moves"][:5]:
+        console.print(f"  {escape(m)}")
+    t = FitTable("Per class (stall cycles per wave)", [Col("class", "text", min_width=11), *map(Col, ("before", "after", "delta", "relative"))])
+    for c in res.classes[:top]:
+        rel = "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"
+        t.add_row(c["class"], f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}", rel)
+    console.print(t)
+    t = FitTable("Per source line (latency cycles per wave), largest changes",
+                 [Col("line", "path"), *map(Col, ("before", "after", "delta")), Col("dominant class", "wrap", min_width=11)])
+    for l in res.lines[:top]:
+        dom = l.dominant_after or l.dominant_before or "-"
+        if l.dominant_before and l.dominant_after and l.dominant_before != l.dominant_after:
+            dom = f"{l.dominant_before} → {l.dominant_after}"
+        t.add_row(escape(os.path.basename(l.line) if l.line != "(no source)" else l.line), f"{l.latency_before:,.0f}", f"{l.latency_after:,.0f}", f"{l.delta:+,.0f}", dom)
+    console.print(t)
+    st = res.site_totals
+    console.print(f"[bold]Instruction sites[/bold]: {st['matched']:,} matched on their line, {st['moved']:,} matched after their source line changed, "
+                  f"{st['added']:,} added, {st['removed']:,} removed")
+    for m in res.moved_lines()[:5]:
+        console.print(f"  moved    {m['sites']:>5} sites {escape(os.path.basename(m['from']))} → {escape(os.path.basename(m['to']))}")
+    for s in res.changed_sites()[:top]:
+        site = s.after or s.before
+        console.print(f"  {s.kind:<8} {escape(os.path.basename(s.line))}  {escape(site.isa[:60])}  latency {site.latency:,}")
+
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def _opt(x, fmt="{:,}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def _dims(t) -> str:
+    if t is None:
+        return "-"
+    t = list(t)
+    while len(t) > 1 and t[-1] == 1:
+        t.pop()
+    return "×".join(f"{v:,}" for v in t)
+
+
+def render_kernels(table, console: Console, top: int = 20) -> None:
+    """``attlens kernels``: a :class:`~attlens.capture.kernels.KernelTable`."""
+    rows, files, source, total = table.rows, table.files, table.source, table.total_us
+    where = ", ".join(str(f) for f in files[:3]) + (f" (+{len(files) - 3})" if len(files) > 3 else "")
+    excluded = sum(1 for r in rows if r.excluded)
+    console.print(f"[bold]attlens kernels[/bold] — {len(rows)} kernel(s) from {escape(source or '?')}: {escape(where)}")
+    from attlens.capture.kernels import DEFAULT_EXCLUDE
+
+    pattern = table.exclude
+    if not pattern:
+        how = " (no exclude pattern)"
+    elif pattern == DEFAULT_EXCLUDE:
+        how = " (default pattern: HIP runtime blits, PyTorch elementwise/copy/fill/random/reduce)"
+    else:
+        how = f" (exclude /{escape(pattern[:60])}{'…' if len(pattern) > 60 else ''}/)"
+    console.print(f"  total kernel time {_opt(total, '{:,.1f}')} µs; {excluded} runtime helper kernel(s) marked [dim]helper[/dim]{how}")
+    has_res = any(r.dispatch_count for r in rows)
+    cols = [Col("#"), Col("total µs"), Col("%"), Col("calls"), Col("avg µs")]
+    if has_res:
+        # ids are numbers: they wrap between ids, never cut
+        cols += [Col("kernel ids", "wrap", min_width=6), *map(Col, ("VGPR", "AGPR", "SGPR", "LDS B", "workgroup", "grid"))]
+    t = FitTable(f"Top {min(top, len(rows))} kernels by total GPU time", cols + [Col("kernel", "text", min_width=24)])
+    for r in rows[:top]:
+        cells = [str(r.rank), _opt(r.total_us, "{:,.1f}"), _opt(r.percent, "{:.1f}"), _opt(r.calls), _opt(r.average_us, "{:,.2f}")]
+        if has_res:
+            several = len(r.shapes) > 1
+            cells += [
+                ", ".join(map(str, r.kernel_ids)) or "-",
+                _opt(r.vgpr) if "vgpr" not in r.varying else "var",
+                _opt(r.agpr) if "agpr" not in r.varying else "var",
+                _opt(r.sgpr) if "sgpr" not in r.varying else "var",
+                _opt(r.lds) if "lds" not in r.varying else "var",
+                _dims(r.workgroup) if r.workgroup is not None or not several else f"{len(r.shapes)} shapes",
+                _dims(r.grid) if r.grid is not None or not several else f"{len(r.shapes)} shapes",
+            ]
+        label = escape(r.name)
+        cells.append(f"[dim](helper) {label}[/dim]" if r.excluded else label)
+        t.add_row(*cells)
+    console.print(t)
+    if len(rows) > top:
+        console.print(f"  … {len(rows) - top} more kernel(s) not shown")
+    for note in table.notes:
+        console.print(f"  [yellow]note[/yellow] {escape(note)}")
+
+
+# --------------------------------------------------------------------------- pmc
+
+
+def _mib(x) -> str:
+    return "n/a" if x is None else f"{x / 2**20:,.2f} MiB"
+
+
+def _span(t, fmt) -> str:
+    if t is None:
+        return "n/a"
+    return fmt(t[0]) if t[0] == t[1] else f"{fmt(t[0])}–{fmt(t[1])}"
+
+
+def _mark(v: bool | None) -> str:
+    return {True: "[bold red]YES[/bold red]", False: "[green]no[/green]", None: "[dim]?[/dim]"}[v]
+
+
+def _pmc_summary(results, console: Console) -> None:
+    t = FitTable("PMC — L2 / memory per dispatch", [Col("dispatch"), Col("kernel", "text", min_width=16), Col("L2 hit"), Col("read"), Col("written"),
+                                                    Col("over-fetch"), Col("GB/s"), Col("of peak"), Col("findings", "wrap")])
+    for r in results:
+        name = r.kernel_name or "-"
+        fired = ", ".join(d.title for d in r.fired) or "-"
+        t.add_row("-" if r.dispatch_id is None else str(r.dispatch_id), escape(name), _pct(r.l2_hit_rate),
+                  _span(r.read_bytes_range, _mib), _mib(r.write_bytes), _span(r.over_fetch_range, lambda x: f"{x:.2f}x"),
+                  _span(r.achieved_gbps_range, lambda x: f"{x:,.0f}"), _span(r.fraction_of_peak_range, _pct), escape(fired))
+    console.print(t)
+
+
+def _pmc_detail(r, console: Console) -> None:
+    head = f"dispatch {r.dispatch_id}" if r.dispatch_id is not None else "dispatch"
+    console.print(f"\n[bold]{escape(head)}[/bold] — [bold cyan]{escape(r.kernel_name or '(unnamed kernel)')}[/bold cyan]")
+    console.print(f"  target   {r.target} ({r.product}, {r.xcc} XCC, peak {r.peak_hbm_gbps:,.0f} GB/s — {escape(r.peak_source)})")
+    t = FitTable(None, [Col("metric", "text", min_width=18), Col("value"), Col("from", "wrap", min_width=20)])
+    hits = "n/a" if r.l2_hits is None or r.l2_misses is None else f"{r.l2_hits:,.0f} hit / {r.l2_misses:,.0f} miss"
+    t.add_row("L2 hit rate", _pct(r.l2_hit_rate), f"TCC_HIT / (TCC_HIT + TCC_MISS): {hits}")
+    if r.read_mix:
+        mix = " · ".join(f"{k} {_pct(v)}" for k, v in r.read_mix.items())
+        t.add_row("read request mix", mix, f"{r.l2_line_bytes}-B L2 line")
+    if r.write_mix:
+        t.add_row("write request mix", " · ".join(f"{k} {_pct(v)}" for k, v in r.write_mix.items()), "")
+    t.add_row("read from memory", _span(r.read_bytes_range, _mib), escape(r.read_bytes_method or "-"))
+    if r.fetch_size_formula_bytes is not None and r.read_bytes_range and r.fetch_size_formula_bytes != r.read_bytes_range[1]:
+        t.add_row("  FETCH_SIZE formula", _mib(r.fetch_size_formula_bytes), "BUBBLE formula (rocprofv3 FETCH_SIZE x 1024)")
+    t.add_row("written to memory", _mib(r.write_bytes), escape(r.write_bytes_method or "-"))
+    if r.hbm_read_bytes is not None or r.hbm_write_bytes is not None:
+        t.add_row("HBM only (read / write)", f"{_mib(r.hbm_read_bytes)} / {_mib(r.hbm_write_bytes)}", escape(r.hbm_method or "-"))
+    if r.ideal_bytes is not None:
+        t.add_row("over-fetch", _span(r.over_fetch_range, lambda x: f"{x:.3f}x"), f"read / ideal {_mib(r.ideal_bytes)}")
+    dur = "n/a" if r.duration_ns is None else f"{r.duration_ns / 1000:,.2f} µs"
+    t.add_row("duration", dur, escape(r.duration_source or "-"))
+    t.add_row("achieved bandwidth", _span(r.achieved_gbps_range, lambda x: f"{x:,.0f} GB/s"),
+              f"(read + written) / duration; {_span(r.fraction_of_peak_range, _pct)} of peak")
+    if r.gpu_busy_cycles_per_xcc is not None:
+        t.add_row("GPU busy cycles per XCC", f"{r.gpu_busy_cycles_per_xcc:,.0f}", f"GRBM_GUI_ACTIVE / {r.xcc} (CSV sums XCCs)")
+    console.print(t)
+    for d in r.decisions:
+        console.print(f"  {_mark(d.verdict)}  [bold]{escape(d.title)}[/bold] — {escape(d.text)}")
+        console.print(f"       [dim]rule: {escape(d.threshold)}[/dim]")
+    for note in r.notes:
+        console.print(f"  [yellow]note[/yellow] {escape(note)}")
+
+
+def render_pmc(counters, console: Console, *, detail: bool | None = None) -> None:
+    """``attlens pmc``: a :class:`~attlens.analysis.pmc.PmcCounters` (or its
+    PmcResults). Summary table of all dispatches, then per-dispatch details
+    (metrics, decisions with their numbers, notes). ``detail=None``: details
+    when there are at most 4 dispatches."""
+    from attlens.analysis.pmc import PmcCounters, PmcResult
+
+    if isinstance(counters, PmcCounters):
+        items = list(counters.results)
+    else:
+        items = [counters] if isinstance(counters, PmcResult) else list(counters)
+    if not items:
+        console.print("[yellow]no dispatch with PMC counters[/yellow]")
+        return
+    _pmc_summary(items, console)
+    if detail or (detail is None and len(items) <= 4):
+        for r in items:
+            _pmc_detail(r, console)
+
+
+# --------------------------------------------------------------------------- profile
+
+
+def render_profile(res, console) -> None:
+    """``attlens profile`` / ``attlens capture``: a :class:`~attlens.capture.profile.ProfileResult`."""
+    for s in res.steps:
+        mark = {"ok": "[green]✓[/green]", "skipped": "[yellow]–[/yellow]"}.get(s["status"], "•")
+        console.print(f"{mark} [bold]{s['step']}[/bold]: {escape(s['detail'])}")
+    if res.kernels is not None and (not res.att_available or res.kernel is None):
+        render_kernels(res.kernels, console)
+    if res.noise:
+        console.print(f"  noise floor: class shares of the two dispatches differ by ≤ {res.noise['max_class_share_difference']:.1%}; "
+                      "changes smaller than this between builds are not significant")
+    if res.analysis is not None:
+        console.rule("analysis of the best capture")
+        render_analysis(res.analysis, console, topk=8)
+    for c in res.next_commands:
+        console.print(f"next: {escape(c)}")

@@ -53,7 +53,7 @@ def build_server(tools: Tools):
         raise _missing_sdk() from exc
     import orjson
 
-    from attlens.report.json_out import dumps, error_to_dict
+    from attlens.jsondoc import dumps
 
     server = MCPServer(name="attlens", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
@@ -61,10 +61,10 @@ def build_server(tools: Tools):
         try:
             obj = fn(*args)
         except AttlensError as exc:
-            err = error_to_dict(exc)
+            err = exc.to_dict()
         except Exception as exc:  # a bug: report it as a tool error, keep serving
             log.exception("tool %s failed", getattr(fn, "__name__", fn))
-            err = error_to_dict(InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it"))
+            err = InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it").to_dict()
         else:
             text = dumps(obj)
             # structuredContent is the printed text parsed back: the same keys and values as --json.

@@ -1,13 +1,14 @@
 """The MCP tools, without the SDK: each takes a client's arguments, confines
 its paths, takes analyzed captures from the cache, and returns the object the
-CLI's ``--json`` prints for the same question (by calling the same functions,
-:mod:`attlens.report.query`). Failures raise :class:`attlens.errors.AttlensError`
-subclasses; :mod:`attlens.serve.server` turns them into tool errors.
+CLI's ``--json`` prints for the same question (the same function of
+:mod:`attlens.api`, then the result's ``to_dict()``). Failures raise
+:class:`attlens.errors.AttlensError` subclasses; :mod:`attlens.serve.server`
+turns them into tool errors.
 """
 
 from __future__ import annotations
 
-from attlens.report import query
+from attlens import api
 from attlens.serve.cache import CaptureCache, Entry
 from attlens.serve.roots import Roots
 
@@ -60,51 +61,48 @@ class Tools:
     # ------------------------------------------------------------ tools
 
     def list_captures(self, path: str = ".") -> dict:
-        return query.captures(self.roots.check(path))
+        return api.captures(self.roots.check(path)).to_dict()
 
     def summary(self, capture: str, top: int = 10) -> dict:
-        return query.summary(self._entry(capture).result, top)
+        return self._entry(capture).result.to_dict(top)
 
     def hotspots(self, capture: str, by: str = "instruction", sort: str = "stall", top: int = 10) -> dict:
-        return query.hotspots(self._entry(capture).result, by, sort, top)
+        return api.hotspots(self._entry(capture).result, by, sort).to_dict(top)
 
     def plan(self, capture: str) -> dict:
         e = self._entry(capture)
-        return e.memo("plan", lambda: query.plan(e.result))
+        return e.memo("plan", lambda: api.plan(e.result).to_dict())
 
     def asm(self, capture: str, pc: int, around: int = 10) -> dict:
         e = self._entry(capture)
-        return query.asm(e.result, pc, around, attribution=self._attribution(e))
+        return api.asm(e.result, pc, around, attribution=self._attribution(e)).to_dict()
 
     def deps(self, capture: str, pc: int | None = None, line: str | None = None, top: int = 10) -> dict:
         e = self._entry(capture)
-        return query.deps(e.result, pc, line, top, attribution=self._attribution(e))
+        return api.deps(e.result, pc, line, attribution=self._attribution(e)).to_dict(top)
 
     def waits(self, capture: str, steady: bool = False, top: int = 10) -> dict:
         e = self._entry(capture)
-        return query.waits(e.result, steady, top, attribution=self._attribution(e))
+        return api.waits(e.result, steady, attribution=self._attribution(e)).to_dict(top)
 
     def waves(self, capture: str, top: int = 10, per_wave: bool = False) -> dict:
-        from attlens.analysis.waves import analyze_waves
-
         e = self._entry(capture)
         top = max(top, 1)
-        wa = e.memo(f"waves:{top}", lambda: analyze_waves(e.result, top=top))
-        return query.waves(e.result, top, per_wave, waves=wa)
+        return e.memo(f"waves:{top}", lambda: api.waves(e.result, top)).to_dict(per_wave=per_wave)
 
     def occupancy(self, capture: str) -> dict:
-        return query.occupancy(self._entry(capture).result)
+        return api.occupancy(self._entry(capture).result).to_dict()
 
     def diff(self, before: str, after: str, force: bool = False, noise_floor: float | None = None, top: int = 10) -> dict:
         floor = None if noise_floor is None else noise_floor / 100
-        return query.diff(self._side(before), self._side(after), force=force, noise_floor=floor,
-                          noise_source=None if noise_floor is None else "--noise-floor", top=top)
+        return api.diff(self._side(before), self._side(after), force=force, noise_floor=floor,
+                        noise_source=None if noise_floor is None else "--noise-floor").to_dict(top)
 
     def check(self, capture: str, baseline: str, max_regression: float = 5.0, metric: str = "total", force: bool = False) -> dict:
-        return query.check(self._side(capture), self._side(baseline), metric, max_regression, force)
+        return api.check(self._side(capture), self._side(baseline), metric, max_regression, force).to_dict()
 
     def kernels(self, path: str, exclude: str | None = None) -> dict:
-        return query.kernels(str(self.roots.check(path)), exclude)
+        return api.kernels(str(self.roots.check(path)), exclude).to_dict()
 
     def schema(self, name: str) -> dict:
         """What ``attlens schema NAME`` prints: the schema with the ones it references embedded."""

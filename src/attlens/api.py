@@ -1,0 +1,178 @@
+"""The Python API: one function per question, each returning a result object
+(docs/api.md).
+
+The command line (``--json``) and the MCP server (``attlens mcp``) call these
+same functions and print ``result.to_dict(...)``, so a script, a person and an
+agent get the same answer to the same question. Every result object has
+
+- a one-line ``repr()`` with its key numbers,
+- ``to_dict()``: the ``--json`` object of its command (same keys; ``top``
+  where the command has ``--top``; every row by default),
+- ``to_pandas()`` where it holds rows (the optional extra ``attlens[pandas]``).
+
+Names: an attribute has the name of the JSON key that carries its value
+(``class`` is spelled ``class_``, the Python keyword rule).
+
+Functions that take a ``result`` want an analyzed capture (:func:`analyze`);
+the wave-level pieces a long-lived caller already has (``attribution``,
+``waves``) can be passed in so they are computed once per capture.
+Everything heavy is imported on first use.
+"""
+
+from __future__ import annotations
+
+__all__ = ["load", "analyze", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
+           "captures", "pmc", "rules"]
+
+
+def load(path, rocprof_dir=None, cache=None):
+    """Load a capture (a ``ui_output_agent_*_dispatch_*`` directory, or a folder
+    holding exactly one): a :class:`~attlens.model.dispatch.Dispatch`.
+    ``cache``: None = the digest in the user cache directory (docs/cache.md),
+    False = parse afresh, or a cache directory."""
+    from attlens.model.loader import load as _load
+
+    return _load(path, rocprof_dir=rocprof_dir, cache=cache)
+
+
+def analyze(capture, exposed: bool = True, rocprof_dir=None):
+    """Every core analysis of a capture: an :class:`~attlens.analysis.analyze.AnalysisResult`
+    (``attlens analyze --json``). ``capture``: a loaded Dispatch or a path;
+    ``exposed=False`` skips the hidden-latency model (``--no-exposed``)."""
+    from attlens.analysis.analyze import analyze as _analyze
+
+    if isinstance(capture, (str, bytes)) or hasattr(capture, "__fspath__"):
+        capture = load(capture, rocprof_dir=rocprof_dir)
+    return _analyze(capture, exposed=exposed)
+
+
+def hotspots(result, by: str = "instruction", sort: str = "stall"):
+    """One ranking of instructions, source lines or opcodes by stall, latency,
+    exposed or idle cycles: a :class:`~attlens.analysis.hotspots.HotspotTable`
+    (``attlens analyze --by BY --sort SORT --json``)."""
+    from attlens.analysis.hotspots import hotspot_table
+
+    return hotspot_table(result, by, sort)
+
+
+def plan(result, disable=None, only=None, waves=None, pmc=None):
+    """The prioritized optimization plan: a :class:`~attlens.analysis.plan.Plan`
+    (``attlens plan --json``). ``disable`` / ``only``: rule ids; ``waves``:
+    a :func:`waves` result when the caller has it."""
+    from attlens.analysis.plan import make_plan
+
+    return make_plan(result, disable=set(disable or ()), only=set(only or ()), waves=waves, pmc=pmc)
+
+
+def asm(result, pc: int, around: int = 10, attribution=None):
+    """The ISA window around one pc: an :class:`~attlens.analysis.asm.AsmWindow`
+    (``attlens asm --pc PC --around AROUND --json``)."""
+    from attlens.analysis.asm import asm_window
+
+    return asm_window(result, pc, around, attribution=attribution)
+
+
+def deps(result, pc: int | None = None, line: str | None = None, attribution=None):
+    """Memory -> wait dependencies, of the whole kernel or of one pc / source
+    line: a :class:`~attlens.analysis.deps.DepsResult` (``attlens deps --json``)."""
+    from attlens.analysis.deps import select_deps
+
+    return select_deps(result, pc=pc, line=line, attribution=attribution)
+
+
+def waits(result, steady: bool = False, attribution=None):
+    """The wait per execution of every wait site: a :class:`~attlens.analysis.waitstats.WaitStats`
+    (``attlens waits [--steady] --json``)."""
+    from attlens.analysis.waitstats import compute_wait_stats
+
+    return compute_wait_stats(result, steady=steady, attribution=attribution)
+
+
+def waves(result, top: int = 10):
+    """Wave states, clock, pipes, phases and the per-execution stalls of the
+    ``top`` instructions: a :class:`~attlens.analysis.waves.WaveAnalysis`
+    (``attlens waves --top TOP --json``)."""
+    from attlens.analysis.waves import analyze_waves
+
+    return analyze_waves(result, top=max(top, 1))
+
+
+def occupancy(result):
+    """Theoretical and observed occupancy: the :class:`~attlens.analysis.occupancy.OccupancyResult`
+    of the analysis (``attlens occupancy --json``)."""
+    return result.occupancy
+
+
+def _side(x, rocprof_dir=None):
+    from attlens.analysis.diff import Side, load_side, side_from_result
+
+    if isinstance(x, Side):
+        return x
+    if hasattr(x, "hotspots") and hasattr(x, "dispatch"):  # an AnalysisResult
+        return side_from_result(x, str(x.dispatch.path))
+    return load_side(str(x), rocprof_dir=rocprof_dir)
+
+
+def diff(before, after, force: bool = False, noise_floor: float | None = None, noise_source: str | None = None):
+    """Compare two captures of a kernel: a :class:`~attlens.analysis.diff.DiffResult`
+    (``attlens diff BEFORE AFTER --json``). Each side: a capture path, an
+    ``attlens analyze --json --top 0`` file, an analysis or a loaded Side;
+    ``noise_floor``: a fraction (0.02 = 2 %)."""
+    from attlens.analysis.diff import diff as _diff
+
+    return _diff(_side(before), _side(after), force=force, noise_floor=noise_floor, noise_source=noise_source)
+
+
+def check(current, baseline, metric: str = "total", max_regression: float = 5.0, force: bool = False):
+    """Gate a capture against a baseline: a :class:`~attlens.analysis.diff.CheckResult`
+    (``attlens check CAPTURE --baseline BASELINE --json``); sides as for :func:`diff`."""
+    from attlens.analysis.diff import check as _check
+
+    return _check(_side(current), _side(baseline), metric, max_regression, force)
+
+
+def kernels(paths, exclude: str | None = None):
+    """The kernel table of rocprofv3 outputs: a :class:`~attlens.capture.kernels.KernelTable`
+    (``attlens kernels PATH ... --json``). ``exclude``: None = the default
+    runtime-helper pattern, ``""`` = flag nothing."""
+    from attlens.capture.kernels import kernel_table
+
+    if not isinstance(paths, (str, bytes)) and not hasattr(paths, "__fspath__"):
+        paths = list(paths)
+        paths = paths[0] if len(paths) == 1 else paths
+    return kernel_table(paths) if exclude is None else kernel_table(paths, exclude=exclude)
+
+
+def captures(path):
+    """The captures under a folder, without loading them: a :class:`~attlens.model.inventory.CaptureList`
+    (``attlens captures PATH --json``)."""
+    from attlens.model.inventory import list_captures
+
+    return list_captures(path)
+
+
+def pmc(path, target: str | None = None, ideal_bytes: float | None = None, duration_us: float | None = None):
+    """L2/HBM figures from a counter run (``counter_collection.csv``,
+    ``pmc_perf.csv`` or a folder of them): a :class:`~attlens.analysis.pmc.PmcCounters`
+    (``attlens pmc PATH --json``). ``target``: gfx942 / gfx950 / MI300X ...
+    (default: from the run's agent_info.csv or sysinfo.csv)."""
+    from attlens.analysis.pmc import PmcCounters, analyze_dispatches
+    from attlens.capture.pmc_run import detect_target, read_pmc_outputs
+    from attlens.errors import UsageError
+    from attlens.io.confine import user_path
+
+    p = user_path(path)
+    pivot, source = read_pmc_outputs(p)
+    target = target or detect_target(p)
+    if not target:
+        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950 (in Python: target=...)")
+    durations = {d: duration_us * 1000 for d in pivot} if duration_us else None
+    return PmcCounters(analyze_dispatches(pivot, target, ideal_bytes=ideal_bytes, durations_ns=durations), source, target)
+
+
+def rules() -> dict:
+    """The plan's rules by id (:class:`~attlens.analysis.plan.RuleInfo`, each with ``to_dict()``);
+    ``attlens rules --json`` is :func:`attlens.analysis.plan.rules_to_dict`."""
+    from attlens.analysis.plan import load_rules
+
+    return dict(load_rules())

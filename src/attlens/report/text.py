@@ -1,0 +1,218 @@
+"""Plain text shared by the terminal and Markdown renderers: numbers as
+people read them (thousands separators, shares in %, rounded floats), the
+plan's evidence as readable rows, the dispatch facts a plan stands on."""
+
+from __future__ import annotations
+
+import os
+
+
+def n(x) -> str:
+    """An integer with thousands separators; ``n/a`` when unknown."""
+    return "n/a" if x is None else f"{x:,}"
+
+
+def pct(x) -> str:
+    """A fraction as a percentage with one decimal; ``n/a`` when unknown."""
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def short_source(src: str | None) -> str:
+    """``/long/path/file.py:42`` as ``file.py:42``; ``-`` when there is none."""
+    if not src:
+        return "-"
+    f, _, ln = src.rpartition(":")
+    return f"{os.path.basename(f)}:{ln}" if f else src
+
+
+_SHARE_KEYS = ("share", "fraction", "fill")
+
+
+def fmt_value(key: str, v) -> str:
+    """One evidence value as text: thousands separators, rounded floats, shares in %."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        if key.endswith(("pc", "pcs", "producers", "waits", "needed_next", "line", "loop", "id")) or key in ("already_first", "loop_pcs"):
+            return str(v)
+        if key.endswith("bytes") and v >= 10**6:
+            return f"{v:,} ({fmt_bytes(v)})"
+        return f"{v:,}"
+    if isinstance(v, float):
+        if any(k in key for k in _SHARE_KEYS) and abs(v) <= 10:
+            return f"{100 * v:.1f}%"
+        if abs(v) >= 100:
+            return f"{v:,.0f}"
+        return f"{v:.3g}"
+    if isinstance(v, dict):
+        return " · ".join(f"{k} {fmt_value(k, x)}" for k, x in v.items() if not isinstance(x, (list, dict)) or x)
+    if isinstance(v, (list, tuple)):
+        if all(not isinstance(x, (dict, list)) for x in v):
+            return ", ".join(fmt_value(key, x) for x in v)
+        return "; ".join(fmt_value(key, x) for x in v)
+    return str(v)
+
+
+def _row(item) -> str:
+    if not isinstance(item, dict):
+        return fmt_value("", item)
+    parts = []
+    for k, v in item.items():
+        if v is None or v == [] or v == {}:
+            continue
+        if k == "pc":
+            parts.append(f"pc {v}")
+        elif isinstance(v, list) and any(isinstance(x, dict) for x in v):
+            inner = ", ".join(" ".join(fmt_value(kk, vv) if kk in ("file", "isa", "source") else f"{kk.replace('_', ' ')} {fmt_value(kk, vv)}" for kk, vv in x.items()) for x in v if isinstance(x, dict))
+            parts.append(f"{k.replace('_', ' ')} [{inner}]")
+        elif k in ("isa", "source", "line", "hazard", "file", "isa_text"):
+            parts.append(str(v))
+        else:
+            parts.append(f"{k.replace('_', ' ')} {fmt_value(k, v)}")
+    return " · ".join(parts)
+
+
+def evidence_lines(ev: dict, limit: int = 6) -> list[str]:
+    out = []
+    for k, v in ev.items():
+        if v == [] or v == {}:
+            continue
+        label = k.replace("_", " ")
+        if isinstance(v, list) and any(isinstance(x, dict) for x in v):
+            out.append(f"{label}:")
+            for item in v[:limit]:
+                out.append("  - " + _row(item))
+            if len(v) > limit:
+                out.append(f"  - … {len(v) - limit} more")
+        elif isinstance(v, dict) and v and any(isinstance(x, (dict, list)) for x in v.values()):
+            out.append(f"{label}:")
+            for kk, vv in v.items():
+                if isinstance(vv, list) and any(isinstance(x, dict) for x in vv):
+                    out.append(f"  {kk.replace('_', ' ')}:")
+                    out += ["    - " + _row(x) for x in vv[:limit]]
+                else:
+                    out.append(f"  {kk.replace('_', ' ')}: {_row(vv) if isinstance(vv, dict) else fmt_value(kk, vv)}")
+        elif isinstance(v, list) and any(isinstance(x, str) and len(x) > 40 for x in v):
+            out.append(f"{label}:")
+            out += ["  - " + x for x in v[:limit]]
+        else:
+            out.append(f"{label}: {fmt_value(k, v)}")
+    return out
+
+
+def loops_line(f) -> str | None:
+    rows = []
+    for w in f.loops[:4]:
+        if w.get("loop") is None:
+            rows.append(f"pc {w['pc']}: {w.get('note', 'outside loops')}")
+        else:
+            rows.append(f"pc {w['pc']} in loop {w['loop']} (pcs {w['loop_pcs'][0]}–{w['loop_pcs'][1]}, {fmt_value('trips', w['trips_mean'])} trips/entry)")
+    if not rows:
+        return None
+    more = f" … {len(f.loops) - 4} more" if len(f.loops) > 4 else ""
+    return "loops: " + "; ".join(rows) + more
+
+
+def ledger_line(f) -> str | None:
+    yielded = [s for s in f.shared if "held_by" in s]
+    partners = [s for s in f.shared if "also_claimed_by" in s]
+    if not yielded and not partners:
+        return None
+    parts = []
+    if yielded:
+        held = sorted({r for s in yielded for r in s["held_by"]})
+        parts.append(f"yields {sum(s['cycles_not_granted'] for s in yielded):,} cycles at pc {', '.join(str(s['pc']) for s in yielded[:4])} to {', '.join(held)}")
+    if partners:
+        who = sorted({s["also_claimed_by"] for s in partners})
+        parts.append(f"shares pc {', '.join(str(s['pc']) for s in partners[:4])} with {', '.join(who)} (which got the rest)")
+    return "ledger: " + "; ".join(parts)
+
+
+def finding_detail(f) -> list[str]:
+    lines = evidence_lines(f.evidence)
+    for extra in (loops_line(f), ledger_line(f)):
+        if extra:
+            lines.append(extra)
+    for c in f.preconditions:
+        lines.append(f"checked: {c['text']} — {c['detail']}")
+    return lines
+
+
+def stake_label(f) -> str:
+    """What a finding puts at stake, for a header line."""
+    if f.severity == "INFO" or f.kind == "note":
+        return "no action"
+    if f.kind == "performance":
+        return f"{f.cycles_at_stake:,} cycles at stake ({f.share:.1%})"
+    return {"capture": "capture quality", "dispatch": "whole dispatch"}[f.kind]
+
+
+def fmt_ns(ns) -> str:
+    if ns is None:
+        return "unknown"
+    return f"{ns / 1000:,.2f} µs" if ns >= 1000 else f"{ns} ns"
+
+
+def fmt_bytes(b) -> str:
+    if b is None:
+        return "unknown"
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= div:
+            return f"{b / div:,.1f} {unit}"
+    return f"{b:,.0f} B"
+
+
+def header_lines(plan) -> list[str]:
+    """The dispatch facts every finding stands on."""
+    dd = plan.dispatch
+    out = []
+    if dd.get("workgroups"):
+        out.append(f"Dispatch   {dd['workgroups']:,} workgroups × {dd['waves_per_workgroup']} waves = {dd['grid_waves']:,} waves on "
+                   f"{dd.get('cus') or '?'} CUs ({dd.get('target') or 'target unknown'}{', ' + dd['product'] if dd.get('product') else ''}); "
+                   f"{dd['traced_waves']:,} traced; duration {fmt_ns(dd.get('duration_ns'))}")
+    else:
+        out.append(f"Dispatch   grid unknown (no kernel_trace.csv row); {dd['traced_waves']:,} traced waves")
+    o = dd["occupancy"]
+    vi = o.get("vgpr_inputs") or {}
+    if o.get("theoretical_waves_per_simd") is not None:
+        vg = ""
+        if vi:
+            rep = f"reported {vi['reported_vgprs']}" if vi.get("reported_vgprs") is not None else "no reported count"
+            vg = f"; VGPRs: {rep}, ISA scan {vi['isa_registers']} → {vi['registers_used']} used ({vi['rule']}) → {vi['allocated']} allocated (granule {vi['granule']})"
+        out.append(f"Occupancy  {o['theoretical_waves_per_simd']} waves/SIMD theoretical (limit {', '.join(o['limiters'])}), "
+                   f"{o['observed_max_waves_per_simd']} observed on the traced CU{vg}; LDS {o.get('lds_bytes')} B")
+    for c in dd.get("kernel_candidates") or []:
+        if c.get("picked"):
+            out.append(f"Kernel     picked kernel id {c['kernel_id']} among kernels sharing the name ({c['where']}; see notes)")
+            break
+    bw = plan.bandwidth
+    if bw is not None:
+        if bw.available:
+            rng = (f"{bw.fraction_of_peak_low:.0%}–{bw.fraction_of_peak:.0%}" if bw.fraction_of_peak_low is not None and abs(bw.fraction_of_peak_low - bw.fraction_of_peak) > 0.005 and (bw.streaming_share or 0) >= 0.9
+                   else (f"≤ {bw.fraction_of_peak:.0%}" if bw.source == "trace" and (bw.streaming_share or 0) < 0.9 else f"{bw.fraction_of_peak:.0%}"))
+            out.append(f"Bandwidth  {fmt_bytes(bw.bytes_moved)} {'(PMC)' if bw.source == 'pmc' else 'requested (trace estimate)'} in {fmt_ns(bw.duration_ns)} "
+                       f"= {bw.achieved_gbps:,.0f} GB/s: {rng} of the {bw.peak_gbps:,.0f} GB/s HBM peak"
+                       + (" (looping kernel: data re-read from L2 counts too, an upper bound)" if bw.source == "trace" and (bw.streaming_share or 0) < 0.9 else ""))
+        else:
+            out.append(f"Bandwidth  unavailable: {bw.reason}")
+    lp = plan.loops
+    if lp is not None:
+        it = [x for x in lp.loops if x.iterated]
+        odd = lp.unexplained_repeats()
+        if not lp.loops and not odd:
+            out.append("Loops      none: straight-line code (no backward branch, no pc repeats in a wave)")
+        elif not lp.loops:
+            out.append(f"Loops      no backward branch decoded, but {len(odd)} pc(s) repeat within a wave (pcs {odd[0]}–{odd[-1]}): treated as a loop")
+        else:
+            desc = "; ".join(f"loop {x.id} pcs {x.first_pc}–{x.branch_pc}: " + (f"{fmt_value('t', x.trips_mean)} trips/entry ({x.trips_min}–{x.trips_max}), {x.entries:,} entries"
+                                                                               if x.iterated else "never iterated") for x in lp.loops[:4])
+            out.append(f"Loops      {len(it)} of {len(lp.loops)} iterated: {desc}")
+    return out
+
+
+def top_findings_lines(plan, count: int = 3) -> list[str]:
+    """The first findings of a plan, one line each (the ``analyze`` summary block)."""
+    return [f"{f.severity:<4} {f.title} [{f.rule}]" + (f" — {f.share:.1%} of cycles at stake" if f.kind == "performance" else "")
+            for f in plan.findings[:count]]
