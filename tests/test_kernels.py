@@ -73,7 +73,7 @@ def test_every_trace_dir_matches_its_stats_file(tables):
         assert [r.rank for r in t] == list(range(1, len(t) + 1))
         totals = [r.total_us for r in t]
         assert totals == sorted(totals, reverse=True)
-        assert t.total_us * 1000 == pytest.approx(read_kernel_stats(d / "discover_domain_stats.csv")[0]["total_ns"])
+        assert t.total_kernel_time_us * 1000 == pytest.approx(read_kernel_stats(d / "discover_domain_stats.csv")[0]["total_ns"])
 
 
 def test_vec_add_top_kernel(tables):
@@ -87,7 +87,7 @@ def test_vec_add_top_kernel(tables):
     assert round(row.total_us * 1000) == v["total_ns"] == 461564
     assert row.average_us * 1000 == pytest.approx(v["average_ns"], abs=1e-3)
     assert row.kernel_ids == [27] and row.agents == [2]
-    assert (row.vgpr, row.agpr, row.sgpr, row.lds, row.scratch) == (8, 0, 32, 0, 0)
+    assert (row.vgpr, row.agpr, row.sgpr, row.lds_bytes, row.scratch_bytes) == (8, 0, 32, 0, 0)
     assert row.workgroup == (256, 1, 1) and row.grid == (2560000, 1, 1) and not row.several_shapes
     assert "largest total GPU time" in reason and "461.6 µs" in reason and "14 runtime helper" in reason
     # vecAddKernel_0 is the top kernel overall too, but the PyTorch add right behind it is a helper
@@ -179,7 +179,7 @@ def test_several_shapes_are_reported(tables):
     assert sum(s["dispatches"] for s in copy.shapes) == copy.calls == 252
     assert "grid" in copy.varying and any("launch shapes" in n for n in copy.notes)
     hg = t.row("hgemm_bf16_32x64x256_W1x2x2_S2_BT_BLDS1_AS1_SPK14_0")
-    assert not hg.several_shapes and hg.grid == (1536, 14, 1) and hg.vgpr == 132 and hg.lds == 98304
+    assert not hg.several_shapes and hg.grid == (1536, 14, 1) and hg.vgpr == 132 and hg.lds_bytes == 98304
 
 
 def test_mi350_host_pid_directory():

@@ -290,10 +290,10 @@ def test_observed_overlap():
     ]
     d = _dispatch("gfx942", waves=waves, arch_vgprs=32, agprs=0, sgprs=16, lds_bytes=0, workgroup=(64, 1, 1))
     out = compute_occupancy(d)
-    assert out.observed_max_per_simd_traced == 3
+    assert out.observed_max_waves_per_simd_traced_cu == 3
     # peaks per SIMD: (0,1,0) 3, (0,1,1) 1, (0,2,0) 1 → mean 5 / 3
-    assert out.observed_mean_peak_per_simd_traced == pytest.approx(5 / 3)
-    assert out.observed_max_per_simd_all_cus is None  # no occupancy.json
+    assert out.observed_mean_peak_waves_per_simd_traced_cu == pytest.approx(5 / 3)
+    assert out.observed_max_waves_per_simd_all_cus is None  # no occupancy.json
     # theory 8, traced at most 3
     assert out.theoretical_waves_per_simd == 8
     assert any("never held more than 3" in e for e in out.explanation)
@@ -303,21 +303,21 @@ def test_observed_back_to_back_waves_do_not_overlap():
     # second wave starts in the cycle the first ends: the slot is reused, peak 1
     d = _dispatch("gfx942", waves=[(0, 0, 0, 0, 100), (0, 0, 0, 100, 200)], arch_vgprs=32, sgprs=16, lds_bytes=0)
     assert observed_residency(d)[0] == 1
-    assert compute_occupancy(d).observed_max_per_simd_traced == 1
+    assert compute_occupancy(d).observed_max_waves_per_simd_traced_cu == 1
 
 
 def test_observed_touching_plus_overlap():
     # [0,100) and [100,200) touch, [50,150) overlaps both: peak 2 (3 only if the touch counted)
     waves = [(0, 0, 0, 0, 100), (0, 0, 0, 100, 200), (0, 0, 0, 50, 150)]
     d = _dispatch("gfx942", waves=waves, arch_vgprs=32, sgprs=16, lds_bytes=0)
-    assert compute_occupancy(d).observed_max_per_simd_traced == 2
+    assert compute_occupancy(d).observed_max_waves_per_simd_traced_cu == 2
 
 
 def test_observed_without_waves():
     d = _dispatch("gfx942", waves=(), arch_vgprs=32, sgprs=16, lds_bytes=0)
     out = compute_occupancy(d)
-    assert out.observed_max_per_simd_traced is None
-    assert out.observed_mean_peak_per_simd_traced is None
+    assert out.observed_max_waves_per_simd_traced_cu is None
+    assert out.observed_mean_peak_waves_per_simd_traced_cu is None
 
 
 def test_observed_above_theory_is_explained():
@@ -326,7 +326,7 @@ def test_observed_above_theory_is_explained():
     d = _dispatch("gfx942", waves=waves, arch_vgprs=128, agprs=0, sgprs=64, lds_bytes=0, workgroup=(256, 1, 1))
     out = compute_occupancy(d)
     assert out.theoretical_waves_per_simd == 4
-    assert out.observed_max_per_simd_traced == 5
+    assert out.observed_max_waves_per_simd_traced_cu == 5
     assert any("above the theoretical 4" in e for e in out.explanation)
 
 
@@ -335,7 +335,7 @@ def test_observed_even_when_target_unknown():
     d = _dispatch(None, waves=waves, arch_vgprs=32, sgprs=16, lds_bytes=0)
     out = compute_occupancy(d)
     assert out.available is False
-    assert out.observed_max_per_simd_traced == 2
+    assert out.observed_max_waves_per_simd_traced_cu == 2
 
 
 def test_workgroup_rounding_names_the_resource_and_gives_advice():

@@ -70,7 +70,7 @@ def test_findings_are_bounded_ordered_and_settled(path):
     d, r = loaded(path)
     plan = plan_of(path)
     total = int((r.sums.idle + r.sums.latency).sum())
-    assert not plan.errors
+    assert not plan.rule_errors
     # one cycle ledger: no pc beyond its stall + idle, the total within the kernel's cycles
     per_pc = Counter()
     for f in plan.findings:
@@ -174,7 +174,7 @@ def test_vec_add_is_at_the_bandwidth_ceiling(shared):
     assert f.evidence["fraction_of_peak"] == pytest.approx(frac, abs=1e-4)
     # and none of the advice the trace contradicts: wider loads (already 128-bit), prefetch (no loop), hoist s_loads (already first)
     assert {"vmem-backpressure", "load-use-distance", "smem-wait"}.isdisjoint(rules_of(path))
-    assert plan.silenced["vmem-backpressure"][0]["id"] == "narrow"
+    assert plan.rules_silenced["vmem-backpressure"][0]["id"] == "narrow"
 
 
 def test_softmax_is_valu_issue_bound_with_narrow_loads(shared):
@@ -287,7 +287,7 @@ def test_no_occupancy_advice_when_the_traced_cu_did_not_fill_its_slots(shared):
     for rel in ("layernorm/big/ui_output_agent_22257_dispatch_23", "blockscale_preshuffle_gemm/big/ui_output_agent_14065_dispatch_120"):
         path = shared / "traces" / rel
         assert "occupancy-limit" not in rules_of(path)
-        assert plan_of(path).silenced["occupancy-limit"][0]["id"] in ("grid-fills", "reached")
+        assert plan_of(path).rules_silenced["occupancy-limit"][0]["id"] in ("grid-fills", "reached")
 
 
 def test_occupancy_advice_carries_the_exact_registers(shared):

@@ -101,7 +101,7 @@ def test_attach_prefers_the_matching_dispatch_and_unknown_is_not_a_mismatch():
     from attlens.analysis.pmc import PmcResult
 
     def res(did, kernel, target="gfx950"):
-        return PmcResult(target=target, product="MI350X", xcc=8, peak_hbm_gbps=8000.0, peak_source="x", l2_line_bytes=128, dispatch_id=did, kernel_name=kernel)
+        return PmcResult(target=target, product="MI350X", xcc=8, peak_hbm_gbps=8000.0, peak_source="x", l2_line_bytes=128, dispatch_id=did, kernel=kernel)
 
     c = PmcCounters([res(3, "other"), res(7, "k(int)"), res(9, "k(int)")], "f.csv", "gfx950")
     att = attach_pmc(c, "k", "gfx950", 9)

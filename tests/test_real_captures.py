@@ -155,7 +155,7 @@ def test_softmax_reference_numbers(shared):
     top = r.hotspots.instructions[r.hotspots.by_latency[0]]
     assert top.mnemonic == "buffer_load_ushort"
     assert (top.hit, top.latency, top.stall) == (2056, 8_481_192, 8_472_828)
-    assert top.cls == "vmem_load"
+    assert top.class_ == "vmem_load"
     assert r.quality.facts.shader_clock_mhz == pytest.approx(2036, abs=1)
 
 
@@ -178,7 +178,7 @@ def test_grid_limited_capture_gets_no_more_waves_advice(shared):
     o = r.occupancy
     assert d.resources.workgroups == 65536 // 256
     assert o.grid_limited is True
-    assert o.observed_max_per_simd_traced == 1
+    assert o.observed_max_waves_per_simd_traced_cu == 1
     assert any("grid-limited" in e for e in o.explanation)
 
 

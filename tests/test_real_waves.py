@@ -70,7 +70,7 @@ def test_wait_attribution_conserves_cycles(path):
     for w, c in charged.items():
         assert c == int(d.records.stall[w])
     assert sum(x.waited_cycles for x in att.producers) == att.total_charged == sum(charged.values())
-    assert all(x.distance_instr_min >= 1 for x in att.producers)
+    assert all(x.distance_instructions_min >= 1 for x in att.producers)
     # producers and waits of one pair are in the same wave, producer first
     assert (d.records.wave[p.prod_rec] == d.records.wave[p.wait_rec]).all()
     assert (p.prod_rec < p.wait_rec).all()
@@ -94,7 +94,7 @@ def test_pipes_and_phases_add_up(path):
         v = wa.pipes.kernel[p]
         if p != "IMMED/MSG":
             assert v["issue_cycles"] == ref[p], p
-        assert 0 <= v["busy_cycles"] <= wa.pipes.total_window
+        assert 0 <= v["busy_cycles"] <= wa.pipes.total_window_cycles
     assert sum(wa.phases.kernel[p]["stall"] for p in PHASES) == r.breakdown.total_stall
     assert sum(wa.phases.kernel[p]["records"] for p in PHASES) == d.records.count
 
@@ -113,10 +113,10 @@ def test_clock_alignment_and_frequency(shared):
     # att-format.md §4.11 / §5: offsets and clocks from realtime.json
     base = shared / "traces"
     sm = compute_clock(loaded(base / "softmax/big/ui_output_agent_47920_dispatch_13")[0])
-    assert sm.offsets == {0: 0, 1: 755, 2: 1507, 3: 2211}
+    assert sm.se_offsets_cycles == {0: 0, 1: 755, 2: 1507, 3: 2211}
     assert sm.frequency_hz / 1e9 == pytest.approx(2.036, abs=0.001)
     fa = compute_clock(loaded(base / "flash_attn_func/big/ui_output_agent_38430_dispatch_44")[0])
-    assert fa.offsets == {0: 0, 1: 756, 2: 1508, 3: 2211}
+    assert fa.se_offsets_cycles == {0: 0, 1: 756, 2: 1508, 3: 2211}
     assert fa.frequency_hz / 1e9 == pytest.approx(2.076, abs=0.001)
 
 
@@ -137,15 +137,15 @@ def test_prologue_only_capture_is_flagged(shared):
 def test_early_exit_waves_are_flagged(shared):
     d, _ = loaded(shared / "traces/pa/big/ui_output_agent_10886_dispatch_209")
     wa = waves_of(shared / "traces/pa/big/ui_output_agent_10886_dispatch_209")
-    short = int(np.count_nonzero(d.waves.n_records < wa.phases.short_threshold))
-    assert short == wa.phases.waves_short == 48
+    short = int(np.count_nonzero(d.waves.n_records < wa.phases.short_wave_threshold))
+    assert short == wa.phases.short_waves == 48
     assert any("48 of 56 traced waves" in f for f in wa.phases.flags)
 
 
 def test_per_execution_distribution(shared):
     path = shared / "traces/softmax/big/ui_output_agent_47920_dispatch_13"
     d, r = loaded(path)
-    top = waves_of(path).phases.distributions[0]
+    top = waves_of(path).phases.instructions[0]
     stalls = d.records.stall[d.records.pc == top.pc]
     assert top.executions == len(stalls) == 2056
     assert top.stall_p50 == float(np.percentile(stalls, 50))

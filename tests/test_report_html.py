@@ -113,7 +113,7 @@ def test_timeline_downsampling_is_consistent(toy):
             starts = np.cumsum(layer["start"][a:b])
             assert starts[0] == 0 and np.all(np.diff(starts) > 0) and starts[-1] < tl["bins"]
     # mean resident waves x window = sum of wave lifetimes
-    shift = np.array([(wa.clock.offsets or {}).get(int(se), 0) for se in w.se.tolist()])
+    shift = np.array([(wa.clock.se_offsets_cycles or {}).get(int(se), 0) for se in w.se.tolist()])
     life = int((w.end - w.begin).sum())
     resident = np.array(tl["occupancy"]["resident"]) / tl["occupancy"]["scale"] * tl["bin_cycles"]
     assert resident.sum() == pytest.approx(life, rel=0.01)

@@ -265,7 +265,7 @@ def smem_contra(found, k, plan, r):
     (f,) = found
     assert f.severity == "INFO" and f.claims == [] and f.cycles_at_stake == 0
     assert "launch latency" in f.change and "Issue the s_loads" not in f.change
-    assert [c["id"] for c in plan.silenced.get("smem-wait", [])] == []
+    assert [c["id"] for c in plan.rules_silenced.get("smem-wait", [])] == []
 
 
 def occupancy(vgprs: int, grid: int):
@@ -492,7 +492,7 @@ def run_case(tmp_path, rule_id: str, which: int, only=True):
     k, mutate = built if isinstance(built, tuple) else (built, None)
     r = analyze(tmp_path, k, mutate)
     plan = make_plan(r, only={rule_id} if only else None)
-    assert plan.errors == {}
+    assert plan.rule_errors == {}
     return k, r, plan, [f for f in plan.findings if f.rule == rule_id]
 
 
@@ -511,12 +511,12 @@ def assert_ledger(plan, r):
 @pytest.mark.parametrize("rule_id", sorted(CASES))
 def test_rule_fires_where_planted(tmp_path, rule_id):
     k, r, plan, found = run_case(tmp_path, rule_id, 0, only=rule_id != "stall-class")
-    assert len(found) == 1, f"{rule_id} did not fire on its planted pattern: {plan.silenced}"
+    assert len(found) == 1, f"{rule_id} did not fire on its planted pattern: {plan.rules_silenced}"
     f = found[0]
     total = total_cycles(r)
     assert isinstance(f, Finding) and f.kind == REGISTRY[rule_id].kind
     assert 0 <= f.cycles_at_stake <= total
-    assert f.share == pytest.approx(f.cycles_at_stake / max(total, 1))
+    assert f.share_of_cycles == pytest.approx(f.cycles_at_stake / max(total, 1))
     assert 0 < f.confidence <= 1 and f.severity in ("HIGH", "MED", "LOW", "INFO")
     assert f.change and f.falsify
     if f.kind == "performance":
@@ -546,7 +546,7 @@ def test_rule_on_contradiction_twin(tmp_path, rule_id):
     else:
         assert found == [], f"{rule_id} fired on its contradiction twin: {found[0].evidence}"
         if contra is not None:
-            assert contra in [c["id"] for c in plan.silenced.get(rule_id, [])], plan.silenced
+            assert contra in [c["id"] for c in plan.rules_silenced.get(rule_id, [])], plan.rules_silenced
     assert_ledger(plan, r)
 
 
@@ -564,7 +564,7 @@ def test_load_use_distance_never_counts_a_store(tmp_path):
     # the symptom (a wait right after a memory op) on a store: not a load, silent
     k = kernel([op("buffer_store_dwordx4 v[0:3], v8, s[4:7], 0 offen", latency=720, size=8), vadd(), vadd(1), op("s_waitcnt vmcnt(0)"), vadd(2)])
     plan = make_plan(analyze(tmp_path, k), only={"load-use-distance"})
-    assert plan.findings == [] and plan.silenced["load-use-distance"][0]["id"] == "loads"
+    assert plan.findings == [] and plan.rules_silenced["load-use-distance"][0]["id"] == "loads"
 
 
 def test_load_use_distance_straight_line_with_room(tmp_path):
@@ -627,14 +627,14 @@ def test_a_failing_rule_is_reported_not_fatal(tmp_path):
 
     try:
         plan = make_plan(r)
-        assert plan.errors == {rid: "RuntimeError: boom"}
+        assert plan.rule_errors == {rid: "RuntimeError: boom"}
         assert rid in plan.rules_run
         assert [(f.rule, f.cycles_at_stake) for f in plan.findings] == baseline
         assert any(f.rule == "load-use-distance" for f in plan.findings)
     finally:
         REGISTRY.pop(rid, None)
     assert rid not in load_rules()
-    assert make_plan(r).errors == {}
+    assert make_plan(r).rule_errors == {}
 
 
 def test_unknown_rule_is_a_usage_error(tmp_path):

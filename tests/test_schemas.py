@@ -239,7 +239,7 @@ def test_kernels_json_nests_resources_and_varying_uses_their_keys():
     keyed like `resources` (lds_bytes, not lds)."""
     from attlens.capture.kernels import KernelRow
 
-    row = KernelRow(rank=1, name="k", calls=2, total_us=3.0, average_us=1.5, percent=100.0, lds=None, varying={"lds": [512, 1024], "grid": [(1, 1, 1), (2, 1, 1)]})
+    row = KernelRow(rank=1, name="k", calls=2, total_us=3.0, average_us=1.5, percent=100.0, lds_bytes=None, varying={"lds_bytes": [512, 1024], "grid": [(1, 1, 1), (2, 1, 1)]})
     d = row.to_dict()
     assert d["varying"] == {"lds_bytes": [512, 1024], "grid": [[1, 1, 1], [2, 1, 1]]} and d["resources"]["lds_bytes"] is None
     Draft202012Validator(schemas.load("kernels")["$defs"]["row"], registry=schemas.registry()).validate(d)

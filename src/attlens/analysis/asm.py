@@ -23,7 +23,7 @@ class AsmRow:
     vaddr: int
     isa: str
     mnemonic: str
-    cls: str  # static taxonomy class
+    class_: str  # static taxonomy class (JSON: "class")
     executed: bool
     hotspot: object | None  # attlens.analysis.hotspots.InstructionHotspot when executed
     waits_on: list[tuple[int, int]]  # waits: [(producer pc, cycles charged)]
@@ -70,7 +70,7 @@ class AsmWindow:
             "vaddr": a.vaddr,
             "isa": a.isa,
             "mnemonic": a.mnemonic or None,
-            "class": a.cls or None,
+            "class": a.class_ or None,
             "executed": a.executed,
             "source": a.source,
         }
@@ -85,7 +85,7 @@ class AsmWindow:
                        "stall_share": round(h.stall_share, 6), "latency_share": round(h.latency_share, 6),
                        "exposed": h.exposed, "hidden": h.hidden, "waited_on": h.waited_on}
         row.update(figures)
-        row["stall_class"] = h.cls if h is not None else None
+        row["stall_class"] = h.class_ if h is not None else None
         isa = self.result.dispatch.code.isa
         row["waits_on"] = [{"pc": p, "isa": isa[p], "cycles": c} for p, c in a.waits_on]
         return row

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 @dataclass
 class ClockInfo:
     frequency_hz: float | None  # shader clock, from realtime.json
-    offsets: dict[int, int] | None  # SE -> cycles to add to align with the anchor SE
+    se_offsets_cycles: dict[int, int] | None  # SE -> cycles to add to align with the anchor SE
     aligned: bool
     note: str
 

@@ -18,7 +18,7 @@ class InstructionHotspot:
     codeobj: int
     isa: str
     mnemonic: str
-    cls: str  # static class, or for waits the class holding most of its stall
+    class_: str  # static class, or for waits the class holding most of its stall (JSON: "class")
     hit: int
     latency: int
     stall: int
@@ -41,7 +41,7 @@ class InstructionHotspot:
             "codeobj": self.codeobj,
             "isa": self.isa,
             "mnemonic": self.mnemonic,
-            "class": self.cls,
+            "class": self.class_,
             "hit": self.hit,
             "latency": self.latency,
             "stall": self.stall,
@@ -155,7 +155,7 @@ def compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
     dispatch's own; exposed cycles are attached afterwards by attach_exposed)."""
     from attlens.cache import memo
 
-    return memo(dispatch, f"hotspots-{dispatch.arch.waitcnt_model}", lambda: _compute_hotspots(dispatch, sums), _HotspotsCodec())
+    return memo(dispatch, f"hotspots-v2-{dispatch.arch.waitcnt_model}", lambda: _compute_hotspots(dispatch, sums), _HotspotsCodec())
 
 
 def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
@@ -179,7 +179,7 @@ def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
                 codeobj=int(code.codeobj[pc]),
                 isa=code.isa[pc],
                 mnemonic=st.mnemonic[pc],
-                cls=cls,
+                class_=cls,
                 hit=int(sums.hit[pc]),
                 latency=int(sums.latency[pc]),
                 stall=int(sums.stall[pc]),
@@ -266,7 +266,7 @@ class OpcodeHotspot:
     """Every executed instruction with one mnemonic, summed (``analyze --by opcode``)."""
 
     opcode: str  # mnemonic
-    cls: str  # static taxonomy class (waits: "wait")
+    class_: str  # static taxonomy class (waits: "wait"; JSON: "class")
     instructions: int  # distinct executed pcs with this mnemonic
     hit: int
     latency: int
@@ -283,7 +283,7 @@ class OpcodeHotspot:
         """One row of ``attlens.hotspots --by opcode``."""
         return {
             "opcode": self.opcode,
-            "class": self.cls,
+            "class": self.class_,
             "instructions": self.instructions,
             "hit": self.hit,
             "latency": self.latency,
@@ -315,7 +315,7 @@ def compute_opcode_hotspots(dispatch, hot: Hotspots) -> list[OpcodeHotspot]:
         out.append(
             OpcodeHotspot(
                 opcode=m,
-                cls=dispatch.static.cls[hs[0].pc],
+                class_=dispatch.static.cls[hs[0].pc],
                 instructions=len(hs),
                 hit=sum(h.hit for h in hs),
                 latency=lat,

@@ -39,9 +39,9 @@ class OccupancyResult:
     theoretical_waves_per_simd: int | None = None
     limiters: list[str] = field(default_factory=list)
     to_next_wave: dict | None = None  # what to free for one more wave per SIMD
-    observed_max_per_simd_traced: int | None = None
-    observed_mean_peak_per_simd_traced: float | None = None
-    observed_max_per_simd_all_cus: int | None = None
+    observed_max_waves_per_simd_traced_cu: int | None = None
+    observed_mean_peak_waves_per_simd_traced_cu: float | None = None
+    observed_max_waves_per_simd_all_cus: int | None = None
     workgroups: int | None = None
     resident_workgroup_capacity: int | None = None  # CUs × workgroups per CU
     grid_limited: bool | None = None
@@ -67,11 +67,11 @@ class OccupancyResult:
                 "lds_alloc": self.lds_alloc,
                 "waves_per_workgroup": self.waves_per_workgroup,
                 "to_next_wave": self.to_next_wave,
-                "observed_max_waves_per_simd_traced_cu": self.observed_max_per_simd_traced,
+                "observed_max_waves_per_simd_traced_cu": self.observed_max_waves_per_simd_traced_cu,
                 "observed_mean_peak_waves_per_simd_traced_cu": None
-                if self.observed_mean_peak_per_simd_traced is None
-                else round(self.observed_mean_peak_per_simd_traced, 3),
-                "observed_max_waves_per_simd_all_cus": self.observed_max_per_simd_all_cus,
+                if self.observed_mean_peak_waves_per_simd_traced_cu is None
+                else round(self.observed_mean_peak_waves_per_simd_traced_cu, 3),
+                "observed_max_waves_per_simd_all_cus": self.observed_max_waves_per_simd_all_cus,
                 "workgroups": self.workgroups,
                 "resident_workgroup_capacity": self.resident_workgroup_capacity,
                 "grid_limited": self.grid_limited,
@@ -126,9 +126,9 @@ def compute_occupancy(dispatch) -> OccupancyResult:
     arch, res = dispatch.arch, dispatch.resources
     traced_max, traced_mean, all_max = observed_residency(dispatch)
     out = OccupancyResult(available=False, reason=None)
-    out.observed_max_per_simd_traced = traced_max
-    out.observed_mean_peak_per_simd_traced = traced_mean
-    out.observed_max_per_simd_all_cus = all_max
+    out.observed_max_waves_per_simd_traced_cu = traced_max
+    out.observed_mean_peak_waves_per_simd_traced_cu = traced_mean
+    out.observed_max_waves_per_simd_all_cus = all_max
     f = arch.facts
     if f is None:
         out.reason = f"target unknown ({arch.reason}): no register file or LDS size to compute with"

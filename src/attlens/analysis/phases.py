@@ -36,11 +36,11 @@ class Phases:
     phase: np.ndarray  # per record, index into PHASES
     exec_index: np.ndarray  # per record: how many times its pc ran before in this wave
     kernel: dict[str, dict[str, int]]  # phase -> {records, stall, latency}
-    distributions: list[InstructionDistribution]
+    instructions: list[InstructionDistribution]  # the top instructions' per-execution stalls
     static_loops: list[StaticLoop]
-    waves_short: int  # waves that ran < 10 % of the longest wave's instructions
-    short_threshold: int
-    traced_cu_share: dict[int, float | None]  # SE -> traced CU waves / median waves per CU (occupancy.json)
+    short_waves: int  # waves that ran < 10 % of the longest wave's instructions
+    short_wave_threshold: int
+    traced_cu_share_of_median: dict[int, float | None]  # SE -> traced CU waves / median waves per CU (occupancy.json)
     flags: list[str] = field(default_factory=list)
 
 
@@ -99,15 +99,16 @@ class _PhasesCodec:
         from dataclasses import asdict
 
         return {"phase": p.phase, "exec_index": p.exec_index}, {
-            "kernel": p.kernel, "distributions": [asdict(x) for x in p.distributions],
-            "static_loops": [asdict(x) for x in p.static_loops], "waves_short": p.waves_short,
-            "short_threshold": p.short_threshold, "traced_cu_share": list(p.traced_cu_share.items()), "flags": p.flags}
+            "kernel": p.kernel, "instructions": [asdict(x) for x in p.instructions],
+            "static_loops": [asdict(x) for x in p.static_loops], "short_waves": p.short_waves,
+            "short_wave_threshold": p.short_wave_threshold, "traced_cu_share_of_median": list(p.traced_cu_share_of_median.items()),
+            "flags": p.flags}
 
     def decode(self, arrays, meta):
         return Phases(arrays["phase"], arrays["exec_index"], meta["kernel"],
-                      [InstructionDistribution(**x) for x in meta["distributions"]],
-                      [StaticLoop(**x) for x in meta["static_loops"]], meta["waves_short"], meta["short_threshold"],
-                      {int(k): v for k, v in meta["traced_cu_share"]}, meta["flags"])
+                      [InstructionDistribution(**x) for x in meta["instructions"]],
+                      [StaticLoop(**x) for x in meta["static_loops"]], meta["short_waves"], meta["short_wave_threshold"],
+                      {int(k): v for k, v in meta["traced_cu_share_of_median"]}, meta["flags"])
 
 
 def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
@@ -115,7 +116,7 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
     it starts from depends on the dispatch and the wait-counter model only)."""
     from attlens.cache import memo
 
-    key = f"phases-{dispatch.arch.waitcnt_model}-top{top}" if hotspots is not None else "phases-nohot"
+    key = f"phases-v2-{dispatch.arch.waitcnt_model}-top{top}" if hotspots is not None else "phases-v2-nohot"
     return memo(dispatch, key, lambda: _compute_phases(dispatch, hotspots, top), _PhasesCodec())
 
 

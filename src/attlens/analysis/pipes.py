@@ -40,7 +40,7 @@ def pipe_of_class(cls: str) -> str:
 class PipeUtilization:
     per_simd: list[dict]  # {se, cu, simd, window, pipes: {PIPE: {issue_cycles, busy_cycles, busy_share}}}
     kernel: dict[str, dict]  # PIPE -> {issue_cycles, busy_cycles, busy_share}
-    total_window: int
+    total_window_cycles: int
 
 
 def compute_pipes(dispatch) -> PipeUtilization:
@@ -49,7 +49,7 @@ def compute_pipes(dispatch) -> PipeUtilization:
     from attlens.cache.store import DataclassCodec
 
     quantum = (dispatch.arch.facts or {}).get("time_quantum", 4 if dispatch.index.gfxip in (None, 9) else 1)
-    return memo(dispatch, f"pipes-q{quantum}", lambda: _compute_pipes(dispatch, quantum), DataclassCodec(PipeUtilization))
+    return memo(dispatch, f"pipes-v2-q{quantum}", lambda: _compute_pipes(dispatch, quantum), DataclassCodec(PipeUtilization))
 
 
 def _compute_pipes(dispatch, quantum) -> PipeUtilization:

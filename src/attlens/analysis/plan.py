@@ -59,7 +59,7 @@ class Finding:
     severity: str  # HIGH | MED | LOW | INFO
     confidence: float  # 0..1
     cycles_at_stake: int  # granted claims: exposed cycles the change could recover
-    share: float  # cycles_at_stake / all kernel cycles
+    share_of_cycles: float  # cycles_at_stake / all kernel cycles
     evidence: dict
     change: str
     falsify: str
@@ -89,7 +89,7 @@ class Finding:
             "severity": self.severity,
             "confidence": self.confidence,
             "cycles_at_stake": self.cycles_at_stake,
-            "share_of_cycles": round(self.share, 6),
+            "share_of_cycles": round(self.share_of_cycles, 6),
             "priority": round(self.priority, 3),
             "claims": self.claims,
             "ledger": {"requested_cycles": self.requested_cycles, "granted_cycles": self.cycles_at_stake, "shared": self.shared},
@@ -263,8 +263,8 @@ class Plan:
     findings: list[Finding]  # ranked (see the module docstring)
     rules_run: list[str]
     rules_disabled: list[str]
-    errors: dict[str, str] = field(default_factory=dict)  # rule -> error (a broken rule never breaks the plan)
-    silenced: dict[str, list[dict]] = field(default_factory=dict)  # rule -> failed preconditions
+    rule_errors: dict[str, str] = field(default_factory=dict)  # rule -> error (a broken rule never breaks the plan)
+    rules_silenced: dict[str, list[dict]] = field(default_factory=dict)  # rule -> failed preconditions
     yielded: list[dict] = field(default_factory=list)  # findings left with no cycles by the ledger
     total_cycles: int = 0
     loops: object = None  # analysis.loops.LoopStructure
@@ -296,8 +296,8 @@ class Plan:
             "yielded": self.yielded,
             "rules_run": self.rules_run,
             "rules_disabled": self.rules_disabled,
-            "rules_silenced": self.silenced,
-            "rule_errors": self.errors,
+            "rules_silenced": self.rules_silenced,
+            "rule_errors": self.rule_errors,
         }
 
 
@@ -344,7 +344,7 @@ def settle_ledger(findings: list[Finding], budget, total: int) -> list[dict]:
                 holders.setdefault(pc, []).append(f.rule)
         f.claims, f.shared = granted, shared
         f.cycles_at_stake = sum(c["cycles"] for c in granted)
-        f.share = f.cycles_at_stake / total
+        f.share_of_cycles = f.cycles_at_stake / total
     # tell the holders who else asked for their cycles
     by_rule = {f.rule: f for f in order}
     for f in order:
@@ -362,7 +362,7 @@ def settle_ledger(findings: list[Finding], budget, total: int) -> list[dict]:
 
 def _severity_from_share(f: Finding) -> None:
     if f.kind == "performance" and not f.fixed_severity:
-        f.severity = "HIGH" if f.share >= HIGH_SHARE else ("MED" if f.share >= MED_SHARE else "LOW")
+        f.severity = "HIGH" if f.share_of_cycles >= HIGH_SHARE else ("MED" if f.share_of_cycles >= MED_SHARE else "LOW")
 
 
 def _pcs_named(ev) -> set[int]:
@@ -462,7 +462,7 @@ def dispatch_summary(ctx) -> dict:
         "occupancy": {
             "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
             "limiters": o.limiters,
-            "observed_max_waves_per_simd": o.observed_max_per_simd_traced,
+            "observed_max_waves_per_simd": o.observed_max_waves_per_simd_traced_cu,
             "vgpr_inputs": o.vgpr_inputs,
             "lds_bytes": res.lds_bytes,
             "lds_source": res.sources.get("lds_bytes"),

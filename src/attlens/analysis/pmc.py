@@ -362,7 +362,7 @@ class PmcResult:
     peak_source: str
     l2_line_bytes: int
     dispatch_id: int | None = None
-    kernel_name: str | None = None
+    kernel: str | None = None
     counters: dict = field(default_factory=dict)  # normalized: canonical name -> value
     l2_hits: float | None = None
     l2_misses: float | None = None
@@ -407,7 +407,7 @@ class PmcResult:
         bytes, bandwidths GB/s (10^9 B/s), ranges ``[low, high]``; unknown values None, never 0."""
         return {
             "dispatch_id": self.dispatch_id,
-            "kernel": self.kernel_name,
+            "kernel": self.kernel,
             "target": {"name": self.target, "product": self.product, "xcc": self.xcc, "peak_hbm_gbps": _r(self.peak_hbm_gbps),
                        "peak_source": self.peak_source, "l2_line_bytes": self.l2_line_bytes},
             "l2": {"hits": _r(self.l2_hits), "misses": _r(self.l2_misses), "requests": _r(self.l2_requests), "hit_rate": _r(self.l2_hit_rate)},
@@ -591,7 +591,7 @@ def analyze_pmc(
     res = PmcResult(
         target=tgt.target, product=prod.name, xcc=xcc or prod.xcc, peak_hbm_gbps=peak,
         peak_source="caller" if peak_hbm_gbps is not None else prod.peak_source,
-        l2_line_bytes=tgt.l2_line_bytes, dispatch_id=dispatch_id, kernel_name=kernel_name,
+        l2_line_bytes=tgt.l2_line_bytes, dispatch_id=dispatch_id, kernel=kernel_name,
         counters=dict(sorted(c.items())), notes=notes,
     )
 

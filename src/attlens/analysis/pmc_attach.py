@@ -95,13 +95,13 @@ class PmcAttachment:
 
     def label(self) -> dict:
         """The ``attached`` object of the report's PMC block."""
-        return {"source": self.source, "dispatch_id": self.result.dispatch_id, "kernel": self.result.kernel_name,
+        return {"source": self.source, "dispatch_id": self.result.dispatch_id, "kernel": self.result.kernel,
                 "target": self.result.target, "checks": self.checks, "forced": self.forced}
 
 
 def _checks(r, kernel: str | None, target: str | None, dispatch_id: int | None) -> list[dict]:
     return [
-        {"field": "kernel", "capture": kernel, "counters": r.kernel_name, "match": _same_kernel(kernel, r.kernel_name)},
+        {"field": "kernel", "capture": kernel, "counters": r.kernel, "match": _same_kernel(kernel, r.kernel)},
         {"field": "target", "capture": target, "counters": r.target, "match": _same_target(target, r.target)},
         {"field": "dispatch", "capture": dispatch_id, "counters": r.dispatch_id, "match": _same(dispatch_id, r.dispatch_id)},
     ]

@@ -68,8 +68,8 @@ class ProducerStats:
     share_of_wait: float  # of all charged wait cycles
     pairs: int  # times a wait resolved it
     executions: int  # its hit count
-    distance_instr_median: float
-    distance_instr_min: int
+    distance_instructions_median: float
+    distance_instructions_min: int
     distance_cycles_median: float
     outstanding_mean: float
     waits: dict[int, int]  # wait pc -> cycles charged
@@ -126,7 +126,7 @@ def attribute_waits(dispatch, deps, pairs: WaitPairs | None = None) -> WaitAttri
     be the dispatch's own, from :func:`attlens.analysis.stalls.compute_pc_sums`)."""
     from attlens.cache import memo
 
-    return memo(dispatch, f"waitattr-{deps.model}", lambda: _attribute_waits(dispatch, deps, pairs), _AttributionCodec())
+    return memo(dispatch, f"waitattr-v2-{deps.model}", lambda: _attribute_waits(dispatch, deps, pairs), _AttributionCodec())
 
 
 def _attribute_waits(dispatch, deps, pairs: WaitPairs | None) -> WaitAttribution:
@@ -167,8 +167,8 @@ def _attribute_waits(dispatch, deps, pairs: WaitPairs | None) -> WaitAttribution
                     share_of_wait=waited / total if total else 0.0,
                     pairs=len(rows),
                     executions=int(hit[pc]),
-                    distance_instr_median=float(np.median(pairs.distance_instr[rows])),
-                    distance_instr_min=int(pairs.distance_instr[rows].min()),
+                    distance_instructions_median=float(np.median(pairs.distance_instr[rows])),
+                    distance_instructions_min=int(pairs.distance_instr[rows].min()),
                     distance_cycles_median=float(np.median(pairs.distance_cycles[rows])),
                     outstanding_mean=float(pairs.outstanding[rows].mean()),
                     waits=dict(sorted(waits.items(), key=lambda kv: -kv[1])),

@@ -49,7 +49,7 @@ class WaitStats:
     steady: bool  # only loop iterations after the first
     sites: list[WaitSite]  # by total wait, largest first
     executions: int
-    total: int
+    total_wait: int  # Σ wait over the counted executions of every site
     kernel_stall: int
     notes: list[str] = field(default_factory=list)
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
@@ -64,9 +64,9 @@ class WaitStats:
             "capture": capture_ref(self.result.dispatch),
             "steady": self.steady,
             "executions": self.executions,
-            "total_wait": self.total,
+            "total_wait": self.total_wait,
             "kernel_stall": self.kernel_stall,
-            "share_of_stall": round(self.total / self.kernel_stall, 6) if self.kernel_stall else None,
+            "share_of_stall": round(self.total_wait / self.kernel_stall, 6) if self.kernel_stall else None,
             "sites_total": len(self.sites),
             "topk": top_or_none(top),
             "sites": [_site_dict(s, isa) for s in rows(self.sites, top)],
@@ -125,7 +125,7 @@ def compute_wait_stats(result, steady: bool = False, attribution=None) -> WaitSt
     total_all = int(stalls.sum())
     kernel_stall = int(recs.stall.sum())
     att = attribution if attribution is not None else attribute_waits(d, result.deps, result.pairs)
-    cls_of = {h.pc: h.cls for h in result.hotspots.instructions}
+    cls_of = {h.pc: h.class_ for h in result.hotspots.instructions}
     sites = []
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         pc = int(pcs[a])

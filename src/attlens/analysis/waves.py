@@ -38,18 +38,18 @@ class WaveAnalysis:
             "clock": {
                 "shader_clock_mhz": None if clk.frequency_hz is None else round(clk.frequency_hz / 1e6, 3),
                 "aligned": clk.aligned,
-                "se_offsets_cycles": None if clk.offsets is None else {str(k): v for k, v in clk.offsets.items()},
+                "se_offsets_cycles": None if clk.se_offsets_cycles is None else {str(k): v for k, v in clk.se_offsets_cycles.items()},
                 "note": clk.note,
             },
             "states": {
-                "cycles": st.kernel,
-                "share": {k: round(v, 6) for k, v in st.kernel_share.items()},
+                "cycles": st.cycles,
+                "share": {k: round(v, 6) for k, v in st.share.items()},
                 "total_lifetime": int(st.lifetime.sum()),
                 "per_simd": st.per_simd,
                 "overhang_cycles_max": int(st.overhang.max()) if len(st.overhang) else 0,
             },
             "pipes": {
-                "total_window_cycles": self.pipes.total_window,
+                "total_window_cycles": self.pipes.total_window_cycles,
                 "kernel": {p: {**v, "busy_share": None if v["busy_share"] is None else round(v["busy_share"], 6)}
                            for p, v in self.pipes.kernel.items()},
                 "per_simd": self.pipes.per_simd,
@@ -68,13 +68,13 @@ class WaveAnalysis:
                         "later_execution_stall_mean": None if x.later_execution_stall_mean is None else round(x.later_execution_stall_mean, 3),
                         "stall_by_phase": x.stall_by_phase,
                     }
-                    for x in self.phases.distributions
+                    for x in self.phases.instructions
                 ],
                 "static_loops": [{"branch_pc": lp.branch_pc, "first_pc": lp.first_pc, "last_pc": lp.last_pc, "executed": lp.executed}
                                  for lp in self.phases.static_loops],
-                "short_waves": self.phases.waves_short,
-                "short_wave_threshold": self.phases.short_threshold,
-                "traced_cu_share_of_median": {str(k): v for k, v in self.phases.traced_cu_share.items()},
+                "short_waves": self.phases.short_waves,
+                "short_wave_threshold": self.phases.short_wave_threshold,
+                "traced_cu_share_of_median": {str(k): v for k, v in self.phases.traced_cu_share_of_median.items()},
             },
             "flags": self.phases.flags,
             "warnings": r.warnings,

@@ -19,8 +19,8 @@ STATES = (1, 2, 3, 4)
 class WaveStates:
     per_wave: np.ndarray  # (n_waves, 5) cycles in state 0..4
     lifetime: np.ndarray  # end - begin per wave
-    kernel: dict[str, int]  # state name -> cycles over all waves
-    kernel_share: dict[str, float]  # weighted by wave lifetime (Σ state / Σ timeline)
+    cycles: dict[str, int]  # state name -> cycles over all waves
+    share: dict[str, float]  # weighted by wave lifetime (Σ state / Σ timeline)
     per_simd: list[dict]  # [{se, cu, simd, waves, STATE: cycles...}]
     overhang: np.ndarray  # Σ timeline - lifetime per wave (0 or 4 on gfx9)
 
@@ -30,7 +30,7 @@ def compute_wave_states(dispatch) -> WaveStates:
     from attlens.cache import memo
     from attlens.cache.store import DataclassCodec
 
-    return memo(dispatch, "wavestates", lambda: _compute_wave_states(dispatch), DataclassCodec(WaveStates))
+    return memo(dispatch, "wavestates-v2", lambda: _compute_wave_states(dispatch), DataclassCodec(WaveStates))
 
 
 def _compute_wave_states(dispatch) -> WaveStates:

@@ -104,8 +104,8 @@ class KernelRow:
     vgpr: int | None = None
     agpr: int | None = None
     sgpr: int | None = None
-    lds: int | None = None
-    scratch: int | None = None
+    lds_bytes: int | None = None
+    scratch_bytes: int | None = None
     workgroup: tuple | None = None
     grid: tuple | None = None
     shapes: list[dict] = field(default_factory=list)  # [{"workgroup", "grid", "dispatches"}], most frequent first
@@ -139,14 +139,14 @@ class KernelRow:
                 "vgpr": self.vgpr,
                 "agpr": self.agpr,
                 "sgpr": self.sgpr,
-                "lds_bytes": self.lds,
-                "scratch_bytes": self.scratch,
+                "lds_bytes": self.lds_bytes,
+                "scratch_bytes": self.scratch_bytes,
                 "workgroup": None if self.workgroup is None else list(self.workgroup),
                 "grid": None if self.grid is None else list(self.grid),
             },
             "shapes": [dict(s) for s in self.shapes] if self.shapes else None,
             "several_shapes": len(self.shapes) > 1 if self.shapes else None,
-            "varying": {_RESOURCE_KEY.get(k, k): [list(v) if isinstance(v, tuple) else v for v in vals] for k, vals in self.varying.items()} or None,
+            "varying": {k: [list(v) if isinstance(v, tuple) else v for v in vals] for k, vals in self.varying.items()} or None,
             "notes": list(self.notes),
         }
 
@@ -154,9 +154,6 @@ class KernelRow:
 def _round(x, nd=3):
     return None if x is None else round(float(x), nd)
 
-
-# KernelRow field → key of the row's "resources" object (and of "varying")
-_RESOURCE_KEY = {"lds": "lds_bytes", "scratch": "scratch_bytes"}
 
 
 @dataclass
@@ -166,7 +163,7 @@ class KernelTable:
     source: str  # "kernel_trace" | "rocpd" | "results.json" | "kernel_stats"
     files: list[Path]
     exclude: str | None
-    total_us: float | None  # summed time of every kernel dispatch
+    total_kernel_time_us: float | None  # summed time of every kernel dispatch
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # input skipped (also in notes); exit 8
 
@@ -190,7 +187,7 @@ class KernelTable:
             "source": self.source,
             "files": [str(f) for f in self.files] or None,
             "exclude": self.exclude,
-            "total_kernel_time_us": _round(self.total_us),
+            "total_kernel_time_us": _round(self.total_kernel_time_us),
             "kernels": len(self.rows),
             "excluded_kernels": sum(1 for r in self.rows if r.excluded),
             "notes": list(self.notes),
@@ -442,8 +439,8 @@ def _rows_from_dispatches(dispatches: list[dict], rx) -> tuple[list[KernelRow], 
             vgpr=_uniform([d.get("vgpr_count") for d in ds], "vgpr", varying),
             agpr=_uniform([d.get("agpr_count") for d in ds], "agpr", varying),
             sgpr=_uniform([d.get("sgpr_count") for d in ds], "sgpr", varying),
-            lds=_uniform([d.get("lds_bytes") for d in ds], "lds", varying),
-            scratch=_uniform([d.get("scratch_bytes") for d in ds], "scratch", varying),
+            lds_bytes=_uniform([d.get("lds_bytes") for d in ds], "lds_bytes", varying),
+            scratch_bytes=_uniform([d.get("scratch_bytes") for d in ds], "scratch_bytes", varying),
             workgroup=_uniform([tuple(d["workgroup"]) if d.get("workgroup") else None for d in ds], "workgroup", varying),
             grid=_uniform([tuple(d["grid"]) if d.get("grid") else None for d in ds], "grid", varying),
             shapes=shape_list,
@@ -455,7 +452,7 @@ def _rows_from_dispatches(dispatches: list[dict], rx) -> tuple[list[KernelRow], 
             row.notes.append(f"{len(shape_list)} launch shapes (workgroup × grid)")
         for k, vals in varying.items():
             if k not in ("workgroup", "grid"):
-                row.notes.append(f"{k} differs between dispatches: {', '.join(map(str, vals[:6]))}")
+                row.notes.append(f"{k.removesuffix('_bytes')} differs between dispatches: {', '.join(map(str, vals[:6]))}")
         if n < len(ds):
             row.notes.append(f"{len(ds) - n} dispatch(es) without valid timestamps")
         rows.append(row)
@@ -592,7 +589,7 @@ def kernel_table(path_or_paths, exclude: str | None = DEFAULT_EXCLUDE) -> Kernel
         source=source,
         files=list(used),
         exclude=exclude or None,
-        total_us=_us(grand),
+        total_kernel_time_us=_us(grand),
         notes=warnings + notes,
         warnings=warnings,
     )

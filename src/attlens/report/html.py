@@ -97,7 +97,7 @@ def _isa_table(result) -> dict:
     st = d.static
     code = d.code
     pcs = np.flatnonzero(code.instruction_mask)
-    hot_cls = {h.pc: h.cls for h in result.hotspots.instructions}
+    hot_cls = {h.pc: h.class_ for h in result.hotspots.instructions}
     classes: list[str] = []
     cls_idx: dict[str, int] = {}
 
@@ -194,7 +194,7 @@ def _deps(waves) -> dict:
             "waited": int(p.waited_cycles),
             "pairs": int(p.pairs),
             "class": p.wait_class,
-            "dist_instr_median": float(p.distance_instr_median),
+            "dist_instr_median": float(p.distance_instructions_median),
             "dist_cycles_median": float(p.distance_cycles_median),
             "outstanding_mean": round(float(p.outstanding_mean), 2),
         }
@@ -274,7 +274,7 @@ def _timeline(result, waves) -> dict:
     n = w.count
     if n == 0:
         return {"lanes": [], "bins": 0}
-    offsets = clk.offsets or {}
+    offsets = clk.se_offsets_cycles or {}
     shift = np.array([offsets.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
     begin = w.begin.astype(np.int64) + shift
     end = w.end.astype(np.int64) + shift
@@ -291,8 +291,8 @@ def _timeline(result, waves) -> dict:
     # instruction classes (waits: the class holding most of their cycles), only those that ran
     pc_cls = np.array([CLASS_IDS.index(c) if c in CLASS_IDS else CLASS_IDS.index("other") for c in d.static.cls], dtype=np.int64)
     for h in result.hotspots.instructions:
-        if h.cls in CLASS_IDS:
-            pc_cls[h.pc] = CLASS_IDS.index(h.cls)
+        if h.class_ in CLASS_IDS:
+            pc_cls[h.pc] = CLASS_IDS.index(h.class_)
     present = np.flatnonzero(np.bincount(pc_cls[np.unique(recs.pc)], minlength=len(CLASS_IDS)))
     cls_code = np.full(len(CLASS_IDS), -1, dtype=np.int64)
     cls_code[present] = np.arange(len(present))
@@ -448,7 +448,7 @@ def headline(result) -> dict:
         "hidden_share": None if result.hidden is None else round(result.hidden.hidden_share, 6),
         "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
         "limiters": o.limiters,
-        "observed_max_waves_per_simd": o.observed_max_per_simd_traced,
+        "observed_max_waves_per_simd": o.observed_max_waves_per_simd_traced_cu,
     }
 
 
@@ -514,10 +514,10 @@ def index_entry(result, plan, href: str) -> dict:
         "top_class_share": None if top_cls is None or not b.total_stall else top_cls[1] / b.total_stall,
         "occupancy_theoretical": o.theoretical_waves_per_simd,
         "occupancy_limiters": o.limiters,
-        "occupancy_observed": o.observed_max_per_simd_traced,
+        "occupancy_observed": o.observed_max_waves_per_simd_traced_cu,
         "top_finding": None
         if f is None
-        else {"severity": f.severity, "title": f.title, "rule": f.rule, "share": f.share if f.kind == "performance" else None},
+        else {"severity": f.severity, "title": f.title, "rule": f.rule, "share": f.share_of_cycles if f.kind == "performance" else None},
         "findings": len(plan.findings),
         "warnings": len(result.warnings),
     }

@@ -143,12 +143,12 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     L += _table(["metric", "value"], rows, "lr") + [""]
     if plan.findings:
         f = plan.findings[0]
-        L += [f"Top finding: **{f.severity}** {_text(f.title)} ({_code(f.rule)})" + (f", {_pct(f.share)} of cycles at stake." if f.kind == "performance" else "."), ""]
+        L += [f"Top finding: **{f.severity}** {_text(f.title)} ({_code(f.rule)})" + (f", {_pct(f.share_of_cycles)} of cycles at stake." if f.kind == "performance" else "."), ""]
 
     # wave states
     st = waves.states
     L += ["## Wave states", "", "All traced waves, weighted by lifetime (from each wave's timeline).", ""]
-    L += _table(["state", "cycles", "share"], [[s, _n(st.kernel[s]), _pct(st.kernel_share[s])] for s in ("EXEC", "WAIT", "STALL", "IDLE")], "lrr") + [""]
+    L += _table(["state", "cycles", "share"], [[s, _n(st.cycles[s]), _pct(st.share[s])] for s in ("EXEC", "WAIT", "STALL", "IDLE")], "lrr") + [""]
 
     # per class
     L += ["## Stall by class", ""]
@@ -238,7 +238,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         L += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule {_code(f.rule)} · {stake} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
         L += _fence(evidence_lines(f.evidence)) + [""]
         L += [f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]
-    for rid, err in plan.errors.items():
+    for rid, err in plan.rule_errors.items():
         L += [f"- rule {_code(rid)} failed: {_text(err)}"]
 
     # pipes
@@ -311,9 +311,9 @@ def plan_to_markdown(plan) -> str:
     for f in plan.findings:
         lines.append(f"| {f.severity} | {f.rule} | {_md_escape(f.rationale)} |")
     lines += ["", f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake; no pc is claimed twice."]
-    if plan.silenced:
+    if plan.rules_silenced:
         lines += ["", "Silenced rules (a precondition of their advice does not hold):", ""]
-        for rid, fails in plan.silenced.items():
+        for rid, fails in plan.rules_silenced.items():
             lines.append(f"- `{rid}`: {_md_escape(fails[0]['text'])} — {_md_escape(fails[0]['detail'])}")
     lines += ["", f"Reproduce: `attlens plan {_md_escape(d.path)}`", ""]
     return "\n".join(lines)

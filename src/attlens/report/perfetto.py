@@ -30,7 +30,7 @@ DEFAULT_MAX_EVENTS = 1_000_000
 
 def _chosen_waves(d, clock, max_waves, window):
     w = d.waves
-    offsets = clock.offsets or {}
+    offsets = clock.se_offsets_cycles or {}
     shift = np.array([offsets.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
     begin = w.begin + shift
     end = w.end + shift
@@ -53,7 +53,7 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
 
     d = result.dispatch
     w, recs, tl = d.waves, d.records, d.timeline
-    offsets = clock.offsets or {}
+    offsets = clock.se_offsets_cycles or {}
     chosen, shift, begin, end, origin = _chosen_waves(d, clock, max_waves, window)
     freq = clock.frequency_hz
     scale = 1e9 / freq if freq else 1.0  # ns per cycle

@@ -70,7 +70,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         t = FitTable(f"Top {topk} instructions by {sort}", cols + [Col("class", "wrap", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
         for rank, i in enumerate(order[:topk], 1):
             x = h.instructions[i]
-            cls = x.cls
+            cls = x.class_
             if len(x.class_stall) > 1:
                 cls += " (" + ", ".join(f"{k[5:] if k.startswith('wait_') else k} {v / max(x.stall, 1):.0%}" for k, v in sorted(x.class_stall.items(), key=lambda kv: -kv[1])[:3]) + ")"
             cells = [str(rank), str(x.pc), hex(x.vaddr), _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _pct(x.stall_share)]
@@ -117,8 +117,8 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
                 parts.append(f"free {amount} {k.upper()} {unit} ({v['allocated']} → {v['allowed_for_next_wave']})")
             console.print(f"    for {o.to_next_wave['waves_per_simd']} waves/SIMD: " + "; ".join(parts))
     console.print(
-        f"  observed    max {_n(o.observed_max_per_simd_traced)} waves/SIMD on the traced CU"
-        + (f", max {o.observed_max_per_simd_all_cus} on any CU of the traced SEs (occupancy.json)" if o.observed_max_per_simd_all_cus is not None else "")
+        f"  observed    max {_n(o.observed_max_waves_per_simd_traced_cu)} waves/SIMD on the traced CU"
+        + (f", max {o.observed_max_waves_per_simd_all_cus} on any CU of the traced SEs (occupancy.json)" if o.observed_max_waves_per_simd_all_cus is not None else "")
     )
     if o.workgroups is not None:
         console.print(f"  grid        {o.workgroups:,} workgroups" + (f"; {o.resident_workgroup_capacity:,} fit at once" if o.resident_workgroup_capacity else ""))
@@ -183,12 +183,12 @@ def render_hotspots(table, console, top: int = 10) -> None:
     t = FitTable(title, [Col(c, kinds.get(c, "num")) for c in cols])
     for x in table.rows[:top]:
         if table.by == "instruction":
-            key, cls, extra = str(x.pc), x.cls, [escape(x.isa), escape(_short_source(x.source))]
+            key, cls, extra = str(x.pc), x.class_, [escape(x.isa), escape(_short_source(x.source))]
         elif table.by == "line":
             key, cls, extra = escape(_short_source(x.source) if x.file else x.source), x.dominant_class, []
         else:
             more = f" +{len(x.pcs) - 6}" if len(x.pcs) > 6 else ""
-            key, cls, extra = escape(x.opcode), x.cls, [", ".join(map(str, x.pcs[:6])) + more]
+            key, cls, extra = escape(x.opcode), x.class_, [", ".join(map(str, x.pcs[:6])) + more]
         t.add_row(key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra)
     console.print(t)
 
@@ -211,9 +211,9 @@ def render_asm(win, console) -> None:
         mark = ">" if a.pc == win.pc else ""
         waits = ", ".join(f"{p}: {c:,}" for p, c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
         if h is None:
-            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", a.cls, escape(a.isa), escape(_short_source(a.source)), waits)
+            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
         else:
-            t.add_row(mark, str(a.pc), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), h.cls,
+            t.add_row(mark, str(a.pc), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), h.class_,
                       escape(a.isa), escape(_short_source(a.source)), waits)
     console.print(t)
     if win.sources:
@@ -230,8 +230,8 @@ def render_waits(ws, console, top: int = 10) -> None:
     d = ws.result.dispatch
     scope = "steady-state loop iterations (after the first)" if ws.steady else "every execution"
     console.print(f"[bold]attlens waits[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
-    console.print(f"  {len(ws.sites)} wait sites, {_n(ws.executions)} executions ({scope}), {_n(ws.total)} wait cycles"
-                  f" = {_pct(ws.total / ws.kernel_stall if ws.kernel_stall else None)} of all stall")
+    console.print(f"  {len(ws.sites)} wait sites, {_n(ws.executions)} executions ({scope}), {_n(ws.total_wait)} wait cycles"
+                  f" = {_pct(ws.total_wait / ws.kernel_stall if ws.kernel_stall else None)} of all stall")
     t = FitTable(f"Wait per execution, top {top} sites by total wait",
                  [*map(Col, ("pc", "total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max")), Col("class", "text"),
                   Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on", "wrap")])
@@ -275,8 +275,8 @@ def render_occupancy(o, console) -> None:
         for lim in o.limits:
             t.add_row(lim.name, _n(lim.waves_per_simd), escape(lim.detail))
         console.print(t)
-    console.print(f"  observed: max {_n(o.observed_max_per_simd_traced)} waves/SIMD on the traced CU, "
-                  f"max {_n(o.observed_max_per_simd_all_cus)} over all CUs (occupancy.json)")
+    console.print(f"  observed: max {_n(o.observed_max_waves_per_simd_traced_cu)} waves/SIMD on the traced CU, "
+                  f"max {_n(o.observed_max_waves_per_simd_all_cus)} over all CUs (occupancy.json)")
     if o.grid_limited:
         console.print(f"  [yellow]![/yellow] grid-limited: {_n(o.workgroups)} workgroups for a resident capacity of {_n(o.resident_workgroup_capacity)}")
     for line in o.explanation:
@@ -295,14 +295,14 @@ def render_waves(wa, console, top: int = 10) -> None:
     st, clk = wa.states, wa.clock
     console.print(f"[bold]attlens waves[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({d.waves.count:,} waves, {escape(str(d.path))})")
     if clk.frequency_hz:
-        offs = ", ".join(f"SE{k}+{v}" for k, v in sorted((clk.offsets or {}).items()))
+        offs = ", ".join(f"SE{k}+{v}" for k, v in sorted((clk.se_offsets_cycles or {}).items()))
         console.print(f"  clock    {clk.frequency_hz / 1e6:,.0f} MHz; {escape(clk.note)}" + (f" ({offs})" if offs else ""))
     else:
         console.print(f"  clock    {escape(clk.note)}")
     t = FitTable("Wave states (all traced waves, weighted by lifetime)", [Col("state", "text"), Col("cycles"), Col("share"), Col("time")])
-    for name, cyc in st.kernel.items():
+    for name, cyc in st.cycles.items():
         us = clk.cycles_to_us(cyc)
-        t.add_row(name, _n(cyc), _pct(st.kernel_share[name]), "-" if us is None else f"{us:,.1f} µs·wave")
+        t.add_row(name, _n(cyc), _pct(st.share[name]), "-" if us is None else f"{us:,.1f} µs·wave")
     console.print(t)
     t = FitTable("Per SIMD", [Col(c) for c in ("SE", "CU", "SIMD", "waves", "IDLE", "EXEC", "WAIT", "STALL")])
     for r in st.per_simd:
@@ -323,7 +323,7 @@ def render_waves(wa, console, top: int = 10) -> None:
     console.print(t)
     t = FitTable(f"Stall per execution of the top {top} instructions",
                  [*map(Col, ("pc", "executions", "p50", "p90", "max", "first exec mean", "later mean")), Col("instruction", "wrap", min_width=16)])
-    for x in wa.phases.distributions[:top]:
+    for x in wa.phases.instructions[:top]:
         later = "-" if x.later_execution_stall_mean is None else f"{x.later_execution_stall_mean:,.0f}"
         t.add_row(str(x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc]))
     console.print(t)
@@ -346,7 +346,7 @@ def render_deps(deps, console, top: int = 10) -> None:
                  [*map(Col, ("pc", "waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding")),
                   Col("class", "text", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
     for p in producers[:top]:
-        t.add_row(str(p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instr_median:,.0f}/{p.distance_instr_min}",
+        t.add_row(str(p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instructions_median:,.0f}/{p.distance_instructions_min}",
                   f"{p.distance_cycles_median:,.0f}", f"{p.outstanding_mean:.1f}", p.wait_class, escape(p.isa), escape(_short_source(p.source)))
     console.print(t)
     t = FitTable(f"Source lines whose memory ops were waited on (top {top})", [Col("source", "path"), Col("waited on"), Col("share"), Col("producers")])
@@ -397,10 +397,10 @@ def render_plan(plan, console, max_findings: int | None = None) -> None:
         console.print(f"\nCycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake ({plan.cycles_at_stake / max(plan.total_cycles, 1):.1%}); no pc claimed twice.")
     for y in plan.yielded:
         console.print(f"  {escape(y['rule'])} yielded all its cycles to {escape(', '.join(y['held_by']))}")
-    for rid, fails in plan.silenced.items():
+    for rid, fails in plan.rules_silenced.items():
         c = fails[0]
         console.print(f"[dim]  silenced {escape(rid)}: {escape(c['text'])} — {escape(str(c['detail']))}[/dim]")
-    for rid, err in plan.errors.items():
+    for rid, err in plan.rule_errors.items():
         console.print(f"[yellow]! rule {rid} failed: {escape(err)}[/yellow]")
 
 
@@ -477,7 +477,7 @@ def _dims(t) -> str:
 
 def render_kernels(table, console: Console, top: int = 20) -> None:
     """``attlens kernels``: a :class:`~attlens.capture.kernels.KernelTable`."""
-    rows, files, source, total = table.rows, table.files, table.source, table.total_us
+    rows, files, source, total = table.rows, table.files, table.source, table.total_kernel_time_us
     where = ", ".join(str(f) for f in files[:3]) + (f" (+{len(files) - 3})" if len(files) > 3 else "")
     excluded = sum(1 for r in rows if r.excluded)
     console.print(f"[bold]attlens kernels[/bold] — {len(rows)} kernel(s) from {escape(source or '?')}: {escape(where)}")
@@ -506,7 +506,7 @@ def render_kernels(table, console: Console, top: int = 20) -> None:
                 _opt(r.vgpr) if "vgpr" not in r.varying else "var",
                 _opt(r.agpr) if "agpr" not in r.varying else "var",
                 _opt(r.sgpr) if "sgpr" not in r.varying else "var",
-                _opt(r.lds) if "lds" not in r.varying else "var",
+                _opt(r.lds_bytes) if "lds_bytes" not in r.varying else "var",
                 _dims(r.workgroup) if r.workgroup is not None or not several else f"{len(r.shapes)} shapes",
                 _dims(r.grid) if r.grid is not None or not several else f"{len(r.shapes)} shapes",
             ]
@@ -541,7 +541,7 @@ def _pmc_summary(results, console: Console) -> None:
     t = FitTable("PMC — L2 / memory per dispatch", [Col("dispatch"), Col("kernel", "text", min_width=16), Col("L2 hit"), Col("read"), Col("written"),
                                                     Col("over-fetch"), Col("GB/s"), Col("of peak"), Col("findings", "wrap")])
     for r in results:
-        name = r.kernel_name or "-"
+        name = r.kernel or "-"
         fired = ", ".join(d.title for d in r.fired) or "-"
         t.add_row("-" if r.dispatch_id is None else str(r.dispatch_id), escape(name), _pct(r.l2_hit_rate),
                   _span(r.read_bytes_range, _mib), _mib(r.write_bytes), _span(r.over_fetch_range, lambda x: f"{x:.2f}x"),
@@ -551,7 +551,7 @@ def _pmc_summary(results, console: Console) -> None:
 
 def _pmc_detail(r, console: Console) -> None:
     head = f"dispatch {r.dispatch_id}" if r.dispatch_id is not None else "dispatch"
-    console.print(f"\n[bold]{escape(head)}[/bold] — [bold cyan]{escape(r.kernel_name or '(unnamed kernel)')}[/bold cyan]")
+    console.print(f"\n[bold]{escape(head)}[/bold] — [bold cyan]{escape(r.kernel or '(unnamed kernel)')}[/bold cyan]")
     console.print(f"  target   {r.target} ({r.product}, {r.xcc} XCC, peak {r.peak_hbm_gbps:,.0f} GB/s — {escape(r.peak_source)})")
     t = FitTable(None, [Col("metric", "text", min_width=18), Col("value"), Col("from", "wrap", min_width=20)])
     hits = "n/a" if r.l2_hits is None or r.l2_misses is None else f"{r.l2_hits:,.0f} hit / {r.l2_misses:,.0f} miss"

@@ -145,7 +145,7 @@ def stake_label(f) -> str:
     if f.severity == "INFO" or f.kind == "note":
         return "no action"
     if f.kind == "performance":
-        return f"{f.cycles_at_stake:,} cycles at stake ({f.share:.1%})"
+        return f"{f.cycles_at_stake:,} cycles at stake ({f.share_of_cycles:.1%})"
     return {"capture": "capture quality", "dispatch": "whole dispatch"}[f.kind]
 
 
@@ -214,5 +214,5 @@ def header_lines(plan) -> list[str]:
 
 def top_findings_lines(plan, count: int = 3) -> list[str]:
     """The first findings of a plan, one line each (the ``analyze`` summary block)."""
-    return [f"{f.severity:<4} {f.title} [{f.rule}]" + (f" — {f.share:.1%} of cycles at stake" if f.kind == "performance" else "")
+    return [f"{f.severity:<4} {f.title} [{f.rule}]" + (f" — {f.share_of_cycles:.1%} of cycles at stake" if f.kind == "performance" else "")
             for f in plan.findings[:count]]

@@ -43,7 +43,7 @@ def _r(x, nd: int = 6):
 def _finding(f) -> dict:
     # share of cycles at stake: only performance findings claim cycles
     return {"rule": f.rule, "kind": f.kind, "severity": f.severity, "title": f.title, "confidence": f.confidence,
-            "share": _r(f.share) if f.kind == "performance" else None}
+            "share": _r(f.share_of_cycles) if f.kind == "performance" else None}
 
 
 def bandwidth_fraction(plan) -> tuple[float | None, str | None]:
@@ -128,7 +128,7 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
         "dominant_class": None if top is None else top[0],
         "dominant_class_share": None if top is None or not total_stall else _r(top[1] / total_stall),
         "stall_mix": mix,
-        "occupancy": {"theoretical": o.theoretical_waves_per_simd, "observed": o.observed_max_per_simd_traced, "limiters": list(o.limiters)},
+        "occupancy": {"theoretical": o.theoretical_waves_per_simd, "observed": o.observed_max_waves_per_simd_traced_cu, "limiters": list(o.limiters)},
         "top_finding": _finding(lead[0]) if lead else None,
         "findings": [_finding(f) for f in plan.findings],
         "bandwidth_fraction": _r(bw),

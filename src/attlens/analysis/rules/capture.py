@@ -280,7 +280,7 @@ def location_collapse(ctx):
 )
 def few_waves(ctx):
     w = ctx.d.waves
-    share = ctx.waves.phases.traced_cu_share
+    share = ctx.waves.phases.traced_cu_share_of_median
     low = {se: v for se, v in share.items() if v is not None and v < 0.5}
     if w.count >= 8 and not low:
         return []

@@ -71,14 +71,14 @@ def grid_starvation(ctx):
     if not (starved or underfilled):
         return []
     if underfilled:
-        obs = o.observed_max_per_simd_traced
+        obs = o.observed_max_waves_per_simd_traced_cu
         if not ctx.require(rid, "cu-underfilled", obs is None or obs < theo, f"the traced CU held {obs} waves/SIMD of {theo} possible"):
             return []
     ev = {
         "workgroups": wgs, "cus": cus, "waves_per_workgroup": wpw, "grid_waves": grid_waves,
         "waves_per_cu": rnd(grid_waves / cus, 2), "resident_waves_per_cu_possible": slots_per_cu,
         "idle_cus": idle_cus, "idle_cu_share": rnd(idle_cus / cus, 4), "wave_slot_fill": rnd(fill, 4) if fill is not None else None,
-        "observed_max_waves_per_simd_traced_cu": o.observed_max_per_simd_traced, "per_cu_waves_occupancy_json": _per_cu_waves(d),
+        "observed_max_waves_per_simd_traced_cu": o.observed_max_waves_per_simd_traced_cu, "per_cu_waves_occupancy_json": _per_cu_waves(d),
         "grid_source": res.sources.get("grid"),
     }
     if starved:
@@ -164,7 +164,7 @@ def mfma_pipe_share(ctx) -> float | None:
     from attlens.analysis.rules.schedule import mfma_passes
 
     s, st = ctx.result.sums, ctx.d.static
-    window = ctx.waves.pipes.total_window
+    window = ctx.waves.pipes.total_window_cycles
     if not window:
         return None
     cyc = sum(int(s.hit[pc]) * 4 * (mfma_passes(ctx, st.mnemonic[pc]) or 0) for pc, c in enumerate(st.cls) if c == "mfma" and s.hit[pc])

@@ -158,7 +158,7 @@ def load_use_distance(ctx):
     no_room = []
     for p, waits in by_p.items():
         ps = prods.get(p)
-        if ps is None or ps.distance_instr_median > NEAR_USE_MAX_DISTANCE:
+        if ps is None or ps.distance_instructions_median > NEAR_USE_MAX_DISTANCE:
             continue
         exposed = {w: c * ctx.exposed_fraction(w) for w, c in waits.items()}
         tot = sum(exposed.values())
@@ -253,20 +253,20 @@ def load_use_distance(ctx):
     return [
         ctx.finding(
             rid,
-            f"{len(rows)} vector load(s) are consumed {int(min(r[1].distance_instr_median for r in best))}–{int(max(r[1].distance_instr_median for r in best))} instructions after issue",
+            f"{len(rows)} vector load(s) are consumed {int(min(r[1].distance_instructions_median for r in best))}–{int(max(r[1].distance_instructions_median for r in best))} instructions after issue",
             0,
-            0.8 if min(r[1].distance_instr_median for r in best) <= 4 else 0.7,
+            0.8 if min(r[1].distance_instructions_median for r in best) <= 4 else 0.7,
             {
                 "loads": [
                     {**ctx.instr(p), "lever": lever, "loop": where.get("loop"), "trips_mean": where.get("trips_mean"),
-                     "recoverable_cycles": int(c), "distance_instructions_median": rnd(ps.distance_instr_median),
+                     "recoverable_cycles": int(c), "distance_instructions_median": rnd(ps.distance_instructions_median),
                      "distance_cycles_median": rnd(ps.distance_cycles_median), "waits": ws[:3], **extra}
                     for p, ps, c, lever, where, extra, ws in best
                 ],
             },
             " ".join(change),
             "Move the load up by the distance shown; if the wait it feeds does not shrink, the latency is bandwidth- or queue-bound, not distance-bound (check L2/HBM counters).",
-            f"{ctx.d.code.isa[p0[0]].split()[0]} at pc {p0[0]} ({'loop' if p0[3] == 'next-iteration' else 'straight-line'}) used {p0[1].distance_instr_median:.0f} instructions after issue, {int(p0[2]):,} cycles recoverable",
+            f"{ctx.d.code.isa[p0[0]].split()[0]} at pc {p0[0]} ({'loop' if p0[3] == 'next-iteration' else 'straight-line'}) used {p0[1].distance_instructions_median:.0f} instructions after issue, {int(p0[2]):,} cycles recoverable",
             claims=list(claims.items()),
         )
     ]

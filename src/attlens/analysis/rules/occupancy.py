@@ -28,8 +28,8 @@ def occupancy_limit(ctx):
     if not ctx.require(rid, "grid-fills", o.grid_limited is False,
                        f"{o.workgroups} workgroups, {o.resident_workgroup_capacity} resident at once" if o.grid_limited is not None else "grid size unknown"):
         return []
-    if not ctx.require(rid, "reached", not (o.observed_max_per_simd_traced is not None and o.observed_max_per_simd_traced < o.theoretical_waves_per_simd),
-                       f"observed {o.observed_max_per_simd_traced} waves/SIMD, theory {o.theoretical_waves_per_simd}"):
+    if not ctx.require(rid, "reached", not (o.observed_max_waves_per_simd_traced_cu is not None and o.observed_max_waves_per_simd_traced_cu < o.theoretical_waves_per_simd),
+                       f"observed {o.observed_max_waves_per_simd_traced_cu} waves/SIMD, theory {o.theoretical_waves_per_simd}"):
         return []
     b = ctx.result.breakdown
     waits = sum(b.by_class_stall[c] for c in ("wait_global", "wait_lds", "wait_smem"))
@@ -51,7 +51,7 @@ def occupancy_limit(ctx):
             0,
             0.5,
             {"limiters": o.limiters, "theoretical_waves_per_simd": o.theoretical_waves_per_simd, "vgpr_inputs": o.vgpr_inputs, "to_next_wave": o.to_next_wave,
-             "observed_max_waves_per_simd": o.observed_max_per_simd_traced, "workgroups": o.workgroups, "capacity": o.resident_workgroup_capacity,
+             "observed_max_waves_per_simd": o.observed_max_waves_per_simd_traced_cu, "workgroups": o.workgroups, "capacity": o.resident_workgroup_capacity,
              "memory_wait_stall": waits},
             f"For {o.to_next_wave['waves_per_simd']} waves/SIMD: {what}.",
             "Rebuild with the lower budget (e.g. launch bounds / waves-per-eu) and recapture: observed residency should rise; if the memory waits do not shrink, latency hiding was not the limit.",
