@@ -14,11 +14,20 @@ from attlens.analysis.stalls import PcSums, StallBreakdown, compute_pc_sums, rou
 from attlens.analysis.waitattr import WaitPairs
 from attlens.analysis.waitdeps import WaitDeps
 from attlens.jsondoc import capture_ref
+from attlens.results import brief_repr
 
 ANALYZE_SCHEMA = "attlens.analyze"
 ANALYZE_SCHEMA_VERSION = 1
 
 
+def _top_pc(r) -> int | None:
+    h = r.hotspots
+    return h.instructions[h.by_stall[0]].pc if h.by_stall else None
+
+
+@brief_repr(("kernel", lambda r: r.dispatch.kernel_name), ("target", lambda r: r.dispatch.arch.target),
+            ("waves", lambda r: r.dispatch.waves.count), ("latency", lambda r: r.breakdown.total_latency),
+            ("stall", lambda r: r.breakdown.total_stall), ("idle", lambda r: r.breakdown.total_idle), ("top_pc", _top_pc))
 @dataclass
 class AnalysisResult:
     dispatch: object  # attlens.model.dispatch.Dispatch
@@ -37,6 +46,26 @@ class AnalysisResult:
         out += self.quality.warnings
         out += self.dispatch.resources.notes
         return out
+
+    TABLES = ("instructions", "lines", "classes")
+
+    def to_pandas(self, table: str = "instructions"):
+        """A DataFrame of the analysis, one row per item and one column per key
+        of its JSON rows: ``instructions`` (every executed instruction, largest
+        stall first: the rows of ``instructions_by_stall``), ``lines`` (every
+        source line with an executed instruction: ``lines_by_stall``) or
+        ``classes`` (``stall_by_class``)."""
+        from attlens.errors import UsageError
+        from attlens.results import dataframe
+
+        h = self.hotspots
+        if table == "instructions":
+            return dataframe([h.instructions[i].to_dict() for i in h.by_stall])
+        if table == "lines":
+            return dataframe([h.lines[i].to_dict() for i in h.lines_by_stall])
+        if table == "classes":
+            return dataframe(self.breakdown.class_rows())
+        raise UsageError(f"table={table!r}: expected one of {', '.join(self.TABLES)}")
 
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.analyze`` object (``attlens analyze --json --top TOP``;

@@ -14,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from attlens.errors import UsageError
+from attlens.results import brief_repr
 
 
+@brief_repr("pc", "isa", "class_", "executed", ("stall", lambda a: None if a.hotspot is None else a.hotspot.stall), "source")
 @dataclass
 class AsmRow:
     pc: int
@@ -36,6 +38,7 @@ class SourceLine:
     text: str | None  # None: the capture has no snapshot of the file
 
 
+@brief_repr("pc", "around", "first_pc", "last_pc", ("rows", lambda w: len(w.rows)), ("sources", lambda w: len(w.sources)))
 @dataclass
 class AsmWindow:
     pc: int

@@ -34,6 +34,7 @@ import numpy as np
 from attlens.analysis.occupancy import grid_waves
 from attlens.analysis.regs import address_registers, defs_uses, mnemonic_of
 from attlens.model.archdata import hbm_peak
+from attlens.results import brief_repr
 
 _VMEM_PREFIXES = ("buffer_", "tbuffer_", "global_", "flat_", "scratch_")
 _NOT_DATA = ("buffer_wbl2", "buffer_inv", "buffer_wbinvl1", "buffer_gl", "global_wb", "global_inv", "global_wbinv")
@@ -121,6 +122,7 @@ def workgroup_dependent(isa: list[str]) -> dict[int, bool]:
     return out
 
 
+@brief_repr("available", "source", "bytes_moved", "duration_ns", "achieved_gbps", "fraction_of_peak")
 @dataclass
 class Bandwidth:
     available: bool

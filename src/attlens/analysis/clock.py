@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attlens.results import brief_repr
 
+
+@brief_repr("frequency_hz", "aligned", ("shader_engines", lambda c: None if c.se_offsets_cycles is None else len(c.se_offsets_cycles)), "note")
 @dataclass
 class ClockInfo:
     frequency_hz: float | None  # shader clock, from realtime.json

@@ -12,9 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from attlens.results import brief_repr
+
 DEPS_SCHEMA = "attlens.deps"
+_PRODUCER_COLUMNS = ["pc", "isa", "source", "wait_class", "waited_cycles", "share_of_wait", "pairs", "executions",
+                     "distance_instructions_median", "distance_instructions_min", "distance_cycles_median", "outstanding_mean", "waits"]
+_WAIT_COLUMNS = ["wait_pc", "isa", "source", "stall", "charged_cycles", "producers"]
 
 
+@brief_repr("pc", "line", ("producers", lambda d: len(d.producers)), ("waits", lambda d: len(d.waits)),
+            ("total_charged", lambda d: d.attribution.total_charged), ("top_producer_pc", lambda d: d.producers[0].pc if d.producers else None))
 @dataclass
 class DepsResult:
     attribution: object  # attlens.analysis.waitattr.WaitAttribution of the whole kernel
@@ -28,18 +35,27 @@ class DepsResult:
         """The selected waits, most cycles charged first."""
         return sorted(self.waits.items(), key=lambda kv: -sum(kv[1].values()))
 
-    def to_dict(self, top: int | None = None) -> dict:
-        """The ``attlens.deps`` object (``attlens deps [--pc N | --line L] --top TOP --json``; every row when ``top`` is None or 0)."""
-        from attlens.jsondoc import capture_ref, header, rows
+    def to_pandas(self, table: str = "producers"):
+        """Every selected row as a DataFrame, one column per JSON key: ``producers``
+        (the memory ops waited on, most cycles first) or ``waits`` (the waits,
+        each with the producers it waited on)."""
+        from attlens.errors import UsageError
+        from attlens.results import dataframe
 
+        if table == "producers":
+            return dataframe([_producer_dict(p) for p in self.producers], _PRODUCER_COLUMNS)
+        if table == "waits":
+            return dataframe(self._wait_dicts(), _WAIT_COLUMNS)
+        raise UsageError(f"table={table!r}: expected producers or waits")
+
+    def _wait_dicts(self) -> list[dict]:
         r = self.result
         d = r.dispatch
-        att = self.attribution
         isa = d.code.isa
-        waits = []
+        out = []
         for wpc, prods in self.wait_rows():
             loc = d.static.own_source[wpc]
-            waits.append({
+            out.append({
                 "wait_pc": wpc,
                 "isa": isa[wpc],
                 "source": str(loc) if loc else None,
@@ -47,6 +63,15 @@ class DepsResult:
                 "charged_cycles": int(sum(prods.values())),
                 "producers": [{"pc": p, "isa": isa[p], "cycles": c} for p, c in sorted(prods.items(), key=lambda kv: -kv[1])],
             })
+        return out
+
+    def to_dict(self, top: int | None = None) -> dict:
+        """The ``attlens.deps`` object (``attlens deps [--pc N | --line L] --top TOP --json``; every row when ``top`` is None or 0)."""
+        from attlens.jsondoc import capture_ref, header, rows
+
+        r = self.result
+        d = r.dispatch
+        att = self.attribution
         return {
             **header(DEPS_SCHEMA),
             "capture": capture_ref(d),
@@ -59,7 +84,7 @@ class DepsResult:
                  "producers": n}
                 for src, cyc, n in att.by_producer_line()
             ], top),
-            "waits": rows(waits, top),
+            "waits": rows(self._wait_dicts(), top),
         }
 
 

@@ -19,8 +19,11 @@ from pathlib import Path
 
 from attlens.analysis.taxonomy import CLASSES, WAIT
 from attlens.errors import Incomparable, UsageError
+from attlens.results import brief_repr
 
 NO_SOURCE = "(no source)"
+LINE_COLUMNS = ["line", "before_line", "latency_before", "latency_after", "delta", "relative", "stall_before", "stall_after",
+                "dominant_before", "dominant_after"]
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Site:
     pc: int
 
 
+@brief_repr("label", "kernel", "target", "waves", "total_latency", "total_stall", ("lines", lambda s: len(s.line_sites)))
 @dataclass
 class Side:
     """One capture reduced to what a diff needs (from a capture or a JSON analysis)."""
@@ -174,6 +178,8 @@ def match_files(before: set[str], after: set[str]) -> dict[str, str]:
     return out
 
 
+@brief_repr("line", "kind", ("pc_before", lambda s: None if s.before is None else s.before.pc),
+            ("pc_after", lambda s: None if s.after is None else s.after.pc), ("mnemonic", lambda s: (s.after or s.before).mnemonic))
 @dataclass
 class SiteChange:
     line: str
@@ -188,6 +194,7 @@ class SiteChange:
         return "removed" if self.before else "added"
 
 
+@brief_repr("line", "latency_before", "latency_after", "delta", "dominant_before", "dominant_after")
 @dataclass
 class LineChange:
     line: str  # the after-side key when matched, else the side's own key
@@ -208,6 +215,10 @@ class LineChange:
         return None if not self.latency_before else self.delta / self.latency_before
 
 
+@brief_repr(("kernel", lambda d: d.after.kernel), ("summary", lambda d: d.verdict.get("summary")),
+            ("latency_per_wave_before", lambda d: d.verdict.get("latency_per_wave_before")),
+            ("latency_per_wave_after", lambda d: d.verdict.get("latency_per_wave_after")), ("lines", lambda d: len(d.lines)),
+            ("sites", lambda d: len(d.sites)))
 @dataclass
 class DiffResult:
     before: Side
@@ -238,6 +249,18 @@ class DiffResult:
         """The sites added or removed (neither matched nor moved)."""
         return [s for s in self.sites if s.kind in ("added", "removed")]
 
+    def to_pandas(self):
+        """Every source line of the diff as a DataFrame (largest change first), one column per key of ``lines`` in ``to_dict()``."""
+        from attlens.results import dataframe
+
+        return dataframe(self._line_dicts(self.lines), LINE_COLUMNS)
+
+    @staticmethod
+    def _line_dicts(lines) -> list[dict]:
+        return [{"line": l.line, "before_line": l.before_line, "latency_before": _r(l.latency_before), "latency_after": _r(l.latency_after),
+                 "delta": _r(l.delta), "relative": _r(l.relative, 6), "stall_before": _r(l.stall_before), "stall_after": _r(l.stall_after),
+                 "dominant_before": l.dominant_before, "dominant_after": l.dominant_after} for l in lines]
+
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.diff`` object (``attlens diff --top TOP --json``; every line and site when ``top`` is None or 0)."""
         from attlens.jsondoc import header, rows
@@ -255,12 +278,7 @@ class DiffResult:
                         **{k: [{"line": x["line"], "delta_per_wave": _r(x["delta_per_wave"]), "relative": _r(x["relative"], 6)} for x in v[k]]
                            for k in ("top_improvements", "top_regressions")}},
             "classes": [{k: (_r(x) if isinstance(x, float) else x) for k, x in c.items()} for c in self.classes],
-            "lines": [
-                {"line": l.line, "before_line": l.before_line, "latency_before": _r(l.latency_before), "latency_after": _r(l.latency_after),
-                 "delta": _r(l.delta), "relative": _r(l.relative, 6), "stall_before": _r(l.stall_before), "stall_after": _r(l.stall_after),
-                 "dominant_before": l.dominant_before, "dominant_after": l.dominant_after}
-                for l in rows(self.lines, top)
-            ],
+            "lines": self._line_dicts(rows(self.lines, top)),
             "sites": {
                 **self.site_totals,
                 "changed": [{"line": s.line, "kind": s.kind, "before": _site_dict(s.before), "after": _site_dict(s.after)}
@@ -448,6 +466,7 @@ def metric_value(side: Side, metric: str) -> float:
     raise UsageError(f"--metric {metric}: expected total, stall, class:NAME or line:FILE:LINE")
 
 
+@brief_repr("kernel", "metric", "baseline", "current", "change_percent", "max_regression_percent", "passed")
 @dataclass
 class CheckResult:
     """``attlens check``: one metric of a capture against a baseline."""

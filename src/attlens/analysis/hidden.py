@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attlens.analysis.intervals import covered_upto, merge_blocks, serial_blocks
+from attlens.results import brief_repr
 
 # decoder categories
 _SMEM, _SALU, _VMEM, _FLAT, _LDS, _VALU = 1, 2, 3, 4, 5, 6
@@ -29,6 +30,7 @@ _MATRIX = 13
 _MATRIX_PREFIXES = ("v_mfma", "v_smfma", "v_wmma", "v_swmma")
 
 
+@brief_repr(("total", lambda h: int(h.total.sum())), ("exposed", lambda h: int(h.exposed.sum())), "hidden_share")
 @dataclass
 class HiddenLatency:
     hidden_idle: np.ndarray  # per pc, clamped

@@ -9,8 +9,10 @@ import numpy as np
 
 from attlens.analysis.stalls import CLASS_IDS, PcSums
 from attlens.analysis.taxonomy import WAIT
+from attlens.results import brief_repr
 
 
+@brief_repr("pc", "isa", "class_", "hit", "stall", "latency", "source")
 @dataclass
 class InstructionHotspot:
     pc: int
@@ -58,6 +60,7 @@ class InstructionHotspot:
         }
 
 
+@brief_repr("source", "instructions", "hit", "stall", "latency", "dominant_class")
 @dataclass
 class LineHotspot:
     source: str  # "file:line" or "(no source)"
@@ -101,6 +104,8 @@ class LineHotspot:
         }
 
 
+@brief_repr("listed", "executed", "never_executed", ("lines", lambda h: len(h.lines)),
+            ("top_pc", lambda h: h.instructions[h.by_stall[0]].pc if h.by_stall else None))
 @dataclass
 class Hotspots:
     instructions: list[InstructionHotspot]  # every executed instruction, by pc
@@ -261,6 +266,7 @@ def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
     )
 
 
+@brief_repr("opcode", "class_", "instructions", "hit", "stall", "latency")
 @dataclass
 class OpcodeHotspot:
     """Every executed instruction with one mnemonic, summed (``analyze --by opcode``)."""
@@ -341,6 +347,8 @@ HOTSPOT_GROUPINGS = ("instruction", "line", "opcode")
 HOTSPOT_SORTS = ("stall", "latency", "exposed", "idle")
 
 
+@brief_repr("by", "sort", ("rows", lambda t: len(t.rows)), ("first", lambda t: _key(t.rows[0]) if t.rows else None),
+            ("first_stall", lambda t: t.rows[0].stall if t.rows else None))
 @dataclass
 class HotspotTable:
     """One ranking: instructions, source lines or opcodes by one measure."""
@@ -349,6 +357,13 @@ class HotspotTable:
     sort: str  # stall | latency | exposed | idle
     rows: list  # every row of that grouping, ranked
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
+
+    def to_pandas(self):
+        """The whole ranking as a DataFrame: one row per instruction, line or
+        opcode in rank order, one column per key of ``rows`` in ``to_dict()``."""
+        from attlens.results import dataframe
+
+        return dataframe([x.to_dict() for x in self.rows])
 
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.hotspots`` object (``attlens analyze --by BY --sort SORT --top TOP --json``;
@@ -372,6 +387,11 @@ class HotspotTable:
             },
             "rows": [x.to_dict() for x in rows(self.rows, top)],
         }
+
+
+def _key(row) -> object:
+    """What names a hotspot row: its pc, source line or opcode."""
+    return next(getattr(row, a) for a in ("pc", "opcode", "source") if hasattr(row, a))
 
 
 def hotspot_table(result, by: str = "instruction", sort: str = "stall") -> HotspotTable:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attlens.model.isa import operands
+from attlens.results import brief_repr
 
 
 @dataclass
@@ -99,6 +100,7 @@ class Loop:
         }
 
 
+@brief_repr(("loops", lambda s: len(s.loops)), ("iterated", lambda s: sum(1 for x in s.loops if x.iterated)), ("static", lambda s: len(s.static)))
 @dataclass
 class LoopStructure:
     loops: list[Loop]

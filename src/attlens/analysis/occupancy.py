@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attlens.results import brief_repr
+
 
 def _ceil_to(x: int, g: int) -> int:
     return -(-x // g) * g
@@ -25,6 +27,7 @@ class Limit:
     detail: str
 
 
+@brief_repr("available", "theoretical_waves_per_simd", "limiters", "observed_max_waves_per_simd_traced_cu", "grid_limited")
 @dataclass
 class OccupancyResult:
     available: bool

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attlens.analysis.loops import StaticLoop, backward_branches
+from attlens.results import brief_repr
 
 PHASES = ("straight_line", "before_loop", "loop_first", "loop_steady", "after_loop")
 
 
+@brief_repr("pc", "executions", "stall_p50", "stall_p90", "stall_max")
 @dataclass
 class InstructionDistribution:
     pc: int
@@ -31,6 +33,8 @@ class InstructionDistribution:
     stall_by_phase: dict[str, int]
 
 
+@brief_repr(("records", lambda p: len(p.phase)), ("instructions", lambda p: len(p.instructions)), ("static_loops", lambda p: len(p.static_loops)),
+            "short_waves", ("flags", lambda p: len(p.flags)))
 @dataclass
 class Phases:
     phase: np.ndarray  # per record, index into PHASES

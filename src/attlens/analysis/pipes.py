@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attlens.analysis.intervals import union_length
+from attlens.results import brief_repr
 
 PIPES = ("VALU", "MFMA", "VMEM", "LDS", "SALU/SMEM", "BRANCH", "IMMED/MSG")
 _CLASS_PIPE = {
@@ -36,6 +37,8 @@ def pipe_of_class(cls: str) -> str:
     return _CLASS_PIPE.get(cls, "IMMED/MSG")
 
 
+@brief_repr("total_window_cycles", ("simds", lambda p: len(p.per_simd)),
+            ("busiest", lambda p: max(p.kernel, key=lambda k: p.kernel[k]["busy_cycles"]) if p.kernel else None))
 @dataclass
 class PipeUtilization:
     per_simd: list[dict]  # {se, cu, simd, window, pipes: {PIPE: {issue_cycles, busy_cycles, busy_share}}}

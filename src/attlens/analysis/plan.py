@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
+from attlens.results import brief_repr
+
 # Severity thresholds on the share of all kernel cycles (idle + latency) at stake.
 HIGH_SHARE = 0.10
 MED_SHARE = 0.03
@@ -49,8 +51,11 @@ KINDS = ("capture", "dispatch", "performance", "note")
 _GROUP = {"capture": 1, "dispatch": 2, "performance": 3, "note": 4}
 PLAN_SCHEMA = "attlens.plan"
 PLAN_SCHEMA_VERSION = 2
+FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims", "ledger",
+                   "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale"]
 
 
+@brief_repr("rule", "severity", "kind", "cycles_at_stake", "share_of_cycles", "confidence", "title")
 @dataclass
 class Finding:
     rule: str
@@ -103,6 +108,7 @@ class Finding:
         }
 
 
+@brief_repr("id", "kind", "title")
 @dataclass
 class RuleInfo:
     id: str
@@ -258,6 +264,9 @@ class PlanContext:
                        fixed_severity=fixed)
 
 
+@brief_repr(("findings", lambda p: len(p.findings)), ("top", lambda p: p.findings[0].rule if p.findings else None),
+            ("top_severity", lambda p: p.findings[0].severity if p.findings else None), "cycles_at_stake", "total_cycles",
+            ("rules_run", lambda p: len(p.rules_run)), ("rules_silenced", lambda p: len(p.rules_silenced)))
 @dataclass
 class Plan:
     findings: list[Finding]  # ranked (see the module docstring)
@@ -275,6 +284,14 @@ class Plan:
     @property
     def cycles_at_stake(self) -> int:
         return sum(f.cycles_at_stake for f in self.findings)
+
+    def to_pandas(self):
+        """The findings as a DataFrame, one row each in the plan's order, one
+        column per key of ``findings`` in ``to_dict()`` (evidence, claims,
+        ledger, ... stay objects)."""
+        from attlens.results import dataframe
+
+        return dataframe([f.to_dict() for f in self.findings], FINDING_COLUMNS)
 
     def to_dict(self) -> dict:
         """The ``attlens.plan`` object (``attlens plan --json``)."""

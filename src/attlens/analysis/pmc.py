@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from attlens.analysis.bandwidth import CEILING_FRACTION  # one 'at the ceiling' threshold for the trace and the counters
 from attlens.errors import UsageError
+from attlens.results import brief_repr
 
 # ---------------------------------------------------------------------------
 # Per-target facts (doc §5). Kept here, not in model/archdata.py, on purpose.
@@ -339,6 +340,7 @@ def merge_passes(passes: Sequence[Mapping], *, run_ids: Sequence[str | None] | N
 # ---------------------------------------------------------------------------
 
 
+@brief_repr("id", "verdict", "title")
 @dataclass
 class Decision:
     id: str  # streaming_no_reuse | partial_line_waste | redundant_fetch | bandwidth_ceiling
@@ -353,6 +355,8 @@ class Decision:
                 "numbers": _plain(self.numbers)}
 
 
+@brief_repr("dispatch_id", "kernel", "target", "l2_hit_rate", "write_bytes", "achieved_gbps", "fraction_of_peak",
+            ("fired", lambda r: len(r.fired)))
 @dataclass
 class PmcResult:
     target: str
@@ -428,6 +432,7 @@ class PmcResult:
         }
 
 
+@brief_repr(("dispatches", lambda c: len(c.results)), "target", "source")
 @dataclass
 class PmcCounters:
     """What a counter run gave (``attlens pmc PATH``, ``attlens report --pmc PATH``):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from attlens.analysis.pmc import PmcCounters
 from attlens.errors import Incomparable
 from attlens.model.archdata import resolve_target
+from attlens.results import brief_repr
 
 _MANGLED_PART = re.compile(r"(\d+)")
 
@@ -80,6 +81,8 @@ def _same(a, b) -> bool | None:
     return None if a is None or b is None else a == b
 
 
+@brief_repr("source", ("dispatch_id", lambda a: a.result.dispatch_id), ("kernel", lambda a: a.result.kernel), "forced",
+            ("mismatches", lambda a: len(a.mismatches)))
 @dataclass
 class PmcAttachment:
     """The dispatch of counters attached to one capture, and why."""

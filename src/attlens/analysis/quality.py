@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attlens.results import brief_repr
+
 # Location-collapse rule (docs/analysis.md): one source line holding at least
 # this share of all latency, from at least COLLAPSE_MIN_INSTRUCTIONS distinct
 # executed instructions that are at least COLLAPSE_MIN_INSTR_SHARE of all
@@ -16,6 +18,7 @@ COLLAPSE_MIN_INSTRUCTIONS = 32
 COLLAPSE_MIN_INSTR_SHARE = 0.5
 
 
+@brief_repr("kernel", "waves", "records", "shader_engines", "cus", "path")
 @dataclass
 class CaptureFacts:
     path: str
@@ -46,6 +49,8 @@ class CodeJsonCheck:
         return self.checked and not any(self.mismatching.values())
 
 
+@brief_repr(("code_json_consistent", lambda q: q.code_json.consistent), "has_source_lines", "mapped_latency_share",
+            ("warnings", lambda q: len(q.warnings)))
 @dataclass
 class Quality:
     facts: CaptureFacts

@@ -19,11 +19,14 @@ import numpy as np
 from attlens.analysis.taxonomy import CLASSES, WAIT, producer_wait_class
 from attlens.analysis.waitattr import WaitPairs, split_waits
 from attlens.analysis.waitdeps import WaitDeps, compute_wait_deps
+from attlens.results import brief_repr
 
 CLASS_IDS = list(CLASSES)  # stable order for arrays
 _CLASS_INDEX = {c: i for i, c in enumerate(CLASS_IDS)}
 
 
+@brief_repr(("pcs", lambda s: len(s.hit)), ("hit", lambda s: int(s.hit.sum())), ("latency", lambda s: int(s.latency.sum())),
+            ("stall", lambda s: int(s.stall.sum())), ("idle", lambda s: int(s.idle.sum())))
 @dataclass
 class PcSums:
     """Per-pc sums over all traced waves (same meaning as code.json cols 6-9)."""
@@ -39,6 +42,8 @@ class PcSums:
     producer_wait: np.ndarray  # int64
 
 
+@brief_repr("total_latency", "total_stall", "total_idle", "total_issue",
+            ("top_class", lambda b: max(b.by_class_stall, key=b.by_class_stall.get) if any(b.by_class_stall.values()) else None))
 @dataclass
 class StallBreakdown:
     total_latency: int

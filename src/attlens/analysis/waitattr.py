@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attlens.results import brief_repr
 
+
+@brief_repr(("pairs", lambda p: len(p.wait_rec)), ("wait_executions", lambda p: len(p.first_of_wait)))
 @dataclass
 class WaitPairs:
     """One row per (wait execution, producer)."""
@@ -57,6 +60,7 @@ def split_waits(dispatch, deps) -> WaitPairs:
     )
 
 
+@brief_repr("pc", "isa", "wait_class", "waited_cycles", "share_of_wait", "pairs")
 @dataclass
 class ProducerStats:
     pc: int
@@ -75,6 +79,8 @@ class ProducerStats:
     waits: dict[int, int]  # wait pc -> cycles charged
 
 
+@brief_repr("total_charged", ("producers", lambda a: len(a.producers)), ("waits", lambda a: len(a.by_wait_pc)),
+            ("top_producer_pc", lambda a: a.producers[0].pc if a.producers else None))
 @dataclass
 class WaitAttribution:
     pairs: WaitPairs

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attlens.model.isa import mnemonic, waitcnt_fields
+from attlens.results import brief_repr
 
 # Per-pc actions of the counter simulation.
 ACT_NONE = 0
@@ -305,6 +306,7 @@ def _simulate_gfx12(events, fields_of, out):
 _SIMULATORS = {"gfx10": _simulate_gfx10, "gfx12": _simulate_gfx12}
 
 
+@brief_repr("model", ("waits", lambda d: len(d.entry_wait)), ("producers", lambda d: len(d.producers)))
 @dataclass
 class WaitDeps:
     """All resolved waits of a dispatch as flat arrays, in wave and execution order.

@@ -22,8 +22,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attlens.analysis.taxonomy import WAIT
+from attlens.results import brief_repr
 
 
+SITE_COLUMNS = ["pc", "isa", "source", "wait_class", "executions", "zero_wait_executions", "total", "mean", "stddev", "p50", "p90", "p95",
+                "max", "share_of_wait", "share_of_stall", "producers"]
+
+
+@brief_repr("pc", "isa", "wait_class", "executions", "total", "mean", "p90", "max")
 @dataclass
 class WaitSite:
     pc: int
@@ -44,6 +50,8 @@ class WaitSite:
     producers: list[tuple[int, int]]  # [(producer pc, cycles charged)], largest first
 
 
+@brief_repr("steady", ("sites", lambda w: len(w.sites)), "executions", "total_wait", "kernel_stall",
+            ("top_pc", lambda w: w.sites[0].pc if w.sites else None))
 @dataclass
 class WaitStats:
     steady: bool  # only loop iterations after the first
@@ -53,6 +61,13 @@ class WaitStats:
     kernel_stall: int
     notes: list[str] = field(default_factory=list)
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
+
+    def to_pandas(self):
+        """Every wait site as a DataFrame (largest total wait first), one column per key of ``sites`` in ``to_dict()``."""
+        from attlens.results import dataframe
+
+        isa = self.result.dispatch.code.isa
+        return dataframe([_site_dict(s, isa) for s in self.sites], SITE_COLUMNS)
 
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.waits`` object (``attlens waits --top TOP --json``; every site when ``top`` is None or 0)."""

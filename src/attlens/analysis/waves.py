@@ -9,10 +9,13 @@ from attlens.analysis.phases import Phases, compute_phases
 from attlens.analysis.pipes import PipeUtilization, compute_pipes
 from attlens.analysis.waitattr import WaitAttribution, attribute_waits
 from attlens.analysis.wavestates import WaveStates, compute_wave_states
+from attlens.results import brief_repr
 
 WAVES_SCHEMA = "attlens.waves"
 
 
+@brief_repr(("waves", lambda w: len(w.states.lifetime)), ("cycles", lambda w: w.states.cycles), ("clock_aligned", lambda w: w.clock.aligned),
+            ("flags", lambda w: len(w.phases.flags)))
 @dataclass
 class WaveAnalysis:
     states: WaveStates
@@ -22,14 +25,41 @@ class WaveAnalysis:
     attribution: WaitAttribution
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
 
+    def to_pandas(self):
+        """One row per traced wave (the ``waves`` list of ``to_dict()``): file,
+        SE, CU, SIMD, slot, instance, begin, end, records, and the cycles in each
+        state as ``states.IDLE`` ... ``states.STALL``."""
+        from attlens.results import dataframe, flat
+
+        return dataframe([flat(w, "states") for w in self._wave_rows()])
+
+    def _wave_rows(self) -> list[dict]:
+        from attlens.model.dispatch import STATE_NAMES
+
+        w = self.result.dispatch.waves
+        per_wave = self.states.per_wave
+        return [
+            {
+                "file": w.filenames[i],
+                "se": int(w.se[i]),
+                "cu": int(w.cu[i]),
+                "simd": int(w.simd[i]),
+                "slot": int(w.slot[i]),
+                "instance": int(w.instance[i]),
+                "begin": int(w.begin[i]),
+                "end": int(w.end[i]),
+                "records": int(w.n_records[i]),
+                "states": {STATE_NAMES[s]: int(per_wave[i, s]) for s in (1, 2, 3, 4)},
+            }
+            for i in range(w.count)
+        ]
+
     def to_dict(self, per_wave: bool = True) -> dict:
         """The ``attlens.waves`` object (``attlens waves --json``; ``per_wave=False``: ``--no-per-wave``)."""
         from attlens.jsondoc import capture_ref, header
-        from attlens.model.dispatch import STATE_NAMES
 
         r = self.result
         d = r.dispatch
-        w = d.waves
         st = self.states
         clk = self.clock
         out = {
@@ -80,21 +110,7 @@ class WaveAnalysis:
             "warnings": r.warnings,
         }
         if per_wave:
-            out["waves"] = [
-                {
-                    "file": w.filenames[i],
-                    "se": int(w.se[i]),
-                    "cu": int(w.cu[i]),
-                    "simd": int(w.simd[i]),
-                    "slot": int(w.slot[i]),
-                    "instance": int(w.instance[i]),
-                    "begin": int(w.begin[i]),
-                    "end": int(w.end[i]),
-                    "records": int(w.n_records[i]),
-                    "states": {STATE_NAMES[s]: int(st.per_wave[i, s]) for s in (1, 2, 3, 4)},
-                }
-                for i in range(w.count)
-            ]
+            out["waves"] = self._wave_rows()
         return out
 
 

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from attlens.model.dispatch import STATE_NAMES
+from attlens.results import brief_repr
 
 STATES = (1, 2, 3, 4)
 
 
+@brief_repr(("waves", lambda s: len(s.lifetime)), "cycles")
 @dataclass
 class WaveStates:
     per_wave: np.ndarray  # (n_waves, 5) cycles in state 0..4

@@ -52,6 +52,7 @@ from typing import NamedTuple
 from attlens import errors
 from attlens.errors import AttlensError, InputNotFound, SeveralCaptures, UsageError
 from attlens.io.confine import user_path
+from attlens.results import brief_repr
 
 DEFAULT_EXCLUDE = (
     r"^__amd_rocclr_"
@@ -88,6 +89,7 @@ class NoKernelMatch(_KernelNotFound, LookupError):
     """``pick_kernel`` found no kernel for the regex (or the table is empty)."""
 
 
+@brief_repr("rank", "name", "calls", "total_us", "percent", "excluded")
 @dataclass
 class KernelRow:
     rank: int
@@ -156,6 +158,8 @@ def _round(x, nd=3):
 
 
 
+@brief_repr("source", ("kernels", lambda t: len(t.rows)), ("helpers", lambda t: sum(1 for r in t.rows if r.excluded)), "total_kernel_time_us",
+            ("top", lambda t: t.rows[0].name if t.rows else None))
 @dataclass
 class KernelTable:
     rows: list[KernelRow]
@@ -175,6 +179,14 @@ class KernelTable:
 
     def __getitem__(self, i):
         return self.rows[i]
+
+    def to_pandas(self):
+        """One row per kernel (ranked by total time), one column per key of
+        ``rows`` in ``to_dict()``, the resources as ``resources.vgpr`` ...
+        ``resources.grid``."""
+        from attlens.results import dataframe, flat
+
+        return dataframe([flat(r.to_dict(), "resources") for r in self.rows])
 
     def to_dict(self) -> dict:
         """The ``attlens.kernels`` object (``attlens kernels --json``). Times are µs; ``lds_bytes``

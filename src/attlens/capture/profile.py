@@ -18,6 +18,7 @@ from attlens.capture import outputs
 from attlens.capture.jobfile import att_job, write_job_file
 from attlens.capture.runner import Run, find_rocprofv3, last_error_line, run
 from attlens.errors import KernelNotFound, NoDecoder, NoWaves, ProfilerFailed, UsageError
+from attlens.results import brief_repr
 
 # Targets where ATT and hardware counters are not available through rocprofv3
 # (consumer RDNA parts such as the gfx1151 APU): timing-only fallback.
@@ -43,6 +44,8 @@ class ProfileOptions:
     source_env: bool = True
 
 
+@brief_repr("target", "att_available", ("kernel", lambda r: (r.kernel or {}).get("name")), "iterations",
+            ("captures", lambda r: len(r.captures)), "best")
 @dataclass
 class ProfileResult:
     out_dir: Path

@@ -15,6 +15,7 @@ import numpy as np
 
 from attlens.errors import CorruptCapture, EmptyCapture
 from attlens.io.jsonfile import expect, int64, json_safe_str, read_json
+from attlens.results import brief_repr
 
 # Positional layout of the ATT variant (att-format.md §2.2).
 _POSITIONS = {
@@ -31,6 +32,7 @@ _POSITIONS = {
 }
 
 
+@brief_repr("size", ("instructions", lambda c: int(c.instruction_mask.sum())), ("labels", lambda c: len(c.labels)), "version")
 @dataclass
 class CodeListing:
     """code.json as arrays indexed by pc index (``LineNumber``)."""

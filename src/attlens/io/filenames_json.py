@@ -20,6 +20,7 @@ from pathlib import Path
 
 from attlens.io.confine import RefusedPath, resolve_inside
 from attlens.io.jsonfile import expect, int64, json_safe_str, read_json
+from attlens.results import brief_repr
 
 _DECIMAL = re.compile(r"[0-9]{1,9}")  # ASCII digits: int() would also take "٣", " 3" or "+3"
 
@@ -35,6 +36,7 @@ class WaveEntry:
     end: int
 
 
+@brief_repr("gfxip", "gfxv", "version", ("waves", lambda f: len(f.waves)), ("refused", lambda f: len(f.refused)))
 @dataclass
 class FilenamesIndex:
     gfxip: int | None

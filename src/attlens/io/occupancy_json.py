@@ -16,11 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from attlens.io.jsonfile import expect, int64, json_safe_str, read_json
+from attlens.results import brief_repr
 
 _SE_KEY = re.compile(r"[0-9]{1,4}")
 _DISPATCH_KEY = re.compile(r"[0-9]{1,18}")
 
 
+@brief_repr(("events", lambda o: len(o.events)), ("dispatches", lambda o: len(o.dispatches)), "version")
 @dataclass
 class Occupancy:
     events: np.ndarray  # (n, 7) int64: se, time, cu, simd, slot, start, kernel_id

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attlens.io.jsonfile import expect, int64, read_json
+from attlens.results import brief_repr
 
 _SE_KEY = re.compile(r"[0-9]{1,4}")
 
 
+@brief_repr("frequency_hz", ("shader_engines", lambda r: len(r.samples)), ("samples", lambda r: sum(len(v) for v in r.samples.values())))
 @dataclass
 class Realtime:
     samples: dict[int, list[tuple[int, int]]]  # SE -> [(shader clock, realtime clock)]

@@ -19,6 +19,7 @@ from attlens.io.code_json import CodeListing
 from attlens.io.filenames_json import FilenamesIndex
 from attlens.io.occupancy_json import Occupancy
 from attlens.io.realtime_json import Realtime
+from attlens.results import brief_repr
 
 # Decoder instruction categories (att-format.md §2.3).
 CATEGORY_NAMES = {
@@ -60,6 +61,7 @@ class _Columns:
         return obj
 
 
+@brief_repr("count", ("stall", lambda r: int(r.stall.sum())))
 @dataclass
 class Records(_Columns):
     """Every executed instruction of every traced wave (one row per record)."""
@@ -78,6 +80,7 @@ class Records(_Columns):
         return len(self.time)
 
 
+@brief_repr("count", ("records", lambda w: int(w.n_records.sum())))
 @dataclass
 class Waves(_Columns):
     """One row per traced wave, sorted by (se, simd, slot, instance)."""
@@ -114,6 +117,7 @@ class Waves(_Columns):
         return self.rec_stop - self.rec_start
 
 
+@brief_repr(("segments", lambda t: len(t.state)))
 @dataclass
 class Timeline(_Columns):
     state: np.ndarray  # uint8
@@ -150,6 +154,7 @@ def parse_source(raw: str) -> tuple[SourceLoc | None, list[SourceLoc]]:
     return locs[0], locs[1:]
 
 
+@brief_repr(("pcs", lambda s: len(s.mnemonic)), ("with_source", lambda s: sum(1 for x in s.own_source if x is not None)))
 @dataclass
 class StaticCode:
     """Per-pc static facts derived from the listing."""
@@ -160,6 +165,7 @@ class StaticCode:
     inline_chain: list[list[SourceLoc]]
 
 
+@brief_repr("target", "product", "source", "waitcnt_model")
 @dataclass
 class ArchInfo:
     target: str | None  # exact target name (gfx950), or None when unknown
@@ -173,6 +179,7 @@ class ArchInfo:
     clock_mhz: int | None = None
 
 
+@brief_repr("arch_vgprs", "agprs", "sgprs", "lds_bytes", "workgroup", "grid", "dispatch_id")
 @dataclass
 class Resources:
     """Kernel resources with where each came from ("unavailable" is None)."""
@@ -215,6 +222,8 @@ class Resources:
         return n
 
 
+@brief_repr(("kernel", lambda d: d.kernel_name), ("target", lambda d: d.arch.target), ("waves", lambda d: d.waves.count),
+            ("records", lambda d: d.records.count), ("instructions", lambda d: int(d.code.instruction_mask.sum())), "partial", "path")
 @dataclass
 class Dispatch:
     path: Path

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attlens.errors import AttlensError, EmptyCapture, InputNotFound
+from attlens.results import brief_repr
 
 
+@brief_repr("status", "kernel", "target", "waves", "instructions", "dispatch_id", "path")
 @dataclass
 class CaptureInfo:
     path: Path
@@ -36,6 +38,8 @@ class CaptureInfo:
                 "error": self.error}
 
 
+@brief_repr(("captures", lambda c: len(c.captures)), ("ok", lambda c: sum(1 for x in c.captures if x.status == "ok")),
+            ("empty", lambda c: sum(1 for x in c.captures if x.status == "empty")), ("broken", lambda c: sum(1 for x in c.captures if x.status == "broken")), "path")
 @dataclass
 class CaptureList:
     path: Path  # the folder searched
