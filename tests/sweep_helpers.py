@@ -73,6 +73,10 @@ def attlens(env: dict, *args, code: int | None = 0, timeout: float = 300, cwd=No
     assert "Traceback" not in p.stdout + p.stderr, p.stderr[-3000:]
     if code is not None:
         assert p.returncode == code, f"exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    if "--json" in map(str, args) and p.stdout.strip():
+        from attlens import schemas
+
+        schemas.validate(json.loads(p.stdout))  # every --json document against its shipped schema
     return p
 
 

@@ -177,3 +177,22 @@ def test_pmc_runs_passes_and_merges_them(env):
         got = {k.removesuffix("_sum"): v for k, v in d["counters"].items()}
         for c in wanted:
             assert got[c.removesuffix("_sum")] == zlib.crc32(f"{d['dispatch_id']}:{c}".encode()) % 100000, c
+
+
+def test_capture_defaults_to_a_steady_state_iteration(env, shared):
+    """Without --iteration, capture counts the kernel's dispatches in a
+    kernel-trace run and traces iteration n/2 (not the warm-up dispatch 1),
+    as profile does; the count is recomputed here from the discovery CSV."""
+    import csv
+
+    with open(shared / "traces/vec_add/rocprofv3/discover_kernel_trace.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["Kernel_Name"] == "vecAddKernel_0"]
+    per_id: dict[str, int] = {}
+    for r in rows:
+        per_id[r["Kernel_Id"]] = per_id.get(r["Kernel_Id"], 0) + 1
+    n = max(per_id.values())
+    doc = json.loads(attlens(env, "capture", "--kernel", "vecAddKernel_0", "--no-noise-check", "-o", env["tmp"] / "c", "--json", *app_args(env)).stdout)
+    assert doc["iterations"] == [max(2, n // 2)] and "steady state" in doc["iteration_reason"]
+    assert any(s["step"] == "discovery" for s in doc["steps"])
+    # a name the program never dispatched: exit 12, not a capture of nothing
+    attlens(env, "capture", "--kernel", "noSuchKernel", "-o", env["tmp"] / "d", *app_args(env), code=12)

@@ -439,6 +439,6 @@ def test_report_of_a_folder_of_captures(tmp_path, shared):
     assert "discover_kernel_trace.csv" in s["duration_source"]
     assert (out.parent / "FINDINGS.md").is_file()
     # outputs never land in an input
-    p = attlens(env, "sweep", "report", folder, "-o", folder / "big" / "d.html", code=2)
+    p = attlens(env, "sweep", "report", folder, "-o", folder / "big" / "d.html", code=9)  # exit 9: an output refused (docs/exit-codes.md)
     assert "inside the input folder" in p.stderr
     assert "an HTML file" in attlens(env, "sweep", "report", folder, "-o", tmp_path / "d.txt", code=2).stderr

@@ -308,6 +308,19 @@ def _start(opts: ProfileOptions) -> tuple[str, ProfileResult]:
     return exe, res
 
 
+def _discovery(exe: str, opts: ProfileOptions, res: ProfileResult) -> tuple[Path, dict[str, Path]]:
+    """The discovery run (kernel trace and stats of the whole program) and its outputs."""
+    disc = res.out_dir / "discovery"
+    argv = [exe, "--kernel-trace", "--stats", "-f", "csv", "json", "-d", str(disc), "-o", "discover", "--", *opts.command]
+    r = run(argv, res.out_dir / "logs", "discovery", timeout=opts.timeout)
+    if r.returncode != 0:
+        raise ProfilerFailed(f"discovery run exited with {r.returncode}: {last_error_line(r.stderr)} (logs in {res.out_dir / 'logs'})")
+    files = _discovered(r, disc)
+    if "kernel_trace.csv" not in files and "kernel_stats.csv" not in files:
+        raise KernelNotFound("the program ran no GPU kernel under rocprofv3 (no kernel_trace.csv was written)")
+    return disc, files
+
+
 def profile(opts: ProfileOptions) -> ProfileResult:
     from attlens.capture.kernels import kernel_table, pick_kernel
     from attlens.io.rocprof_csv import read_kernel_trace
@@ -317,14 +330,7 @@ def profile(opts: ProfileOptions) -> ProfileResult:
     exe, res = _start(opts)
     _version(exe, opts, res)
 
-    disc = res.out_dir / "discovery"
-    argv = [exe, "--kernel-trace", "--stats", "-f", "csv", "json", "-d", str(disc), "-o", "discover", "--", *opts.command]
-    r = run(argv, res.out_dir / "logs", "discovery", timeout=opts.timeout)
-    if r.returncode != 0:
-        raise ProfilerFailed(f"discovery run exited with {r.returncode}: {last_error_line(r.stderr)} (logs in {res.out_dir / 'logs'})")
-    files = _discovered(r, disc)
-    if "kernel_trace.csv" not in files and "kernel_stats.csv" not in files:
-        raise KernelNotFound("the program ran no GPU kernel under rocprofv3 (no kernel_trace.csv was written)")
+    disc, files = _discovery(exe, opts, res)
     res.target = _target(files)
     res.kernels = kernel_table(disc, **({} if opts.exclude is None else {"exclude": opts.exclude}))
     res.step("discovery", "ok", f"{len(res.kernels.rows) if hasattr(res.kernels, 'rows') else len(res.kernels)} kernels on {res.target or 'unknown target'}")
@@ -364,9 +370,24 @@ def capture_only(opts: ProfileOptions) -> ProfileResult:
     check_decoder(exe, opts, res)
     res.kernel = {"name": opts.kernel_name}
     res.kernel_reason = "given with --kernel"
-    k = opts.iteration or 1
-    res.iterations = [k, k + 1] if opts.noise_check else [k]
-    res.iteration_reason = f"iteration {k}" + (f" and {k + 1} (noise check)" if opts.noise_check else "")
+    if opts.iteration is None:
+        # The first dispatches are warm-up / JIT ones: count the kernel's
+        # dispatches in a kernel-trace run and take a steady-state one, as
+        # profile does (--iteration K skips this run).
+        from attlens.io.rocprof_csv import read_kernel_trace
+
+        _disc, files = _discovery(exe, opts, res)
+        rows = read_kernel_trace(files["kernel_trace.csv"]) if "kernel_trace.csv" in files else []
+        if not any(r["kernel_name"] == opts.kernel_name for r in rows):
+            raise KernelNotFound(f"{opts.kernel_name}: no dispatch of that exact name in the discovery run",
+                                 hint="see the names with attlens kernels " + str(_disc))
+        res.step("discovery", "ok", f"{sum(r['kernel_name'] == opts.kernel_name for r in rows)} dispatches of {opts.kernel_name}")
+        _choose_iterations(res, opts, rows)
+    else:
+        k = opts.iteration
+        res.iterations = [k, k + 1] if opts.noise_check else [k]
+        res.iteration_reason = f"iteration {k} as requested" + (f" and {k + 1} (noise check)" if opts.noise_check else "")
+    res.step("iteration", "ok", res.iteration_reason)
     capture_known_kernel(exe, opts, res)
     noise_check(res)
     _analyze_best(res)

@@ -7,6 +7,9 @@ from attlens.cli.common import (
     CYCLE_WINDOW,
     EPILOG,
     POSITIVE,
+    ROCPROF_DIR_HELP,
+    add_json,
+    add_no_color,
     add_cache_args,
     add_capture_args,
     check_output,
@@ -24,7 +27,7 @@ from attlens.cli.common import (
 
 def register(sub) -> None:
     p = sub.add_parser("analyze", help="stall hotspots, stall classes and occupancy of a capture", epilog=EPILOG)
-    add_capture_args(p)
+    add_capture_args(p, "attlens.analyze")
     p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="rows per ranking (default 10; 0 = all in --json); --topk is the same")
     p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="rank instructions, source lines, or both")
     p.add_argument("--sort", choices=("stall", "latency", "exposed", "idle"), default="stall", help="rank by stall (default), latency, exposed cycles (not hidden by other waves), or idle (idle needs --by)")
@@ -33,47 +36,47 @@ def register(sub) -> None:
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
     p.add_argument("--context", type=COUNT, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-plan", action="store_true", help="skip the short 'top findings' block")
-    p.add_argument("--no-color", action="store_true", help="plain text output")
+    add_no_color(p)
     p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("plan", help="an evidence-backed, prioritized optimization plan", epilog=EPILOG)
-    add_capture_args(p)
+    add_capture_args(p, "attlens.plan")
     p.add_argument("--format", choices=("text", "md"), default="text", help="text (default) or Markdown")
     p.add_argument("-o", "--output", metavar="FILE", help="write the plan to FILE (atomically) instead of stdout")
     p.add_argument("--disable", metavar="RULE[,RULE]", default="", help="rules to skip (ids from `attlens rules`)")
     p.add_argument("--only", metavar="RULE[,RULE]", default="", help="run only these rules")
-    p.add_argument("--no-color", action="store_true")
+    add_no_color(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("rules", help="list the plan's rules with their triggers, evidence and limits", epilog=EPILOG)
-    p.add_argument("--json", action="store_true")
+    add_json(p, "attlens.rules")
     p.set_defaults(func=cmd_rules)
 
     p = sub.add_parser("waves", help="wave states, clock alignment, pipe utilization, phases and per-execution stalls", epilog=EPILOG)
-    add_capture_args(p)
+    add_capture_args(p, "attlens.waves")
     p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="instructions in the per-execution table (default 10); --topk is the same")
     p.add_argument("--no-per-wave", action="store_true", help="omit the per-wave list from --json")
-    p.add_argument("--no-color", action="store_true")
+    add_no_color(p)
     p.set_defaults(func=cmd_waves)
 
     p = sub.add_parser("deps", help="memory -> wait dependencies: who waits on whom, top producers", epilog=EPILOG)
-    add_capture_args(p)
+    add_capture_args(p, "attlens.deps")
     sel = p.add_mutually_exclusive_group()
     sel.add_argument("--line", metavar="FILE:LINE", help="only producers and waits on this source line (path suffix is enough)")
     sel.add_argument("--pc", type=COUNT, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
     p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json); --topk is the same")
-    p.add_argument("--no-color", action="store_true")
+    add_no_color(p)
     p.set_defaults(func=cmd_deps)
 
     p = sub.add_parser("export", help="export a capture as a Chrome/Perfetto trace (ui.perfetto.dev)", epilog=EPILOG)
     p.add_argument("path", help="a capture directory")
     p.add_argument("-o", "--output", "--perfetto", dest="output", required=True, metavar="OUT.json", help="the Chrome/Perfetto JSON trace file to write (atomically); --perfetto is the same")
-    p.add_argument("--rocprof-dir", metavar="DIR")
+    p.add_argument("--rocprof-dir", metavar="DIR", help=ROCPROF_DIR_HELP)
     p.add_argument("--max-waves", type=POSITIVE, metavar="N", help="export only the first N waves (by start time)")
     p.add_argument("--window", type=CYCLE_WINDOW, metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
     p.add_argument("--max-events", type=COUNT, default=None, metavar="N",
                    help="stop adding waves before the trace passes N events (default 1,000,000, ~140 MB; 0 = no limit)")
-    p.add_argument("--json", action="store_true", help="print a summary object")
+    p.add_argument("--json", action="store_true", help="print what was written (attlens.export; attlens schema attlens.export)")
     add_cache_args(p)
     p.set_defaults(func=cmd_export)
 

@@ -12,6 +12,8 @@ from attlens.cli.common import (
     SE_MASK,
     SIMD_SELECT,
     TARGET_CU,
+    add_json,
+    add_no_color,
     emit_json,
     exit_code,
 )
@@ -19,7 +21,7 @@ from attlens.cli.common import (
 
 def _capture_opts(p) -> None:
     p.add_argument("-o", "--output", "--out", dest="out", default="attlens-profile", metavar="DIR", help="output folder (default ./attlens-profile; an existing one is never reused: -2, -3 ... is added); --out is the same")
-    p.add_argument("--iteration", type=POSITIVE, metavar="K", help="trace the K-th dispatch per kernel id (default: a steady-state one)")
+    p.add_argument("--iteration", type=POSITIVE, metavar="K", help="trace the K-th dispatch per kernel id (default: a steady-state one, iteration n/2 of the n counted in a kernel-trace run of the program; K skips that run)")
     p.add_argument("--target-cu", type=TARGET_CU, default=1, metavar="N", help="CU traced in each selected SE (default 1)")
     p.add_argument("--se-mask", type=SE_MASK, default="0xf", metavar="MASK", help="shader engines to trace (default 0xf)")
     p.add_argument("--simd-select", type=SIMD_SELECT, default="0xf", metavar="MASK", help="SIMDs to trace (default 0xf)")
@@ -29,8 +31,8 @@ def _capture_opts(p) -> None:
     p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S", help="per rocprofv3 run (default 3600 s)")
     p.add_argument("--no-noise-check", action="store_true", help="capture one dispatch, not two")
     p.add_argument("--no-source-env", action="store_true", help="do not set the line-info/JIT-cache environment (docs/capture.md)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-color", action="store_true")
+    add_json(p, "attlens.profile")
+    add_no_color(p)
 
 
 def register(sub) -> None:
@@ -51,8 +53,8 @@ def register(sub) -> None:
     p.add_argument("path", nargs="+", help="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")
     p.add_argument("--exclude", metavar="REGEX", help="flag these kernels as runtime helpers (default: docs/capture.md; '' flags none)")
     p.add_argument("--top", type=COUNT, default=20, metavar="N", help="rows shown (default 20; --json has all)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-color", action="store_true")
+    add_json(p, "attlens.kernels")
+    add_no_color(p)
     p.set_defaults(func=cmd_kernels)
 
     p = sub.add_parser("pmc", help="L2/HBM efficiency from hardware counters: plan passes, run them, or read outputs", epilog=EPILOG)
@@ -63,10 +65,10 @@ def register(sub) -> None:
     p.add_argument("--duration-us", type=POSITIVE_NUMBER, metavar="US", help="kernel duration from a kernel-trace run (PMC runs serialize dispatches)")
     p.add_argument("--kernel", metavar="NAME", help="with -- CMD: count only this kernel (exact name)")
     p.add_argument("-o", "--output", "--out", dest="out", default="attlens-pmc", metavar="DIR", help="with -- PROGRAM: output folder (default ./attlens-pmc); --out is the same")
-    p.add_argument("--rocprofv3", metavar="PATH")
-    p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-color", action="store_true")
+    p.add_argument("--rocprofv3", metavar="PATH", help="with -- PROGRAM: the rocprofv3 executable (default: from PATH)")
+    p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S", help="with -- PROGRAM: seconds per rocprofv3 run (default 3600)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (attlens.pmc; with --plan attlens.pmc_plan) instead of text")
+    add_no_color(p)
     p.set_defaults(func=cmd_pmc)
 
 

@@ -97,15 +97,32 @@ SIMD_SELECT = int_range(0, 0xF, base=0)
 BUFFER_SIZE = int_range(1 << 20, 2 << 30, base=0)
 
 
+# --------------------------------------------------------------------------- output options
+
+
+def add_json(p: argparse.ArgumentParser, schema: str) -> None:
+    """``--json``: print the object of ``schema`` (its JSON Schema: ``attlens schema``)."""
+    p.add_argument("--json", action="store_true", help=f"print one JSON object ({schema}; attlens schema {schema}) instead of text")
+
+
+def add_no_color(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-color", action="store_true",
+                   help="plain text without colour or any escape sequence (so is NO_COLOR=1, or output that is not a terminal)")
+
+
+ROCPROF_DIR_HELP = "rocprofv3 outputs of the same run (agent_info.csv, kernel_trace.csv, results.json), if not beside the capture"
+
+
 # --------------------------------------------------------------------------- capture arguments
 
 
-def add_capture_args(p: argparse.ArgumentParser) -> None:
-    """The options of every command that reads one capture (or a folder of them)."""
+def add_capture_args(p: argparse.ArgumentParser, schema: str) -> None:
+    """The options of every command that reads one capture (or a folder of
+    them with ``--all``, printed as ``<schema>_many``)."""
     p.add_argument("path", help="a ui_output_agent_*_dispatch_* directory, or a folder holding captures")
-    p.add_argument("--all", action="store_true", help="analyze every capture found under PATH")
-    p.add_argument("--rocprof-dir", metavar="DIR", help="rocprofv3 outputs of the same run (agent_info.csv, kernel_trace.csv, results.json)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (docs/json-schema.md) instead of tables")
+    p.add_argument("--all", action="store_true", help=f"every capture found under PATH (--json: {schema}_many)")
+    p.add_argument("--rocprof-dir", metavar="DIR", help=ROCPROF_DIR_HELP)
+    add_json(p, schema)
     add_cache_args(p)
 
 

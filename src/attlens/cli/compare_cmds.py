@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import COUNT, EPILOG, NONNEG_NUMBER, PERCENT, add_cache_args, check_output, emit, emit_json, say, side_inputs, write_atomic
+from attlens.cli.common import (
+    COUNT,
+    EPILOG,
+    NONNEG_NUMBER,
+    PERCENT,
+    add_cache_args,
+    add_json,
+    add_no_color,
+    check_output,
+    emit,
+    emit_json,
+    say,
+    side_inputs,
+    write_atomic,
+)
 
 
 def register(sub) -> None:
@@ -12,22 +26,22 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="diff even when kernel or target differ")
     p.add_argument("--noise-floor", type=NONNEG_NUMBER, metavar="PCT", help="relative change (%%) below which a change is noise")
     p.add_argument("--noise", nargs=2, metavar=("A", "B"), help="two captures of the same dispatch range: their difference is the noise floor")
-    p.add_argument("--top", type=COUNT, default=10, metavar="N")
-    p.add_argument("--format", choices=("text", "md"), default="text")
+    p.add_argument("--top", type=COUNT, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json)")
+    p.add_argument("--format", choices=("text", "md"), default="text", help="text (default) or Markdown")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-color", action="store_true")
+    add_json(p, "attlens.diff")
+    add_no_color(p)
     add_cache_args(p)
     p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("check", help="gate a capture against a baseline: exit 0 within bounds, 20 on regression", epilog=EPILOG)
     p.add_argument("capture", help="capture directory or attlens analyze --json --topk 0 file")
-    p.add_argument("--baseline", required=True, metavar="BASELINE")
+    p.add_argument("--baseline", required=True, metavar="BASELINE", help="the capture (or attlens analyze --json --top 0 file) to compare with")
     p.add_argument("--max-regression", type=PERCENT, default=5.0, metavar="PCT", help="allowed increase in %% (default 5)")
     p.add_argument("--metric", default="total", metavar="M", help="total | stall | class:NAME | line:FILE:LINE (per traced wave; default total latency)")
     p.add_argument("--force", action="store_true", help="compare even when kernel or target differ")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML result")
-    p.add_argument("--json", action="store_true")
+    add_json(p, "attlens.check")
     add_cache_args(p)
     p.set_defaults(func=cmd_check)
 

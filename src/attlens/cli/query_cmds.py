@@ -4,37 +4,37 @@ tools of the same names return (docs/agents.md)."""
 
 from __future__ import annotations
 
-from attlens.cli.common import COUNT, EPILOG, exit_code
+from attlens.cli.common import COUNT, EPILOG, ROCPROF_DIR_HELP, add_json, add_no_color, exit_code
 
 
-def _one_capture_args(p) -> None:
+def _one_capture_args(p, schema: str) -> None:
     p.add_argument("path", help="a ui_output_agent_*_dispatch_* directory (or a folder holding one capture)")
-    p.add_argument("--rocprof-dir", metavar="DIR", help="rocprofv3 outputs of the same run")
-    p.add_argument("--json", action="store_true", help="print one JSON object (docs/json-schema.md) instead of tables")
-    p.add_argument("--no-color", action="store_true")
+    p.add_argument("--rocprof-dir", metavar="DIR", help=ROCPROF_DIR_HELP)
+    add_json(p, schema)
+    add_no_color(p)
 
 
 def register(sub) -> None:
     p = sub.add_parser("asm", help="the ISA window around a pc, with per-pc cycles, waits' producers and source lines", epilog=EPILOG)
-    _one_capture_args(p)
+    _one_capture_args(p, "attlens.asm")
     p.add_argument("--pc", type=COUNT, required=True, metavar="N", help="pc index of the instruction (as in analyze, deps, plan)")
     p.add_argument("--around", type=COUNT, default=10, metavar="K", help="instructions before and after it (default 10)")
     p.set_defaults(func=cmd_asm)
 
     p = sub.add_parser("waits", help="per wait site: count, mean, p50/p90/p95, stddev and max of the wait per execution", epilog=EPILOG)
-    _one_capture_args(p)
+    _one_capture_args(p, "attlens.waits")
     p.add_argument("--steady", action="store_true", help="only steady-state executions (loop iterations after the first)")
     p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="sites shown (default 10; 0 = all); --topk is the same")
     p.set_defaults(func=cmd_waits)
 
     p = sub.add_parser("occupancy", help="theoretical occupancy, its limiters, and the residency observed", epilog=EPILOG)
-    _one_capture_args(p)
+    _one_capture_args(p, "attlens.occupancy")
     p.set_defaults(func=cmd_occupancy)
 
     p = sub.add_parser("captures", help="list the captures under a folder: kernel, target, waves, dispatch, empty shells", epilog=EPILOG)
     p.add_argument("path", help="a folder (searched up to four levels down) or a capture directory")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-color", action="store_true")
+    add_json(p, "attlens.captures")
+    add_no_color(p)
     p.set_defaults(func=cmd_captures)
 
 

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG, POSITIVE, add_cache_args, check_output, emit_json, exit_code, load_analyzed, progress, say, side_inputs, write_atomic
+from attlens.cli.common import (
+    EPILOG,
+    POSITIVE,
+    ROCPROF_DIR_HELP,
+    add_cache_args,
+    add_no_color,
+    check_output,
+    emit_json,
+    exit_code,
+    load_analyzed,
+    progress,
+    say,
+    side_inputs,
+    write_atomic,
+)
 
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="single-file offline HTML report (or a Markdown bundle); an index for several captures", epilog=EPILOG)
     p.add_argument("path", nargs="*", help="capture directories (or one folder holding several)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="report.html; with --format md a directory; with several captures the index page")
-    p.add_argument("--format", choices=("html", "md"), default="html")
+    p.add_argument("--format", choices=("html", "md"), default="html", help="html (default): one offline file; md: report.md and analysis.json in the -o folder")
     p.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="an HTML diff of two captures instead")
-    p.add_argument("--rocprof-dir", metavar="DIR")
+    p.add_argument("--rocprof-dir", metavar="DIR", help=ROCPROF_DIR_HELP)
     p.add_argument("--pmc", metavar="PATH", help="counter_collection.csv / pmc_perf.csv of the same kernel to add the L2/HBM block "
                    "(its kernel, target and dispatch must match the capture's)")
     p.add_argument("--force", action="store_true", help="with --pmc: attach counters even when kernel, target or dispatch differ (the report says so)")
@@ -24,7 +38,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print what was written and the analysis as JSON (attlens.demo)")
     p.add_argument("--top", "--topk", dest="top", type=POSITIVE, default=8, metavar="N", help="rows per ranking (default 8); --topk is the same")
     p.add_argument("--force", action="store_true", help="write into --out even if it is not empty (files of an earlier demo are replaced)")
-    p.add_argument("--no-color", action="store_true")
+    add_no_color(p)
     p.set_defaults(func=cmd_demo)
 
 

@@ -3,7 +3,7 @@ sweep init, run, status, report."""
 
 from __future__ import annotations
 
-from attlens.cli.common import COUNT, EPILOG, NONNEG_NUMBER, POSITIVE, SECONDS, emit_json
+from attlens.cli.common import COUNT, EPILOG, NONNEG_NUMBER, POSITIVE, SECONDS, add_json, add_no_color, emit_json
 
 ENGINES = ("local", "ray", "slurm")
 
@@ -17,7 +17,7 @@ def register(sub) -> None:
     q.add_argument("path", nargs="?", default=None, help="file to write (default sweep.toml, or sweep.yaml with --format yaml)")
     q.add_argument("--format", choices=("toml", "yaml"), default=None, help="default: from the file name, else toml")
     q.add_argument("--force", action="store_true", help="overwrite an existing file")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print what was written (attlens.sweep_init)")
     q.set_defaults(func=cmd_init)
 
     q = ss.add_parser("run", help="run (or resume) every job of a sweep file", epilog=EPILOG)
@@ -39,13 +39,13 @@ def register(sub) -> None:
     q.add_argument("--wait", action="store_true", help="slurm: wait for the array to finish (default: submit and return)")
     q.add_argument("--no-progress", action="store_true", help="no progress output on stderr")
     q.add_argument("--json", action="store_true", help="print the final attlens.sweep_status object")
-    q.add_argument("--no-color", action="store_true")
+    add_no_color(q)
     q.set_defaults(func=cmd_run)
 
     q = ss.add_parser("status", help="the state of every job of a sweep folder", epilog=EPILOG)
     q.add_argument("dir", help="the --out folder of attlens sweep run")
-    q.add_argument("--json", action="store_true")
-    q.add_argument("--no-color", action="store_true")
+    add_json(q, "attlens.sweep_status")
+    add_no_color(q)
     q.set_defaults(func=cmd_status)
 
     q = ss.add_parser("report", help="dashboard.html (sortable table, links to each report) and FINDINGS.md of a sweep or a folder of captures",

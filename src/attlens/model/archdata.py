@@ -102,7 +102,7 @@ ARCH_TABLE: dict[str, dict] = {
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
         "hbm_peak_gbps": {"": 5300.0, "AMD Instinct MI300X": 5300.0, "AMD Instinct MI300A": 5300.0, "AMD Instinct MI325X": 6000.0},
-        "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI300X/MI300A 5.3 TB/s, MI325X 6.0 TB/s; rocprof-compute computes 5,324.8 GB/s for MI300X (1300 MHz x 32 B x 128 channels, rocprofv3-interfaces.md §5.3)",
+        "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI300X/MI300A 5.3 TB/s, MI325X 6.0 TB/s; rocprof-compute computes 5,324.8 GB/s for MI300X (1300 MHz x 32 B x 128 channels; docs/architecture.md)",
     },
     "gfx950": {
         "family": "CDNA4",

@@ -285,7 +285,7 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
     if row_key == "gfx950" and res.metadata_vgprs:
         # rocprofv3 computes (granulated_vgpr + 1) x 4 on gfx950, where the
         # hardware granule is 8: the reported count is half the unified
-        # VGPR+AGPR allocation (rocprofv3-interfaces.md §6).
+        # VGPR+AGPR allocation (docs/analysis.md, measured on the shared captures).
         reported2 = 2 * res.metadata_vgprs + (res.metadata_agprs or 0)
         isa_unified = needs["isa_unified"]
         res.unified_vgprs = max(reported2, isa_unified)
@@ -295,7 +295,7 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
         )
         res.notes.append(
             f"rocprofv3 reports {res.metadata_vgprs} VGPRs on gfx950: the metadata is under-reported (half the unified "
-            f"VGPR+AGPR allocation, rocprofv3-interfaces.md §6); occupancy uses {res.unified_vgprs} = {res.sources['unified_vgprs']}"
+            f"VGPR+AGPR allocation, docs/analysis.md, Occupancy); occupancy uses {res.unified_vgprs} = {res.sources['unified_vgprs']}"
         )
         if isa_unified > reported2:
             res.notes.append(
@@ -305,7 +305,7 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
     elif row_key == "gfx950" and res.metadata_vgprs is not None and res.isa_vgprs > res.metadata_vgprs:
         res.notes.append(
             f"rocprofv3 reports {res.metadata_vgprs} VGPRs on gfx950 but the ISA uses v{res.isa_vgprs - 1}: "
-            "the metadata is under-reported on gfx950 (rocprofv3-interfaces.md §6); the ISA scan is used"
+            "the metadata is under-reported on gfx950 (docs/analysis.md, Occupancy); the ISA scan is used"
         )
     return arch, res, used
 

@@ -9,6 +9,7 @@ it (wait attribution, wave-level analysis), computed once per capture.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections import OrderedDict
@@ -72,6 +73,12 @@ class CaptureCache:
             finally:
                 with self._lock:
                     self._loading.pop(key, None)
+            # The analyzed capture lives as long as it stays cached: collect
+            # once now and move what survives out of the collector's sight, so
+            # the next calls do not pay a full collection over it (an evicted
+            # capture is still freed by reference counting).
+            gc.collect()
+            gc.freeze()
             with self._lock:
                 self.misses += 1
                 # A re-captured directory replaces its stale entry.

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 
 from attlens import __version__
-from attlens.errors import AttlensError, InputNotFound, UsageError
+from attlens.errors import AttlensError, InputNotFound, OutputRefused, UsageError
 
 REPORT_SCHEMA = "attlens.sweep_report"
 
@@ -251,9 +251,9 @@ def report(path, output=None, rocprof_dir=None) -> dict:
     if out.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"{out}: the dashboard is an HTML file (-o NAME.html)")
     if out.is_dir():
-        raise UsageError(f"{out} is a directory; give a file name (-o {out / 'dashboard.html'})")
+        raise OutputRefused(f"{out} is a directory; give a file name (-o {out / 'dashboard.html'})")
     if not is_sweep and _inside(out, p):
-        raise UsageError(f"{out} is inside the input folder {p}: outputs never land in an input", hint="pass -o OUTSIDE/dashboard.html")
+        raise OutputRefused(f"{out} is inside the input folder {p}: outputs never land in an input", hint="pass -o OUTSIDE/dashboard.html")
     if is_sweep:
         rows, meta = _sweep_rows(p.resolve(), out)
         title = f"attlens sweep — {p.resolve().name}"

@@ -29,8 +29,9 @@ could not be determined is ``None`` (null in JSON), never 0.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
+
+from attlens import __version__
 
 SUMMARY_SCHEMA = "attlens.sweep_summary"
 NOISY_SHARE = 0.05  # two dispatches whose class shares differ more than this are flagged
@@ -110,6 +111,7 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
     return {
         "schema": SUMMARY_SCHEMA,
         "schema_version": 1,
+        "attlens_version": __version__,
         "att_available": True,
         "kernel": d.kernel_name or None,
         "shape": shape if shape is not None else _shape_text(d.resources),
@@ -143,6 +145,7 @@ def summarize_without_capture(profile_doc: dict, shape: str | None = None) -> di
     return {
         "schema": SUMMARY_SCHEMA,
         "schema_version": 1,
+        "attlens_version": __version__,
         "att_available": False,
         "kernel": k.get("name"),
         "shape": shape,
