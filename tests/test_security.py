@@ -156,7 +156,8 @@ def test_outside_capture_snapshot_entry_is_refused(cap, tmp_path, kind):
     assert runs[1].code == EXIT_PARTIAL and js["capture"]["partial"] is True
     refused = [w for w in js["warnings"] if "snapshots.json" in w and KERNEL_SRC in w and "refused" in w]
     assert len(refused) == 1, js["warnings"]
-    assert "(source file not in the capture)" in runs[0].out
+    shown = [ln for ln in runs[0].out.splitlines() if "(source not shown:" in ln]
+    assert shown and all("source copy not in the capture" in ln or "refused" in ln for ln in shown), shown
 
 
 def test_outside_capture_planted_source_is_shown_when_inside(cap, tmp_path):
@@ -170,6 +171,20 @@ def test_outside_capture_planted_source_is_shown_when_inside(cap, tmp_path):
         assert o.code == EXIT_OK, o.describe()
     assert SENTINEL in runs[0].out
     assert SENTINEL in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("x = 1\n" * 300 + "#" * (5 << 20), "more than the 4,194,304-byte limit"),  # over MAX_SOURCE_FILE_BYTES
+    ("x = 1\n" * 3, "is past the end of the capture's copy (3 lines)"),  # the trace names lines 257, 283
+])
+def test_detail_says_why_a_source_is_not_shown(cap, body, reason):
+    (cap / "source_0_flash_attn_func.py").write_text(body)
+    o = run_main("analyze", cap, "--detail", "--top", "3")
+    assert_clean(o)
+    shown = [ln.strip() for ln in o.out.splitlines() if "(source not shown:" in ln]
+    # lines 1 and 2 are in flash_attn_func.py (that copy), line 3 in numeric.py (never copied)
+    assert len(shown) == 3 and all(reason in ln for ln in shown[:2]), shown
+    assert shown[2] == "(source not shown: source copy not in the capture)"
 
 
 # --------------------------------------------------------------------------- 2. outside the capture: wave files

@@ -146,11 +146,12 @@ def _render_detail(result, console: Console, topk: int, context: int, order) -> 
         console.print(f"\n[bold]{rank}. {escape(ln.source)}[/bold]  stall {ln.stall:,} ({_pct(ln.stall_share)}), {ln.executed}/{ln.instructions} instructions executed")
         if ln.inline_chains:
             console.print(f"   inlined at: {escape(ln.inline_chains[0])}")
-        from attlens.model.dispatch import SourceLoc
-
-        text = d.source_text(SourceLoc(ln.file, ln.line)) if ln.line else None
+        text, why = d.source_file(ln.file) if ln.line else (None, "no line number")
+        if text is not None and ln.line > len(text):
+            text, why = None, f"line {ln.line} is past the end of the capture's copy ({len(text):,} lines)"
         if text is None:
-            console.print("   [dim](source file not in the capture)[/dim]")
+            # the reason (not listed, not copied, refused path, over the size cap) tells the reader what to fix
+            console.print(f"   [dim](source not shown: {escape(why or 'unknown')})[/dim]")
         else:
             lo, hi = max(ln.line - context, 1), min(ln.line + context, len(text))
             for k in range(lo, hi + 1):
