@@ -141,7 +141,7 @@ def test_json_inputs_and_check_gate(tmp_path):
     assert from_json["verdict"] == {**from_dirs["verdict"]}
     short = tmp_path / "short.json"
     short.write_text(run("analyze", a, "--json").stdout)
-    assert "--topk 0" in run("diff", short, jb, code=2).stderr
+    assert "--top 0" in run("diff", short, jb, code=2).stderr
     # check: pass, fail, JUnit
     assert "ok" in run("check", a, "--baseline", a).stdout
     junit = tmp_path / "r.xml"

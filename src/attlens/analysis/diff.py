@@ -91,7 +91,7 @@ def side_from_json(path: Path) -> Side:
         from attlens.errors import CorruptCapture
 
         raise CorruptCapture(f"{path}: an incomplete or edited attlens.analyze object (fields missing or of the wrong type)",
-                             hint="save it again with attlens analyze --json --topk 0") from None
+                             hint="save it again with attlens analyze --json --top 0") from None
 
 
 def _num(v):
@@ -117,7 +117,7 @@ def _ints(v):
 
 def _side_from_doc(doc: dict, path) -> Side:
     if doc["hotspots"].get("topk") is not None:
-        raise UsageError(f"{path}: saved with --topk {str(doc['hotspots']['topk'])[:20]}; a diff needs every instruction: save with --topk 0")
+        raise UsageError(f"{path}: saved with --top {str(doc['hotspots']['topk'])[:20]}; a diff needs every instruction: save with --top 0")
     lines: dict[str, list[Site]] = {}
     line_class: dict[str, dict[str, int]] = {}
     for h in sorted(doc["hotspots"]["instructions_by_stall"], key=lambda x: _num(x["pc"])):

@@ -1,7 +1,7 @@
 """Answers kept with a capture's digest: the ``--json`` document of a question
 asked before, in the same state of everything it depends on.
 
-A *question* is a command and its arguments (``analyze`` with ``--topk 0``,
+A *question* is a command and its arguments (``analyze`` with ``--top 0``,
 ``deps --pc 973``, ...). Its answer depends on the capture's files and
 attlens' code (the digest key, :func:`attlens.cache.keys.capture_key`), on the
 rocprofv3 files beside the capture (:func:`attlens.cache.keys.context_key`)

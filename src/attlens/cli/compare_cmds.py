@@ -21,8 +21,8 @@ from attlens.cli.common import (
 
 def register(sub) -> None:
     p = sub.add_parser("diff", help="compare two captures of a kernel (by source line and aligned instruction sites)", epilog=EPILOG)
-    p.add_argument("before", help="capture directory, or an attlens analyze --json --topk 0 file")
-    p.add_argument("after", help="capture directory, or an attlens analyze --json --topk 0 file")
+    p.add_argument("before", help="capture directory, or an attlens analyze --json --top 0 file")
+    p.add_argument("after", help="capture directory, or an attlens analyze --json --top 0 file")
     p.add_argument("--force", action="store_true", help="diff even when kernel or target differ")
     p.add_argument("--noise-floor", type=NONNEG_NUMBER, metavar="PCT", help="relative change (%%) below which a change is noise")
     p.add_argument("--noise", nargs=2, metavar=("A", "B"), help="two captures of the same dispatch range: their difference is the noise floor")
@@ -35,7 +35,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("check", help="gate a capture against a baseline: exit 0 within bounds, 20 on regression", epilog=EPILOG)
-    p.add_argument("capture", help="capture directory or attlens analyze --json --topk 0 file")
+    p.add_argument("capture", help="capture directory or attlens analyze --json --top 0 file")
     p.add_argument("--baseline", required=True, metavar="BASELINE", help="the capture (or attlens analyze --json --top 0 file) to compare with")
     p.add_argument("--max-regression", type=PERCENT, default=5.0, metavar="PCT", help="allowed increase in %% (default 5)")
     p.add_argument("--metric", default="total", metavar="M", help="total | stall | class:NAME | line:FILE:LINE (per traced wave; default total latency)")

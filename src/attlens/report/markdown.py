@@ -254,7 +254,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     # reproduce
     L += ["## Reproduce", ""]
     L += _fence(reproduce_commands(c["path"]), "sh") + [""]
-    L += ["`analysis.json` beside this file is `attlens analyze --json --topk 20` of the same capture.", ""]
+    L += ["`analysis.json` beside this file is `attlens analyze --json --top 20` of the same capture.", ""]
     return "\n".join(L)
 
 

@@ -136,8 +136,8 @@ def build_server(tools: Tools):
 
     @register
     def diff(
-        before: Annotated[str, Field(description="capture directory, or an attlens analyze --json --topk 0 file")],
-        after: Annotated[str, Field(description="capture directory, or an attlens analyze --json --topk 0 file")],
+        before: Annotated[str, Field(description="capture directory, or an attlens analyze --json --top 0 file")],
+        after: Annotated[str, Field(description="capture directory, or an attlens analyze --json --top 0 file")],
         force: Annotated[bool, Field(description="diff even when kernel or target differ")] = False,
         noise_floor: Annotated[float | None, Field(description="relative change in percent below which a change is noise")] = None,
         top: Top = 10,
@@ -147,7 +147,7 @@ def build_server(tools: Tools):
     @register
     def check(
         capture: Capture,
-        baseline: Annotated[str, Field(description="baseline capture directory, or an attlens analyze --json --topk 0 file")],
+        baseline: Annotated[str, Field(description="baseline capture directory, or an attlens analyze --json --top 0 file")],
         max_regression: Annotated[float, Field(description="allowed increase in percent")] = 5.0,
         metric: Annotated[str, Field(description="total | stall | class:NAME | line:FILE:LINE (per traced wave)")] = "total",
         force: Annotated[bool, Field(description="compare even when kernel or target differ")] = False,
