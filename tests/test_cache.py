@@ -11,6 +11,7 @@ import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import orjson
 import pytest
 from conftest import require_shared, trace_dirs, trace_id
 
@@ -245,6 +246,27 @@ def test_files_beside_the_capture_are_read_again_when_they_change(shared, tmp_pa
             f.unlink()
     without, _ = _analyze(cap, cache)
     assert without == _fresh(cap) != with_info
+
+
+def test_the_same_capture_through_a_symlink_gives_the_same_json(shared, tmp_path):
+    """A digest made through one spelling of the capture's path serves another
+    (the key is the files themselves): the output must not depend on which
+    came first, so the run outputs beside the capture are named by their
+    resolved paths, like the capture itself."""
+    root = tmp_path / "real" / "flash_attn_func"
+    cap = root / "small" / Path(SMALL).name
+    shutil.copytree(shared / "traces" / SMALL, cap)
+    shutil.copytree(shared / "traces/flash_attn_func/rocprofv3", root / "rocprofv3")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    via_link = tmp_path / "link" / "flash_attn_func" / "small" / Path(SMALL).name
+    cache = tmp_path / "cache"
+    first, _ = _analyze(cap, cache)
+    second, _ = _analyze(via_link, cache)  # maps the digest the first run made
+    assert first == _fresh(cap) and second == _fresh(via_link)
+    real = os.path.realpath(root / "rocprofv3")
+    for doc in (first, second):
+        files = orjson.loads(doc)["capture"]["rocprof_files"]
+        assert files and all(f.startswith(real + os.sep) for f in files), files
 
 
 def _answers(cache: Path) -> list[Path]:

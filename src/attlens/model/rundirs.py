@@ -9,13 +9,15 @@ from pathlib import Path
 
 def search_dirs(capture: Path, rocprof_dir) -> list[Path]:
     """``--rocprof-dir``, then the capture folder, its parent and grandparent,
-    each with a ``rocprofv3/`` folder inside, that exist (each once). A
-    relative capture path is made absolute first: ``capture`` in the current
-    folder still has a parent and a grandparent."""
+    each with a ``rocprofv3/`` folder inside, that exist (each once). The
+    capture path is resolved first (symlinks too): a capture in the current
+    folder still has a parent and a grandparent, a symlink to a capture finds
+    the outputs beside the capture itself, and the files are named the same
+    however the capture was reached (the capture's ``path`` is resolved too)."""
     dirs: list[Path] = []
     if rocprof_dir is not None:
         dirs.append(Path(rocprof_dir))
-    capture = Path(os.path.abspath(capture))
+    capture = Path(os.path.realpath(capture))
     for base in (capture, capture.parent, capture.parent.parent):
         dirs.append(base)
         dirs.append(base / "rocprofv3")
