@@ -369,3 +369,65 @@ def test_attributes_have_the_names_of_their_json_keys(lay):
     shared = require_shared()
     row = api.kernels(shared / "traces/layernorm/rocprofv3").rows[0]
     assert set(row.to_dict()["resources"]) <= {f.name for f in dataclasses.fields(row)}
+
+
+# --------------------------------------------------------------------------- arguments
+
+def test_wrong_arguments_are_usage_errors_not_tracebacks(lay):
+    """What the CLI checks in argparse the API checks itself: a wrong value is a
+    UsageError (exit 2 on the CLI), never a TypeError or a silently wrong answer."""
+    from attlens.errors import UsageError
+
+    shared = require_shared()
+    path, r = lay
+    before, after = shared / FLASH_BEFORE, shared / FLASH_AFTER
+    bad = [
+        lambda: api.hotspots(123),
+        lambda: api.analyze(3.5),
+        lambda: api.asm(r, "3"),
+        lambda: api.asm(r, 3, around=-1),
+        lambda: api.deps(r, pc=True),
+        lambda: api.deps(r, line=42),
+        lambda: api.waves(r, top="5"),
+        lambda: r.to_dict("5"),
+        lambda: api.plan(r, disable=[1]),
+        lambda: api.diff(before, after, force=True, noise_floor=float("nan")),
+        lambda: api.diff(before, after, force=True, noise_floor=-0.1),
+        lambda: api.check(after, before, max_regression=float("nan"), force=True),
+        lambda: api.diff(before, 7),
+    ]
+    for call in bad:
+        with pytest.raises(UsageError):
+            call()
+    # the conveniences: a path where an analysis is wanted, one rule id as text, top=None
+    assert api.hotspots(path).to_dict(5) == api.hotspots(r).to_dict(5)
+    assert "grid-starvation" in [f.rule for f in api.plan(r).findings]  # it fires on layernorm (14 % of the slots)
+    one = api.plan(r, disable="grid-starvation")
+    assert one.to_dict() == api.plan(r, disable=["grid-starvation"]).to_dict()
+    assert "grid-starvation" not in [f.rule for f in one.findings]
+    assert api.waves(r, top=None).to_dict() == api.waves(r).to_dict()
+    import numpy as np
+
+    assert r.to_dict(np.int64(3)) == r.to_dict(3)
+
+
+def test_plan_takes_counters_only_of_its_own_dispatch(lay):
+    """attlens.plan(r, pmc=attlens.pmc(...)) checks the counters against the
+    capture like report --pmc (MI350X vecCopy counters are not layernorm's);
+    an attachment forced over a mismatch never feeds the bandwidth rule."""
+    from attlens.analysis.bandwidth import _pmc_for
+    from attlens.analysis.pmc_attach import attach_pmc
+    from attlens.errors import Incomparable
+
+    shared = require_shared()
+    _, r = lay
+    counters = api.pmc(shared / VCOPY)
+    with pytest.raises(Incomparable):
+        api.plan(r, pmc=counters)
+    d = r.dispatch
+    forced = attach_pmc(counters, d.kernel_name, d.arch.target, d.resources.dispatch_id, force=True)
+    assert forced.mismatches and _pmc_for(d, forced) is None
+    # matched by kernel name when the dispatch ids differ (another run), only when one result has that name
+    one = dataclasses.replace(counters.results[0], kernel=d.kernel_name, dispatch_id=-1)
+    assert _pmc_for(d, [one]) is one and _pmc_for(d, [one, one]) is None
+    assert _pmc_for(d, dataclasses.replace(counters, results=[one])) is one

@@ -231,3 +231,41 @@ def test_softmax_report_size(tmp_path):
     data = embedded_data((tmp_path / "softmax.html").read_text())
     assert len(data["timeline"]["waves"]["index"]) == 2056
     assert data["timeline"]["bins"] <= 6000
+
+
+def test_report_plan_takes_the_attached_counters_bytes(tmp_path):
+    """report --pmc: counters that match the capture (kernel, target,
+    dispatch) replace the trace's byte estimate in the plan's bandwidth rule;
+    forced over a mismatch, they are shown but the plan keeps the trace's."""
+    import dataclasses
+
+    from attlens.analysis.pmc import PmcCounters
+    from attlens.errors import Incomparable
+    from attlens.report.html import render_captures
+
+    shared = require_shared()
+    cap = shared / "traces/vec_add/big/ui_output_agent_14705_dispatch_25"
+    vcopy = attlens.pmc(shared / "rocprofv3-samples/rocprof-compute-vcopy/MI350/pmc_perf.csv")
+    duration_ns, peak = 19240, 8000.0  # discover_kernel_trace.csv dispatch 25; MI350X HBM3E
+    moved = 0.9 * peak * duration_ns
+    own = dataclasses.replace(vcopy.results[0], kernel="vecAddKernel_0", dispatch_id=25, target="gfx950",
+                              bytes_moved=moved, read_bytes=moved * 2 / 3, write_bytes=moved / 3, duration_ns=None)
+
+    def ceiling(counters, force=False):
+        out = tmp_path / f"r{len(list(tmp_path.iterdir()))}.html"
+        render_captures([cap], out, pmc=counters, force=force)
+        data = embedded_data(out.read_text())
+        (f,) = [f for f in data["plan"]["findings"] if f["rule"] == "bandwidth-ceiling"]
+        return data, f["evidence"]
+
+    data, ev = ceiling(PmcCounters([own], "own.csv", "gfx950"))
+    assert data["pmc"]["attached"]["checks"] and ev["source"] == "pmc"
+    assert ev["bytes_moved"] == moved and ev["duration_ns"] == duration_ns and ev["fraction_of_peak"] == pytest.approx(0.9, abs=1e-4)
+    # the clean twin: no counters, the trace's own estimate (40,000 waves x 3,096 B)
+    _, ev = ceiling(None)
+    assert ev["source"] == "trace" and ev["bytes_moved"] == 40000 * 3096
+    # contradiction twin: another kernel's counters, attached by force, do not feed the plan
+    with pytest.raises(Incomparable):
+        ceiling(vcopy)
+    data, ev = ceiling(vcopy, force=True)
+    assert data["pmc"]["attached"]["forced"] and ev["source"] == "trace"

@@ -662,7 +662,7 @@ def test_pmc_bytes_replace_the_trace_estimate(tmp_path):
     for k in (streaming(0.08), streaming(0.08, looped=True)):
         r = analyze(tmp_path / str(id(k)), k)
         dur = k.duration_ns
-        pmc = SimpleNamespace(dispatch_id=7, kernel_name=k.name, bytes_moved=0.8 * 8000.0 * dur, read_bytes=0.5 * 8000.0 * dur,
+        pmc = SimpleNamespace(dispatch_id=7, kernel=k.name, bytes_moved=0.8 * 8000.0 * dur, read_bytes=0.5 * 8000.0 * dur,
                               write_bytes=0.3 * 8000.0 * dur, read_bytes_method="split", write_bytes_method="64B/32B", duration_ns=None)
         assert make_plan(r, only={"bandwidth-ceiling"}).findings == []
         (f,) = make_plan(r, only={"bandwidth-ceiling"}, pmc=[pmc]).findings

@@ -25,6 +25,63 @@ __all__ = ["load", "analyze", "hotspots", "plan", "asm", "deps", "waits", "waves
            "captures", "pmc", "rules"]
 
 
+# The command line checks its options in argparse (attlens.cli.common); the
+# same values given here are checked here, so a wrong argument is a
+# UsageError with one line, never a traceback or a silently wrong answer.
+
+def _usage(msg: str):
+    from attlens.errors import UsageError
+
+    return UsageError(msg)
+
+
+def _is_path(x) -> bool:
+    return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
+
+
+def _analysis(x, name: str = "result"):
+    """An AnalysisResult from an analysis, a loaded Dispatch or a capture path."""
+    if hasattr(x, "hotspots") and hasattr(x, "dispatch") and hasattr(x, "sums"):
+        return x
+    if _is_path(x) or (hasattr(x, "waves") and hasattr(x, "code") and hasattr(x, "static")):
+        return analyze(x)
+    raise _usage(f"{name}: expected an analysis (attlens.analyze(...)), a loaded capture or a capture path, "
+                 f"not {type(x).__name__}")
+
+
+def _int(x, name: str, lo: int | None = None) -> int:
+    import numbers
+
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise _usage(f"{name}={x!r}: expected an integer")
+    if lo is not None and x < lo:
+        raise _usage(f"{name}={x}: must be {lo} or more")
+    return int(x)
+
+
+def _number(x, name: str, lo: float | None = None) -> float:
+    import math
+    import numbers
+
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x):
+        raise _usage(f"{name}={x!r}: expected a finite number")
+    if lo is not None and x < lo:
+        raise _usage(f"{name}={x}: must be {lo} or more")
+    return float(x)
+
+
+def _ids(x, name: str) -> set[str]:
+    """Rule ids: one id as a string, or an iterable of them."""
+    if x is None:
+        return set()
+    if isinstance(x, str):
+        return {x}
+    ids = set(x)
+    if not all(isinstance(i, str) for i in ids):
+        raise _usage(f"{name}: expected rule ids (strings)")
+    return ids
+
+
 def load(path, rocprof_dir=None, cache=None):
     """Load a capture (a ``ui_output_agent_*_dispatch_*`` directory, or a folder
     holding exactly one): a :class:`~attlens.model.dispatch.Dispatch`.
@@ -41,8 +98,10 @@ def analyze(capture, exposed: bool = True, rocprof_dir=None):
     ``exposed=False`` skips the hidden-latency model (``--no-exposed``)."""
     from attlens.analysis.analyze import analyze as _analyze
 
-    if isinstance(capture, (str, bytes)) or hasattr(capture, "__fspath__"):
+    if _is_path(capture):
         capture = load(capture, rocprof_dir=rocprof_dir)
+    elif not (hasattr(capture, "waves") and hasattr(capture, "code") and hasattr(capture, "static")):
+        raise _usage(f"capture: expected a capture path or a loaded capture (attlens.load(...)), not {type(capture).__name__}")
     return _analyze(capture, exposed=exposed)
 
 
@@ -52,16 +111,27 @@ def hotspots(result, by: str = "instruction", sort: str = "stall"):
     (``attlens analyze --by BY --sort SORT --json``)."""
     from attlens.analysis.hotspots import hotspot_table
 
-    return hotspot_table(result, by, sort)
+    return hotspot_table(_analysis(result), by, sort)
 
 
 def plan(result, disable=None, only=None, waves=None, pmc=None):
     """The prioritized optimization plan: a :class:`~attlens.analysis.plan.Plan`
-    (``attlens plan --json``). ``disable`` / ``only``: rule ids; ``waves``:
-    a :func:`waves` result when the caller has it."""
+    (``attlens plan --json``). ``disable`` / ``only``: a rule id or several;
+    ``waves``: a :func:`waves` result when the caller has it; ``pmc``: the
+    :func:`pmc` counters of the same dispatch (their bytes replace the
+    trace's estimate in the bandwidth rule; counters of another kernel,
+    target or dispatch raise :class:`~attlens.errors.Incomparable`, as
+    ``attlens report --pmc`` does)."""
     from attlens.analysis.plan import make_plan
+    from attlens.analysis.pmc import PmcCounters
 
-    return make_plan(result, disable=set(disable or ()), only=set(only or ()), waves=waves, pmc=pmc)
+    result = _analysis(result)
+    if isinstance(pmc, PmcCounters):
+        from attlens.analysis.pmc_attach import attach_pmc
+
+        d = result.dispatch
+        pmc = attach_pmc(pmc, d.kernel_name, d.arch.target, d.resources.dispatch_id)
+    return make_plan(result, disable=_ids(disable, "disable"), only=_ids(only, "only"), waves=waves, pmc=pmc)
 
 
 def asm(result, pc: int, around: int = 10, attribution=None):
@@ -69,7 +139,7 @@ def asm(result, pc: int, around: int = 10, attribution=None):
     (``attlens asm --pc PC --around AROUND --json``)."""
     from attlens.analysis.asm import asm_window
 
-    return asm_window(result, pc, around, attribution=attribution)
+    return asm_window(_analysis(result), _int(pc, "pc"), _int(around, "around", 0), attribution=attribution)
 
 
 def deps(result, pc: int | None = None, line: str | None = None, attribution=None):
@@ -77,7 +147,9 @@ def deps(result, pc: int | None = None, line: str | None = None, attribution=Non
     line: a :class:`~attlens.analysis.deps.DepsResult` (``attlens deps --json``)."""
     from attlens.analysis.deps import select_deps
 
-    return select_deps(result, pc=pc, line=line, attribution=attribution)
+    if line is not None and not isinstance(line, str):
+        raise _usage(f"line={line!r}: expected FILE:LINE text")
+    return select_deps(_analysis(result), pc=None if pc is None else _int(pc, "pc"), line=line, attribution=attribution)
 
 
 def waits(result, steady: bool = False, attribution=None):
@@ -85,7 +157,7 @@ def waits(result, steady: bool = False, attribution=None):
     (``attlens waits [--steady] --json``)."""
     from attlens.analysis.waitstats import compute_wait_stats
 
-    return compute_wait_stats(result, steady=steady, attribution=attribution)
+    return compute_wait_stats(_analysis(result), steady=bool(steady), attribution=attribution)
 
 
 def waves(result, top: int = 10):
@@ -94,13 +166,13 @@ def waves(result, top: int = 10):
     (``attlens waves --top TOP --json``)."""
     from attlens.analysis.waves import analyze_waves
 
-    return analyze_waves(result, top=max(top, 1))
+    return analyze_waves(_analysis(result), top=max(_int(10 if top is None else top, "top"), 1))
 
 
 def occupancy(result):
     """Theoretical and observed occupancy: the :class:`~attlens.analysis.occupancy.OccupancyResult`
     of the analysis (``attlens occupancy --json``)."""
-    return result.occupancy
+    return _analysis(result).occupancy
 
 
 def _side(x, rocprof_dir=None):
@@ -110,6 +182,8 @@ def _side(x, rocprof_dir=None):
         return x
     if hasattr(x, "hotspots") and hasattr(x, "dispatch"):  # an AnalysisResult
         return side_from_result(x, str(x.dispatch.path))
+    if not _is_path(x):
+        raise _usage(f"expected a capture path, an analyze --json file, an analysis or a Side, not {type(x).__name__}")
     return load_side(str(x), rocprof_dir=rocprof_dir)
 
 
@@ -120,6 +194,8 @@ def diff(before, after, force: bool = False, noise_floor: float | None = None, n
     ``noise_floor``: a fraction (0.02 = 2 %)."""
     from attlens.analysis.diff import diff as _diff
 
+    if noise_floor is not None:
+        noise_floor = _number(noise_floor, "noise_floor", 0.0)
     return _diff(_side(before), _side(after), force=force, noise_floor=noise_floor, noise_source=noise_source)
 
 
@@ -128,6 +204,7 @@ def check(current, baseline, metric: str = "total", max_regression: float = 5.0,
     (``attlens check CAPTURE --baseline BASELINE --json``); sides as for :func:`diff`."""
     from attlens.analysis.diff import check as _check
 
+    max_regression = _number(max_regression, "max_regression")
     return _check(_side(current), _side(baseline), metric, max_regression, force)
 
 

@@ -39,7 +39,13 @@ def rows(items: list, top: int | None) -> list:
 
 def top_or_none(top: int | None) -> int | None:
     """``top`` as the ``topk`` key shows it: None for every row."""
-    return top if top and top > 0 else None
+    import numbers
+
+    if top is not None and (isinstance(top, bool) or not isinstance(top, numbers.Integral)):
+        from attlens.errors import UsageError
+
+        raise UsageError(f"top={top!r}: expected an integer (0 or None = every row)")
+    return int(top) if top and top > 0 else None
 
 
 def dumps(obj) -> str:

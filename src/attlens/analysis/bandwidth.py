@@ -199,15 +199,23 @@ class Bandwidth:
 
 
 def _pmc_for(dispatch, pmc):
-    """The PMC result of this dispatch from a PmcResult or a list of them."""
+    """The PMC result of this dispatch: from a PmcAttachment (already matched
+    to this capture; not used when a check failed and it was attached only by
+    force: another kernel's bytes must not become this one's), a PmcCounters,
+    a PmcResult or a list of them (by dispatch id, else the one result of
+    the same kernel)."""
+    from attlens.analysis.pmc_attach import PmcAttachment, _same_kernel
+
     if pmc is None:
         return None
-    items = pmc if isinstance(pmc, (list, tuple)) else [pmc]
+    if isinstance(pmc, PmcAttachment):
+        return None if pmc.mismatches else pmc.result
+    items = pmc.results if hasattr(pmc, "results") else pmc if isinstance(pmc, (list, tuple)) else [pmc]
     did = dispatch.resources.dispatch_id
     for p in items:
         if did is not None and getattr(p, "dispatch_id", None) == did:
             return p
-    named = [p for p in items if getattr(p, "kernel_name", None) == dispatch.kernel_name]
+    named = [p for p in items if _same_kernel(getattr(p, "kernel", None), dispatch.kernel_name)]
     return named[0] if len(named) == 1 else None
 
 

@@ -814,7 +814,9 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         r = analyze(d)
         attached, refused = _attach(pmc, r, force, several)
         waves = analyze_waves(r)
-        plan = make_plan(r, waves=waves)
+        # counters attached to this capture give the bandwidth rule its bytes
+        # (not when attached only by --force over a mismatch: see bandwidth._pmc_for)
+        plan = make_plan(r, waves=waves, pmc=attached)
         target = out if not several else out.parent / report_name(r, used)
         step(f"writing {target.name}")
         render_html(r, plan, waves, target, pmc=attached)
