@@ -391,6 +391,7 @@ def test_wrong_arguments_are_usage_errors_not_tracebacks(lay):
         lambda: api.waves(r, top="5"),
         lambda: r.to_dict("5"),
         lambda: api.plan(r, disable=[1]),
+        lambda: api.plan(r, only=5),
         lambda: api.diff(before, after, force=True, noise_floor=float("nan")),
         lambda: api.diff(before, after, force=True, noise_floor=-0.1),
         lambda: api.check(after, before, max_regression=float("nan"), force=True),

@@ -76,7 +76,10 @@ def _ids(x, name: str) -> set[str]:
         return set()
     if isinstance(x, str):
         return {x}
-    ids = set(x)
+    try:
+        ids = set(x)
+    except TypeError:
+        raise _usage(f"{name}={x!r}: expected a rule id or several") from None
     if not all(isinstance(i, str) for i in ids):
         raise _usage(f"{name}: expected rule ids (strings)")
     return ids
