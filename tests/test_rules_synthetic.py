@@ -675,3 +675,34 @@ def test_grid_starvation_underfilled_one_round(tmp_path):
     k = replace(default_kernel(), grid=256 * 256)
     (f,) = make_plan(analyze(tmp_path, k), only={"grid-starvation"}).findings
     assert f.severity == "HIGH" and f.evidence["idle_cus"] == 0 and f.evidence["wave_slot_fill"] == pytest.approx(1024 / (256 * 32), abs=1e-4)
+
+
+# --------------------------------------------------------------------------- nested loops
+
+def _never_taken_inner(body):
+    """``body`` closed by a backward branch that is never taken, inside the toy's
+    outer loop (8 passes per wave): the inner loop runs once per outer pass."""
+    words = sum(o.size for o in body) // 4
+    return [*body, op(f"s_cbranch_vccnz {65536 - words - 1}")]
+
+
+def test_load_use_in_a_never_taken_inner_loop_names_the_outer_loop(tmp_path):
+    inner = _never_taken_inner([op(LOAD, latency=720, size=8), *[vadd(i) for i in range(2)], op("s_waitcnt vmcnt(0)"),
+                                op("v_add_f32 v9, v0, v1")])
+    plan = make_plan(analyze(tmp_path, kernel(inner)), only={"load-use-distance"})
+    assert plan.rule_errors == {}
+    (f,) = plan.findings
+    outer = next(lp for lp in plan.loops.loops if lp.iterated)
+    assert {x["loop"] for x in f.loops} == {outer.id} and outer.trips_mean == 8.0
+    assert f"the loop at pcs {outer.first_pc}–{outer.branch_pc} runs 8.0 times per entry" in f.change
+
+
+def test_interleave_in_a_never_taken_inner_loop_is_judged_in_the_outer_loop(tmp_path):
+    loads = [op(f"buffer_load_dwordx4 v[{4 * i}:{4 * i + 3}], v8, s[4:7], {16 * i} offen", latency=300, stall=200, size=8) for i in range(4)]
+    body = [x for pair in zip(loads, [op(MFMA16, issue=16, size=8) for _ in range(4)]) for x in pair]
+    found = []
+    for i, b in enumerate((body, _never_taken_inner(body))):  # the same loads, with and without the inner branch
+        plan = make_plan(analyze(tmp_path / str(i), kernel([*b, op("s_waitcnt vmcnt(0)")])), only={"load-mfma-interleave"})
+        assert plan.rule_errors == {} and not plan.rules_silenced
+        found.append([(f.title, f.cycles_at_stake) for f in plan.findings])
+    assert found[0] and found[1] == found[0]

@@ -8,7 +8,9 @@ target. A wave *enters* the loop when a record inside its pc range follows one
 outside it (compilers often enter a rotated loop in the middle, not at its
 first pc); each entry and each taken back edge is one pass through the body,
 so per wave ``trips = (entries + taken) / entries``. A pc belongs to the innermost loop
-that contains it. Rules whose change speaks of iterations (prefetch the next
+that contains it; the loop it *iterates in* is the innermost enclosing one that
+iterated (an inner loop whose back edge was never taken runs once per pass of
+the outer one). Rules whose change speaks of iterations (prefetch the next
 iteration, double-buffer) only fire on pcs of a loop that iterated (taken at
 least once), and every finding shows its pcs' loop and trip count.
 
@@ -106,12 +108,24 @@ class LoopStructure:
     loops: list[Loop]
     loop_of_pc: np.ndarray  # innermost loop id per pc, -1 outside every loop
     repeats: np.ndarray  # per pc: some wave executed it more than once
-    waves_of_pc: np.ndarray  # per pc: waves that executed it
     static: list[StaticLoop] = field(default_factory=list)
 
     def loop(self, pc: int) -> Loop | None:
         i = int(self.loop_of_pc[pc]) if 0 <= pc < len(self.loop_of_pc) else -1
         return self.loops[i] if i >= 0 else None
+
+    def iterating_loop(self, pc: int) -> Loop | None:
+        """The innermost loop around ``pc`` that iterated (None: none did)."""
+        lp = self.loop(pc)
+        while lp is not None and not lp.iterated:
+            lp = self.loops[lp.parent] if lp.parent is not None else None
+        return lp
+
+    def body(self, lp: Loop) -> list[int]:
+        """The pcs one pass of ``lp`` runs, nested loops that never iterated
+        included (they run once per pass); loops that iterated excluded."""
+        return [pc for pc in range(lp.first_pc, lp.branch_pc + 1)
+                if (self.iterating_loop(pc) or self.loop(pc)) is lp]
 
     def in_loop(self, pc: int) -> bool:
         """The pc ran more than once in some wave (the trace's own evidence of
@@ -120,8 +134,8 @@ class LoopStructure:
 
     def where(self, pc: int) -> dict:
         """The pc's place in the loop structure, for a finding's evidence."""
-        lp = self.loop(pc)
-        if lp is None or not lp.iterated:
+        lp = self.iterating_loop(pc)
+        if lp is None:
             out = {"pc": pc, "loop": None}
             if self.repeats[pc]:
                 out["note"] = "repeats in some wave outside every detected loop"
@@ -167,10 +181,8 @@ def compute_loops(dispatch, exec_index: np.ndarray | None = None) -> LoopStructu
         upc = uk % n_pc
         repeats = np.zeros(n_pc, dtype=bool)
         repeats[upc[cnt > 1]] = True
-        waves_of_pc = np.bincount(upc, minlength=n_pc)
     else:
         repeats = np.bincount(recs.pc[exec_index > 0], minlength=n_pc) > 0
-        waves_of_pc = np.bincount(recs.pc[exec_index == 0], minlength=n_pc)
 
     nw = w.count
     loops: list[Loop] = []
@@ -216,4 +228,4 @@ def compute_loops(dispatch, exec_index: np.ndarray | None = None) -> LoopStructu
     for i in sorted(range(len(loops)), key=lambda k: -span_of[k]):
         lp = loops[i]
         loop_of_pc[lp.first_pc : lp.branch_pc + 1] = i
-    return LoopStructure(loops, loop_of_pc, repeats, waves_of_pc, static)
+    return LoopStructure(loops, loop_of_pc, repeats, static)

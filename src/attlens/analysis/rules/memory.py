@@ -214,12 +214,15 @@ def load_use_distance(ctx):
         return []
     best = top(rows, key=lambda r: r[2])
     levers = {r[3] for r in best}
-    lp = next((r[4] for r in best if r[3] == "next-iteration"), None)
+    lp = next((r[4] for r in best if r[3] == "next-iteration" and "loop_pcs" in r[4]), None)
     change = []
     if "next-iteration" in levers:
+        # a pc that repeats in a loop the branch decoder did not see has no loop range to name
+        loop_text = (f"the loop at pcs {lp['loop_pcs'][0]}–{lp['loop_pcs'][1]} runs {lp['trips_mean']} times per entry" if lp is not None
+                     else "the loads repeat in each wave, in a loop no backward branch of the listing closes")
         change.append(
-            f"Prefetch: issue the next iteration's loads before this iteration's compute (the loop at pcs {lp['loop_pcs'][0]}–{lp['loop_pcs'][1]} runs "
-            f"{lp['trips_mean']} times per entry), or double-buffer so each wait lands a full iteration after its load."
+            f"Prefetch: issue the next iteration's loads before this iteration's compute ({loop_text}), "
+            "or double-buffer so each wait lands a full iteration after its load."
         )
         dma = [r[0] for r in best if r[3] == "next-iteration" and is_lds_dma(ctx.d.code.isa[r[0]])]
         if dma:
@@ -289,8 +292,7 @@ def load_mfma_interleave(ctx):
     st = ctx.d.static
     best = None
     for lp in ctx.loops.loops:
-        pcs = [pc for pc in range(lp.first_pc, lp.branch_pc + 1) if ctx.loops.loop_of_pc[pc] == lp.id]
-        seq = [(pc, st.cls[pc]) for pc in pcs if st.cls[pc] in ("vmem_load", "mfma")]
+        seq = [(pc, st.cls[pc]) for pc in ctx.loops.body(lp) if st.cls[pc] in ("vmem_load", "mfma")]
         n_load = sum(1 for _, c in seq if c == "vmem_load")
         n_mfma = len(seq) - n_load
         if n_load < 2 or n_mfma < 2 or not (0.5 <= n_load / n_mfma <= 2):
