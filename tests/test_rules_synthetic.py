@@ -706,3 +706,18 @@ def test_interleave_in_a_never_taken_inner_loop_is_judged_in_the_outer_loop(tmp_
         assert plan.rule_errors == {} and not plan.rules_silenced
         found.append([(f.title, f.cycles_at_stake) for f in plan.findings])
     assert found[0] and found[1] == found[0]
+
+
+@pytest.mark.parametrize("text", [
+    "buffer_atomic_add_f32 v0, v8, s[4:7], 0 offen",  # an atomic per element: no wider form
+    "buffer_load_dwordx3 v[0:2], v8, s[4:7], 0 offen",  # 12 B per lane: 16 // 12 elements do not fit a dwordx4
+    "buffer_load_dword v0, v8, s[4:7], 0 offen lds",  # LDS-DMA: the LDS layout sets the width
+])
+def test_backpressure_on_instructions_that_cannot_be_widened_is_silent(tmp_path, text):
+    """Contradiction twins of vmem-backpressure: the same issue stall on
+    instructions no dwordx4 can replace gives no "widen" advice."""
+    plan = make_plan(analyze(tmp_path, backpressure(400, text)), only={"vmem-backpressure"})
+    assert plan.rule_errors == {} and plan.findings == []
+    (c,) = plan.rules_silenced["vmem-backpressure"]
+    assert c["id"] == "narrow" and "0 issue-stall cycles on narrower instructions" in c["detail"]
+    assert f"{400 * 8 * 32:,} on ones that cannot be widened" in c["detail"]

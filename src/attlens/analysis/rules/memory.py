@@ -334,11 +334,12 @@ def load_mfma_interleave(ctx):
     "vmem-backpressure",
     "Narrow memory instructions stall at issue",
     "performance",
-    trigger="vector-memory instructions narrower than 128 bit per lane stall at issue for ≥ 5 % of kernel cycles",
-    evidence="the stalled narrow instructions with their width, stall and loop; the share of issue stall on already-128-bit ones",
+    trigger="vector loads/stores narrower than 128 bit per lane that a wider access could replace stall at issue for ≥ 5 % of kernel cycles",
+    evidence="the stalled narrow instructions with their width, stall and loop; the issue stall on already-128-bit ones and on ones that cannot be widened",
     limits="issue stall means the memory queues were full; widening cuts the number of requests for the same bytes, it does not add bandwidth",
     preconditions=[
-        ("narrow", "the instructions that stall are narrower than 128 bit per lane (dwordx4 / b128 cannot be widened)"),
+        ("narrow", "the instructions that stall are loads or stores narrower than 128 bit per lane whose width divides 16 B, so 16 // width "
+                   "adjacent elements fit one dwordx4 / b128 access (not 128-bit already, not atomics, not dwordx3, not LDS-DMA loads)"),
         _NOT_AT_CEILING,
     ],
 )
@@ -348,12 +349,21 @@ def vmem_backpressure(ctx):
     s = ctx.result.sums
     if ctx.stall_of(pcs) / ctx.total < 0.05:
         return []
-    widths = {pc: access_width(ctx.d.static.mnemonic[pc])[1] for pc in pcs}
-    narrow = [pc for pc in pcs if widths[pc] is not None and widths[pc] < WIDEST_BYTES]
+    kinds = {pc: access_width(ctx.d.static.mnemonic[pc]) for pc in pcs}
+    widths = {pc: w for pc, (_, w) in kinds.items()}
+
+    def widenable(pc) -> bool:
+        kind, w = kinds[pc]
+        return (kind in ("load", "store") and w is not None and w < WIDEST_BYTES and WIDEST_BYTES % w == 0
+                and not is_lds_dma(ctx.d.code.isa[pc]))
+
+    narrow = [pc for pc in pcs if widenable(pc)]
     wide_stall = ctx.stall_of([pc for pc in pcs if widths[pc] == WIDEST_BYTES])
+    fixed_stall = ctx.stall_of([pc for pc in pcs if widths[pc] != WIDEST_BYTES and not widenable(pc)])
     narrow_stall = ctx.stall_of(narrow)
     if not ctx.require(rid, "narrow", narrow_stall / ctx.total >= 0.05,
-                       f"{narrow_stall:,} issue-stall cycles on narrower instructions, {wide_stall:,} on 128-bit ones"):
+                       f"{narrow_stall:,} issue-stall cycles on narrower instructions, {wide_stall:,} on 128-bit ones"
+                       + (f", {fixed_stall:,} on ones that cannot be widened (atomics, dwordx3, LDS-DMA, unknown width)" if fixed_stall else "")):
         return []
     if not not_at_ceiling(ctx, rid):
         return []
@@ -368,10 +378,10 @@ def vmem_backpressure(ctx):
             f"Memory instructions of {'/'.join(f'{w} B' for w in sorted(by_width))} per lane stall at issue (queue full)",
             0,
             0.7,
-            {"issue_stall_narrow": narrow_stall, "issue_stall_128bit": wide_stall,
+            {"issue_stall_narrow": narrow_stall, "issue_stall_128bit": wide_stall, "issue_stall_not_widenable": fixed_stall,
              "executions_by_bytes_per_lane": {str(k): v for k, v in sorted(by_width.items())},
              "instructions": [{**ctx.instr(pc), "bytes_per_lane": widths[pc]} for pc in worst]},
-            f"Move the same bytes with fewer instructions: each lane of pc {worst[0]} moves {w0} B; load/store {WIDEST_BYTES // w0 if w0 else 1} adjacent elements per lane "
+            f"Move the same bytes with fewer instructions: each lane of pc {worst[0]} moves {w0} B; load/store {WIDEST_BYTES // w0} adjacent elements per lane "
             "with one dwordx4 (128-bit) access, so each request covers full cache lines.",
             "If the same bytes moved by 128-bit instructions do not cut the issue stall, the limit is bandwidth: compare with L2/HBM counters.",
             f"{ctx.d.code.isa[worst[0]].split()[0]} at pc {worst[0]} ({w0} B per lane) stalls {int(s.stall[worst[0]]):,} cycles at issue",
