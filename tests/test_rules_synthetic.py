@@ -721,3 +721,17 @@ def test_backpressure_on_instructions_that_cannot_be_widened_is_silent(tmp_path,
     (c,) = plan.rules_silenced["vmem-backpressure"]
     assert c["id"] == "narrow" and "0 issue-stall cycles on narrower instructions" in c["detail"]
     assert f"{400 * 8 * 32:,} on ones that cannot be widened" in c["detail"]
+
+
+def test_hazard_nops_of_an_unrecognised_kind_are_not_called_required(tmp_path):
+    """Required s_nops beside s_nops attlens cannot explain: the required ones are
+    named required, the others 'not known' (before, both were 'none is in excess')."""
+    k = nops(2, "s_nop 1")
+    k = replace(k, body=[*k.body, op("v_mov_b32 v40, v41"), op("s_nop 3", stall=24, issue=8), op("v_mov_b32 v42, v43")])
+    plan = make_plan(analyze(tmp_path, k), only={"hazard-nops"})
+    (f,) = plan.findings
+    rows = {h["hazard"]: h for h in f.evidence["hazards"]}
+    assert rows["VALU writes SGPR/VCC → VALU reads it"]["excess_wait_states"] == 0
+    assert rows["s_nop, hazard not recognised"]["nops"] == 1 and rows["s_nop, hazard not recognised"]["required_wait_states"] == []
+    assert "recognised hazard kinds are the spacing the ISA requires" in f.change
+    assert "1 s_nop(s)" in f.change and "whether they are required is not known" in f.change

@@ -199,6 +199,9 @@ def hazard_of(ctx, nop_pc: int) -> dict | None:
     return None
 
 
+UNRECOGNISED_NOP = "s_nop, hazard not recognised"
+
+
 @rule(
     "hazard-nops",
     "Hazard bubbles",
@@ -218,7 +221,7 @@ def hazard_nops(ctx):
     excess_cycles = 0.0
     for pc in pcs:
         h = hazard_of(ctx, pc) if ctx.d.static.mnemonic[pc] == "s_nop" else None
-        key = h["hazard"] if h else ("s_nop, hazard not recognised" if ctx.d.static.mnemonic[pc] == "s_nop" else ctx.d.static.mnemonic[pc])
+        key = h["hazard"] if h else (UNRECOGNISED_NOP if ctx.d.static.mnemonic[pc] == "s_nop" else ctx.d.static.mnemonic[pc])
         g = groups[key]
         g["nops"] += 1
         g["cycles"] += int(s.stall[pc] + s.idle[pc])
@@ -231,19 +234,31 @@ def hazard_nops(ctx):
                 g["example"] = {"nop_pc": pc, "producer_pc": h["producer_pc"], "producer": ctx.d.code.isa[h["producer_pc"]],
                                 "dependent_pc": h["dependent_pc"], "dependent": ctx.d.code.isa[h["dependent_pc"]]}
     rows = sorted(({"hazard": k, **{kk: (sorted(v) if isinstance(v, set) else v) for kk, v in g.items()}} for k, g in groups.items()), key=lambda r: -r["cycles"])
-    required_only = all(r["excess_wait_states"] == 0 for r in rows)
+    # rows of a hazard kind not recognised have no requirement to compare with:
+    # their excess is unknown, never "none"
+    unknown = [r for r in rows if r["hazard"] == UNRECOGNISED_NOP]
+    has_excess = any(r["excess_wait_states"] > 0 for r in rows)
     recognised = sum(r["cycles"] for r in rows if r["required_wait_states"])
-    ctx.require(rid, "excess", not required_only, f"{sum(r['excess_wait_states'] for r in rows)} wait states in excess of the requirement")
+    ctx.require(rid, "excess", has_excess, f"{sum(r['excess_wait_states'] for r in rows)} wait states in excess of the requirement"
+                + (f"; {sum(r['nops'] for r in unknown)} s_nop(s) of unrecognised hazard kinds not judged" if unknown else ""))
     total_cyc = sum(r["cycles"] for r in rows)
     top_row = rows[0]
-    if required_only:
-        change = ("These s_nops are the spacing the ISA requires (see required_wait_states): none is in excess. Recover them only by placing "
-                  "independent instructions in the gap — e.g. issue several v_cmp before their v_cndmask, or interleave two tiles' math — so the compiler needs fewer nops.")
-        conf = 0.35
-    else:
+    if has_excess:
         change = ("Some s_nops exceed the required wait states (excess_wait_states): the excess can be removed; the rest is required spacing that only "
                   "independent instructions placed in the gap can fill.")
         conf = 0.5
+    elif recognised:
+        change = ("The s_nops of the recognised hazard kinds are the spacing the ISA requires (see required_wait_states): none is in excess. Recover them "
+                  "only by placing independent instructions in the gap — e.g. issue several v_cmp before their v_cndmask, or interleave two tiles' math — "
+                  "so the compiler needs fewer nops.")
+        conf = 0.35
+    else:
+        change = (f"attlens recognises none of the hazards behind these instructions ({', '.join(r['hazard'] for r in rows[:4])}), so whether they are "
+                  "required is not known: check each against the ISA's required wait states for the instruction it follows.")
+        conf = 0.25
+    if unknown and (has_excess or recognised):
+        change += (f" {sum(r['nops'] for r in unknown)} s_nop(s) ({sum(r['cycles'] for r in unknown):,} cycles) guard a hazard kind attlens does "
+                   "not recognise: whether they are required is not known.")
     return [
         ctx.finding(
             rid,
