@@ -735,3 +735,13 @@ def test_hazard_nops_of_an_unrecognised_kind_are_not_called_required(tmp_path):
     assert rows["s_nop, hazard not recognised"]["nops"] == 1 and rows["s_nop, hazard not recognised"]["required_wait_states"] == []
     assert "recognised hazard kinds are the spacing the ISA requires" in f.change
     assert "1 s_nop(s)" in f.change and "whether they are required is not known" in f.change
+
+
+def test_stall_class_names_a_rule_that_did_not_run(tmp_path):
+    """With vmem-backpressure disabled, the vmem_load class note says so instead of
+    'below its threshold' (the planted backpressure fires when it runs)."""
+    r = analyze(tmp_path, backpressure(400))
+    assert "vmem-backpressure" in [f.rule for f in make_plan(r).findings]
+    notes = [f for f in make_plan(r, disable={"vmem-backpressure"}).findings if f.rule == "stall-class" and f.evidence["class"] == "vmem_load"]
+    (note,) = notes
+    assert {"rule": "vmem-backpressure", "status": "not run (--disable / --only)"} in note.evidence["rules"]

@@ -157,6 +157,7 @@ class PlanContext:
         self._waves = waves
         self.pmc = pmc
         self.checks: dict[str, list[dict]] = {}  # rule -> preconditions checked, in order
+        self.ran: set[str] | None = None  # the rules this plan runs (--disable / --only), set by make_plan
 
     @cached_property
     def waves(self):
@@ -411,6 +412,7 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
     ctx = PlanContext(result, waves, pmc)
     findings, run, errors = [], [], {}
     selected = [(rid, info) for rid, info in rules.items() if rid not in disable and not (only and rid not in only)]
+    ctx.ran = {rid for rid, _ in selected}
     for rid, info in selected:
         if info.post:
             continue

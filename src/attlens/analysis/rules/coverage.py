@@ -94,6 +94,9 @@ def stall_class(ctx, findings):
             if r in fired:
                 why.append({"rule": r, "status": "fired on other pcs of this class"})
                 continue
+            if ctx.ran is not None and r not in ctx.ran:
+                why.append({"rule": r, "status": "not run (--disable / --only)"})
+                continue
             failed = [c for c in ctx.checks.get(r, []) if not c["holds"]]
             if failed:
                 why.append({"rule": r, "status": "silenced", "precondition": failed[0]["text"], "detail": failed[0]["detail"]})
