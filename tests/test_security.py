@@ -263,6 +263,21 @@ def test_outside_capture_symlinked_capture_folder_is_not_searched(cap, tmp_path)
     assert o.code == EXIT_OK and o.json()["capture"]["path"] == str(bundle / "real"), o.describe()
 
 
+def test_outside_capture_rocprofv3_symlink_in_the_capture_is_not_searched(cap, tmp_path, shared):
+    """The capture's own rocprofv3/ is part of the capture: a symlink from it to
+    a folder of run outputs elsewhere is not read; the same folder really
+    inside the capture is (the clean twin)."""
+    run = shared / "traces/flash_attn_func/rocprofv3"
+    (cap / "rocprofv3").symlink_to(run)
+    o = run_main("analyze", cap, "--json", "--no-cache")
+    assert_clean(o)
+    assert o.json()["capture"]["rocprof_files"] == [], o.describe()
+    (cap / "rocprofv3").unlink()
+    shutil.copytree(run, cap / "rocprofv3")
+    o = run_main("analyze", cap, "--json", "--no-cache")
+    assert o.json()["capture"]["rocprof_files"] and all(f.startswith(str(cap / "rocprofv3")) for f in o.json()["capture"]["rocprof_files"])
+
+
 def test_duplicate_wave_entries_count_once(cap):
     edit_json(cap / "filenames.json", lambda d: d["wave_filenames"]["3"]["0"]["0"].__setitem__("1", d["wave_filenames"]["3"]["0"]["0"]["0"]))
     o = run_main("analyze", cap, "--json")

@@ -18,7 +18,12 @@ def search_dirs(capture: Path, rocprof_dir) -> list[Path]:
     if rocprof_dir is not None:
         dirs.append(Path(rocprof_dir))
     capture = Path(os.path.realpath(capture))
-    for base in (capture, capture.parent, capture.parent.parent):
+    dirs.append(capture)
+    inner = capture / "rocprofv3"
+    # the capture's own rocprofv3/ is part of the capture: a symlink out of it is not followed
+    if os.path.realpath(inner).startswith(str(capture) + os.sep):
+        dirs.append(inner)
+    for base in (capture.parent, capture.parent.parent):
         dirs.append(base)
         dirs.append(base / "rocprofv3")
     seen, out = set(), []
