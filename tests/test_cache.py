@@ -269,6 +269,23 @@ def test_the_same_capture_through_a_symlink_gives_the_same_json(shared, tmp_path
         assert files and all(f.startswith(real + os.sep) for f in files), files
 
 
+def test_context_key_covers_only_the_run_outputs_it_may_read(shared, tmp_path):
+    """An unrelated file beside the capture (a log, a notebook) leaves the key
+    of the run-output lookup alone; a run output it may read changes it."""
+    from attlens.cache.keys import context_key
+
+    root = tmp_path / "flash_attn_func"
+    cap = root / "small" / Path(SMALL).name
+    shutil.copytree(shared / "traces" / SMALL, cap)
+    shutil.copytree(shared / "traces/flash_attn_func/rocprofv3", root / "rocprofv3")
+    key = context_key(cap, None)
+    (root / "notes.log").write_text("unrelated")
+    (root / "small" / "run.ipynb").write_text("{}")
+    assert context_key(cap, None) == key
+    (root / "small" / "x_agent_info.csv").write_text("")
+    assert context_key(cap, None) != key
+
+
 def _answers(cache: Path) -> list[Path]:
     return sorted((cache / "digests-v1").glob("*/*/answer-*.json"))
 

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -495,3 +496,29 @@ def test_timeout_ends_hung_rocprofv3_and_its_grandchildren(env, phase):
     while _alive(grandchild) and time.monotonic() < end:
         time.sleep(0.1)
     assert not _alive(grandchild), "the hung rocprofv3's grandchild outlived the timeout"
+
+
+def test_outputs_never_replace_the_run_outputs_read_beside_a_capture(tmp_path, shared):
+    """Every command that writes refuses a path that is one of the rocprofv3
+    files it reads beside the capture (report, index, report --diff, diff,
+    check --junit, plan, export), and a device or FIFO given as an output."""
+    run = tmp_path / "vec_add"
+    cap = run / "big" / "ui_output_agent_14705_dispatch_25"
+    shutil.copytree(shared / "traces/vec_add/big/ui_output_agent_14705_dispatch_25", cap)
+    shutil.copytree(shared / "traces/vec_add/rocprofv3", run / "rocprofv3")
+    agent = run / "rocprofv3" / "big_agent_info.csv"
+    trace = run / "rocprofv3" / "discover_kernel_trace.csv"
+    before = {f: f.read_bytes() for f in (agent, trace)}
+    other = tmp_path / "other"
+    shutil.copytree(cap, other / "ui_output_agent_14705_dispatch_25")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target in (agent, trace, fifo):
+        for argv in (["report", cap, "-o", target], ["report", cap, other, "-o", target], ["report", "--diff", cap, cap, "-o", target],
+                     ["diff", cap, cap, "-o", target], ["check", cap, "--baseline", cap, "--junit", target],
+                     ["plan", cap, "-o", target], ["export", cap, "-o", target]):
+            with deadline(60):
+                o = run_main(*argv)
+            assert_clean(o)
+            assert o.code == EXIT_OUTPUT, (argv, o.describe())
+    assert {f: f.read_bytes() for f in before} == before and stat.S_ISFIFO(os.stat(fifo).st_mode)

@@ -63,7 +63,7 @@ def path_hash(capture: Path) -> str:
 def context_key(capture: Path, rocprof_dir) -> str:
     """The state of every file the context lookup may read beside the capture
     (the capture's own files are covered by :func:`capture_key`)."""
-    from attlens.model.rundirs import search_dirs
+    from attlens.model.rundirs import RUN_OUTPUT_SUFFIXES, search_dirs
 
     items: list = [None if rocprof_dir is None else os.path.realpath(rocprof_dir)]
     real_d = os.path.realpath(capture)
@@ -74,6 +74,8 @@ def context_key(capture: Path, rocprof_dir) -> str:
         entries = []
         with os.scandir(real) as it:
             for e in it:
+                if not e.name.endswith(RUN_OUTPUT_SUFFIXES):
+                    continue  # only what the lookup may read: an unrelated file changes nothing
                 try:
                     st = e.stat()
                 except OSError:

@@ -260,11 +260,16 @@ def check_output(path, inputs=(), *, directory: bool = False, names=()) -> None:
         raise OutputRefused(f"{out}: exists and is not a directory (the output is a folder)")
     if not directory and os.path.isdir(out):
         raise OutputRefused(f"{out}: is a directory", hint="give a file name, e.g. " + os.path.join(out, "report.html"))
+    if not directory and os.path.exists(out) and not os.path.isfile(out):
+        # a device or FIFO would be replaced by a regular file by the atomic rename
+        raise OutputRefused(f"{out}: exists and is not a regular file", hint="give a file name")
     parent = os.path.dirname(os.path.abspath(out))
     while parent and not os.path.exists(parent):
         parent = os.path.dirname(parent)
     if parent and not os.path.isdir(parent):
         raise OutputRefused(f"{out}: {parent} is a file, not a directory")
+    from attlens.model.rundirs import run_output_files
+
     real = _real(out)
     targets = [real] + [os.path.join(real, n) for n in names]
     for src in inputs:
@@ -275,6 +280,11 @@ def check_output(path, inputs=(), *, directory: bool = False, names=()) -> None:
             if _inside(real, r) or any(_inside(t, r) for t in targets):
                 raise OutputRefused(f"{out}: inside the input directory {src}; attlens never writes into a capture",
                                     hint="write the output somewhere else")
+            # a capture's rocprofv3 outputs beside it are inputs too
+            for f in run_output_files(r):
+                if _real(f) in targets:
+                    raise OutputRefused(f"{out}: is {f}, read beside the capture {src}; it would be overwritten",
+                                        hint="write the output somewhere else")
         elif r in targets:
             raise OutputRefused(f"{out}: is the input {src}; it would be overwritten", hint="write the output somewhere else")
 

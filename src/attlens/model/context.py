@@ -23,11 +23,11 @@ from attlens.model.archdata import (
 )
 from attlens.model.dispatch import ArchInfo, Resources
 from attlens.model.isa import mnemonic, operands, scan_registers
-from attlens.model.rundirs import search_dirs
+from attlens.model.rundirs import RUN_OUTPUT_SUFFIXES, search_dirs
 
 
 def _run_prefix(filename: str) -> str:
-    for suffix in ("agent_info.csv", "kernel_trace.csv", "results.json"):
+    for suffix in RUN_OUTPUT_SUFFIXES:
         if filename.endswith(suffix):
             return filename[: -len(suffix)].rstrip("_")
     return filename

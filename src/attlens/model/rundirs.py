@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# the file names the context lookup reads in each search folder (model/context.py)
+RUN_OUTPUT_SUFFIXES = ("agent_info.csv", "kernel_trace.csv", "results.json")
+
 
 def search_dirs(capture: Path, rocprof_dir) -> list[Path]:
     """``--rocprof-dir``, then the capture folder, its parent and grandparent,
@@ -35,4 +38,18 @@ def search_dirs(capture: Path, rocprof_dir) -> list[Path]:
         if key not in seen and d.is_dir():
             seen.add(key)
             out.append(d)
+    return out
+
+
+def run_output_files(capture, rocprof_dir=None) -> list[str]:
+    """Every file of the search folders the context lookup may read (by the
+    names of :data:`RUN_OUTPUT_SUFFIXES`, without reading them): what an output
+    must never replace and what the digest's context key covers."""
+    out = []
+    for d in search_dirs(capture, rocprof_dir):
+        try:
+            with os.scandir(d) as it:
+                out += sorted(os.path.join(d, e.name) for e in it if e.name.endswith(RUN_OUTPUT_SUFFIXES))
+        except OSError:
+            continue
     return out
