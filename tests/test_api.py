@@ -396,6 +396,9 @@ def test_wrong_arguments_are_usage_errors_not_tracebacks(lay):
         lambda: api.diff(before, after, force=True, noise_floor=-0.1),
         lambda: api.check(after, before, max_regression=float("nan"), force=True),
         lambda: api.diff(before, 7),
+        lambda: api.check(after, before, metric=5, force=True),
+        lambda: api.pmc(None),
+        lambda: api.captures(5),
     ]
     for call in bad:
         with pytest.raises(UsageError):

@@ -52,3 +52,30 @@ def test_report_real_capture_size(tmp_path):
     out = tmp_path / "vec.html"
     run("report", shared / "traces/vec_add/big/ui_output_agent_14705_dispatch_25", "-o", out)
     assert 10_000 < out.stat().st_size < 10_000_000
+
+
+def test_report_diff_takes_force_and_refuses_what_it_would_ignore(tmp_path):
+    """report --diff of two kernels: refused (exit 21) as diff is, written with
+    --force (the hint says so); capture paths, --pmc or --format md beside
+    --diff are a usage error, not silently dropped."""
+    a = write_capture(tmp_path / "a")
+    k = default_kernel()
+    k.name = "other_kernel"
+    b = write_capture(tmp_path / "b", k, dispatch_id=8)
+    assert "--force" in run("report", "--diff", a, b, "-o", tmp_path / "d.html", code=21).stderr
+    run("report", "--diff", a, b, "-o", tmp_path / "d.html", "--force")
+    assert "other_kernel" in (tmp_path / "d.html").read_text()
+    for extra in (["--format", "md"], ["--pmc", tmp_path / "x.csv"], [a]):
+        assert "--diff" in run("report", "--diff", a, b, "-o", tmp_path / "e.html", *extra, code=2).stderr
+    assert not (tmp_path / "e.html").exists()
+
+
+def test_junit_of_a_kernel_name_with_control_characters_is_xml(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    k = default_kernel()
+    k.name = "evil\x1b]0;PWNED\x07kernel"
+    a = write_capture(tmp_path / "a", k)
+    run("check", a, "--baseline", a, "--junit", tmp_path / "r.xml")
+    case = ET.parse(tmp_path / "r.xml").getroot().find("testcase")
+    assert case.get("name").startswith("evil\\x1b]0;PWNED\\x07kernel")

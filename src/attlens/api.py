@@ -208,6 +208,8 @@ def check(current, baseline, metric: str = "total", max_regression: float = 5.0,
     from attlens.analysis.diff import check as _check
 
     max_regression = _number(max_regression, "max_regression")
+    if not isinstance(metric, str):
+        raise _usage(f"metric={metric!r}: expected total, stall, class:NAME or line:FILE:LINE")
     return _check(_side(current), _side(baseline), metric, max_regression, force)
 
 
@@ -228,6 +230,8 @@ def captures(path):
     (``attlens captures PATH --json``)."""
     from attlens.model.inventory import list_captures
 
+    if not _is_path(path):
+        raise _usage(f"path: expected a folder path, not {type(path).__name__}")
     return list_captures(path)
 
 
@@ -241,6 +245,8 @@ def pmc(path, target: str | None = None, ideal_bytes: float | None = None, durat
     from attlens.errors import UsageError
     from attlens.io.confine import user_path
 
+    if not _is_path(path):
+        raise _usage(f"path: expected a counter file or folder path, not {type(path).__name__}")
     p = user_path(path)
     pivot, source = read_pmc_outputs(p)
     target = target or detect_target(p)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attlens.cli.common import EPILOG
+from attlens.cli.common import EPILOG, emit
 
 
 def register(sub) -> None:
@@ -45,13 +45,14 @@ def cmd_cache_info(args) -> int:
                          {"capture": e["capture"], "bytes": e["bytes"], "last_used": e["last_used"], "folder": e["folder"]}
                          for e in entries]})
         return 0
-    print(f"cache directory: {store.root}")
-    print(f"digests: {len(entries)}, {total / 2**20:.1f} MiB of {max_bytes() / 2**30:.1f} GiB allowed (ATTLENS_CACHE_MAX_BYTES)")
     import time
 
+    lines = [f"cache directory: {store.root}",
+             f"digests: {len(entries)}, {total / 2**20:.1f} MiB of {max_bytes() / 2**30:.1f} GiB allowed (ATTLENS_CACHE_MAX_BYTES)"]
     for e in entries:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e["last_used"])) if e["last_used"] else "?"
-        print(f"  {e['bytes'] / 2**20:8.1f} MiB  last used {when}  {e['capture'] or '(unreadable digest)'}")
+        lines.append(f"  {e['bytes'] / 2**20:8.1f} MiB  last used {when}  {e['capture'] or '(unreadable digest)'}")
+    emit("\n".join(lines))  # capture paths are the user's and may hold control characters
     return 0
 
 
@@ -67,5 +68,5 @@ def cmd_cache_clear(args) -> int:
         emit_json({**header("attlens.cache_clear"), "cache_dir": str(store.root),
                      "digests_removed": n, "bytes_freed": total})
     else:
-        print(f"removed {n} digest(s), {total / 2**20:.1f} MiB, from {store.root}")
+        emit(f"removed {n} digest(s), {total / 2**20:.1f} MiB, from {store.root}")
     return 0

@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--rocprof-dir", metavar="DIR", help=ROCPROF_DIR_HELP)
     p.add_argument("--pmc", metavar="PATH", help="counter_collection.csv / pmc_perf.csv of the same kernel to add the L2/HBM block "
                    "(its kernel, target and dispatch must match the capture's)")
-    p.add_argument("--force", action="store_true", help="with --pmc: attach counters even when kernel, target or dispatch differ (the report says so)")
+    p.add_argument("--force", action="store_true", help="with --pmc: attach counters even when kernel, target or dispatch differ (the report says so); with --diff: compare even when kernel or target differ")
     p.add_argument("--json", action="store_true", help="print a manifest of the files written (attlens.report)")
     add_cache_args(p)
     p.set_defaults(func=cmd_report)
@@ -77,8 +77,10 @@ def cmd_report(args) -> int:
         from attlens.analysis.diff import diff, load_side
         from attlens.report.html import diff_to_html
 
+        if args.path or args.pmc or args.format == "md":
+            raise UsageError("--diff BEFORE AFTER writes the HTML diff page alone: no capture paths, --pmc or --format md with it")
         check_output(args.output, side_inputs(*args.diff))
-        res = diff(load_side(args.diff[0]), load_side(args.diff[1]))
+        res = diff(load_side(args.diff[0]), load_side(args.diff[1]), force=args.force)
         write_atomic(args.output, diff_to_html(res))
         return _manifest(args, "diff", [_written(args.output, "diff")], [])
     if not args.path:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr
 
+from attlens.report.controls import safe_text
+
 
 def junit_xml(res) -> str:
     """The JUnit XML document of a :class:`~attlens.analysis.diff.CheckResult`."""
-    case = f'<testcase classname="attlens.check" name={quoteattr(f"{res.kernel} {res.metric}")} time="0">'
+    # a kernel name from the capture may hold control characters XML 1.0 cannot carry
+    case = f'<testcase classname="attlens.check" name={quoteattr(safe_text(f"{res.kernel} {res.metric}"))} time="0">'
     if not res.passed:
-        case += f"<failure message={quoteattr(res.message)} type=\"regression\"></failure>"
+        case += f"<failure message={quoteattr(safe_text(res.message))} type=\"regression\"></failure>"
     out = f"before={res.baseline:.3f} after={res.current:.3f} change={res.change_percent} limit={res.max_regression_percent}"
     case += f"<system-out>{quoteattr(out)[1:-1]}</system-out></testcase>"
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
