@@ -105,7 +105,7 @@ def test_any_change_to_the_capture_invalidates_its_digest(capture, tmp_path, cha
     assert len(list((cache / "digests-v1").glob("*/*/capture.json"))) == 1
 
 
-@pytest.mark.parametrize("target", ["columns", "manifest", "derived", "missing_bin"])
+@pytest.mark.parametrize("target", ["columns", "manifest", "derived", "missing_bin", "missing_manifest"])
 def test_a_damaged_digest_is_dropped_with_a_note_and_rebuilt(capture, tmp_path, target):
     """Columns are checked when first used (``export`` reads every record and
     timeline column); damaged data is never used, whatever reads it."""
@@ -133,6 +133,8 @@ def test_a_damaged_digest_is_dropped_with_a_note_and_rebuilt(capture, tmp_path, 
         data = bytearray(f.read_bytes())
         data[-1] ^= 0x01
         f.write_bytes(bytes(data))
+    elif target == "missing_manifest":
+        (folder / "capture.json").unlink()  # the folder stayed and blocked every rewrite
     else:
         next(folder.glob("capture-*.bin")).unlink()
     if target == "derived":
@@ -331,3 +333,14 @@ def test_answers_are_stored_per_question_and_state(shared, tmp_path):
     (cap / "code.json").touch()
     out, err = ask("plan")
     assert "digest is out of date" in err and len(_answers(cache)) == 1
+
+
+def test_a_cache_directory_inside_the_capture_stores_nothing(capture):
+    """--cache-dir CAPTURE (or a folder in it): the capture stays as it was, the
+    output is the fresh parse's, and a note says why nothing was stored."""
+    before = snapshot(capture)
+    fresh = _fresh(capture)
+    for cache in (capture, capture / "sub"):
+        code, out, err = run("analyze", capture, "--json", "--topk", "0", "--cache-dir", cache)
+        assert code == 0 and out == fresh and "inside the capture" in err
+        assert snapshot(capture) == before

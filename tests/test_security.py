@@ -522,3 +522,14 @@ def test_outputs_never_replace_the_run_outputs_read_beside_a_capture(tmp_path, s
             assert_clean(o)
             assert o.code == EXIT_OUTPUT, (argv, o.describe())
     assert {f: f.read_bytes() for f in before} == before and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_wave_file_over_the_size_limit_is_skipped_not_allocated(cap):
+    """A (sparse) wave file of 10 TiB: one wave skipped with the reason, the rest
+    analyzed (it ended in an out-of-memory internal error, exit 1)."""
+    with open(cap / "se3_sm0_sl0_wv0.json", "r+b") as f:
+        f.truncate(10 << 40)
+    o = run_main("analyze", cap, "--json", "--no-cache")
+    assert_clean(o)
+    assert o.code == EXIT_PARTIAL, o.describe()
+    assert any("se3_sm0_sl0_wv0.json" in w and "byte limit" in w for w in o.json()["warnings"]), o.json()["warnings"]

@@ -28,7 +28,7 @@ ENTRY = WaveEntry(0, 0, 0, 0, "se0_sm0_sl0_wv0.json", 0, 0)
 # wave files: the fast path is exactly as strict as JSON + the schema
 # ---------------------------------------------------------------------------
 
-I64_TIME, U8, I32 = 2**62 - 1, 255, 2**31 - 1
+I64_TIME, U8, I32 = 10**18 - 1, 255, 2**31 - 1  # times below 10^18 (io/wave_files.TIME_LIMIT)
 
 
 def _int(x, lo, hi) -> bool:
@@ -102,6 +102,8 @@ def _record_edit(data: bytes, new: bytes) -> bytes:
         lambda d: _record_edit(d, b"-"),
         lambda d: _record_edit(d, b"1e25"),
         lambda d: _record_edit(d, b"9223372036854775808"),  # 2^63
+        lambda d: _record_edit(d, b"999999999999999999"),  # 10^18 - 1: the largest time kept
+        lambda d: _record_edit(d, b"1000000000000000000"),  # 10^18: out of range, in both readers
         lambda d: _record_edit(d, b"99999999999999999999999"),
         lambda d: _record_edit(d, b"00070120"),
         lambda d: _record_edit(d, b"70120.0"),

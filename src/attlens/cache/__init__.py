@@ -65,6 +65,14 @@ def note(message: str) -> None:
     print(f"attlens: note: {message}", file=sys.stderr)
 
 
+def inside_capture(root, capture) -> bool:
+    """The cache directory is the capture or inside it (``--cache-dir CAPTURE``,
+    a relative ``ATTLENS_CACHE_DIR`` run from the capture): nothing is stored
+    there, a capture is only read (docs/cache.md)."""
+    r, c = os.path.realpath(root), os.path.realpath(capture)
+    return r == c or r.startswith(c.rstrip(os.sep) + os.sep)
+
+
 def cache_root() -> Path | None:
     """The cache directory of this process, or None when digests are off
     (``--no-cache``, ``ATTLENS_NO_CACHE=1``)."""

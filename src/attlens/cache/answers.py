@@ -25,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from attlens.cache import cache_root, note
+from attlens.cache import cache_root, inside_capture, note
 
 
 def _folder(root: Path, capture: Path) -> Path | None:
@@ -48,8 +48,8 @@ def answer(capture: Path, rocprof_dir, question, build) -> tuple[dict, int]:
     the stored answer, or ``build()`` (which loads the capture, so its digest
     exists afterwards) stored beside the digest for the next time."""
     root = cache_root()
-    if root is None:
-        return build()
+    if root is None or inside_capture(root, capture):
+        return build()  # the loader says why it stores nothing inside a capture
     try:
         name = _name(capture, rocprof_dir, question)
         folder = _folder(root, capture)

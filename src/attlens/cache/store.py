@@ -171,6 +171,8 @@ class DigestStore:
         try:
             rec = _Record(target, "capture")
         except FileNotFoundError:
+            # a digest folder without its record would block every rewrite (the rename onto it fails)
+            self.drop(target, capture, "capture.json missing")
             return None
         except DamagedDigest as exc:
             self.drop(target, capture, str(exc))
@@ -209,6 +211,9 @@ class DigestStore:
             _remove(tmp)
             self.cannot_write(exc)
             return None
+        except BaseException:
+            _remove(tmp)  # a record that cannot be serialized (or Ctrl-C) leaves no hidden folder the eviction never sees
+            raise
         self.evict(keep=target)
         try:
             return Digest(self, capture, target, _Record(target, "capture"))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attlens.io.confine import RefusedPath, resolve_inside
-from attlens.io.jsonfile import expect, int64, json_safe_str, read_json
+from attlens.io.jsonfile import MAX_JSON_BYTES, expect, int64, json_safe_str, read_json
 from attlens.results import brief_repr
 
 _DECIMAL = re.compile(r"[0-9]{1,9}")  # ASCII digits: int() would also take "٣", " 3" or "+3"
@@ -103,6 +103,8 @@ def _refusal(root: Path, name: str, seen: dict) -> tuple[str | None, tuple | Non
         return f"cannot be inspected ({exc.strerror or exc}); wave skipped", None
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file (a FIFO, device or directory); not read, wave skipped", None
+    if st.st_size > MAX_JSON_BYTES:
+        return f"{st.st_size:,} bytes, more than the {MAX_JSON_BYTES:,}-byte limit of a capture file; not read, wave skipped", None
     ident = (st.st_dev, st.st_ino)
     if ident in seen:
         return f"listed again in filenames.json (the same file as {seen[ident]}); the wave is counted once", ident

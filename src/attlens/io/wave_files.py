@@ -16,7 +16,7 @@ Strictness: the fast path accepts exactly what ``orjson.loads`` followed by
 :func:`check_wave_doc`'s schema accepts, with the same values (a property test
 mutates real wave files byte by byte to hold it to that). The schema is the
 decoder's record struct: every number is a non-negative integer within its
-field's type (``time`` int64 below 2^62, ``type`` uint8, ``stall``/``duration``/
+field's type (``time`` int64 below 10^18, ``type`` uint8, ``stall``/``duration``/
 ``pc`` int32, timeline ``state`` uint8 and ``duration`` int32), rows have
 exactly 5 (instructions) or 2 (timeline) fields, ``waitcnt`` is
 ``[[pc, [[pc, reserved], ...]], ...]``; ``cu``/``id``/``simd``/``slot`` are
@@ -41,9 +41,10 @@ import numpy as np
 import orjson
 
 from attlens.io.filenames_json import WaveEntry
+from attlens.io.jsonfile import MAX_JSON_BYTES
 
 INT32_MAX = 2**31 - 1
-TIME_LIMIT = 2**62  # times stay below this so sums of times and durations cannot overflow int64
+TIME_LIMIT = 10**18  # times stay below this (< 2^62) so sums of times and durations cannot overflow int64; also the fast parser's bound
 _DIGITS = b"0123456789"
 _INT_ARRAY_CHARS = _DIGITS + b",[]"
 _BRACKETS_TO_SPACE = bytes.maketrans(b"[]", b"  ")
@@ -243,7 +244,7 @@ def check_wave_doc(doc) -> dict:
         if not _is_int(v):
             raise WaveFileError(f"'wave' lacks an integer '{key}'")
         if not 0 <= v < TIME_LIMIT:
-            raise WaveFileError(f"'wave.{key}' {v} is out of range (0..2^62)")
+            raise WaveFileError(f"'wave.{key}' {v} is out of range (0..10^18)")
         out[key] = v
     if out["end"] < out["begin"]:
         raise WaveFileError(f"'wave.end' {out['end']} is before 'wave.begin' {out['begin']}")
@@ -535,7 +536,7 @@ def _read_files(root_real: str, entries: list[WaveEntry], sink: _Sink, n_pc, val
     size = 0
     for entry in entries:
         try:
-            data = read_inside(root_real, entry.filename)
+            data = read_inside(root_real, entry.filename, limit=MAX_JSON_BYTES)
         except FileNotFoundError:
             sink.problems.append((entry, "file listed in filenames.json is missing"))
             continue
@@ -563,7 +564,8 @@ def _file_sizes(root_real: str, entries: list[WaveEntry]) -> list[int]:
     sizes = []
     for e in entries:
         try:
-            sizes.append(os.stat(os.path.join(root_real, e.filename)).st_size)
+            # capped as the reader caps a file: a file that grew past it since the listing was checked is refused, not allocated for
+            sizes.append(min(os.stat(os.path.join(root_real, e.filename)).st_size, MAX_JSON_BYTES))
         except (OSError, ValueError):
             sizes.append(0)
     return sizes

@@ -67,7 +67,7 @@ class Records(_Columns):
     """Every executed instruction of every traced wave (one row per record)."""
 
     # dtypes follow the decoder's record struct (io/wave_files.py checks the ranges)
-    time: np.ndarray  # int64 (< 2^62), first issue attempt (shader clock of the wave's SE)
+    time: np.ndarray  # int64 (< 10^18), first issue attempt (shader clock of the wave's SE)
     category: np.ndarray  # uint8, decoder category
     stall: np.ndarray  # int32 (>= 0), cycles stalled before issue
     duration: np.ndarray  # int32 (>= 0), stall + issue (gfx9) / stall + execute (gfx10+)

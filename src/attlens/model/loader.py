@@ -152,9 +152,12 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     """
     caps = resolve_capture_dirs(path)
     d = caps[0]
-    from attlens.cache import open_cache
+    from attlens.cache import inside_capture, note, open_cache
 
     store = open_cache(cache)
+    if store is not None and inside_capture(store.root, d):
+        note(f"{d}: the cache directory {store.root} is inside the capture; no digest is stored there (a capture is only read)")
+        store = None
     digest = data = None
     if store is not None:
         from attlens.cache.capture import digest_of, read_digest
