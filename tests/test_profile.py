@@ -150,6 +150,25 @@ def test_consumer_rdna_gets_timing_only(env):
     doc = json.loads(attlens(env, "profile", "--out", env["tmp"] / "o", "--json", *app_args(env)).stdout)
     assert doc["att_available"] is False and "gfx1151" in doc["att_unavailable_reason"]
     assert doc["kernels"]["rows"] and doc["captures"] == []
+    # the kernel is still named (the largest by total time), and the sweep row of such a job keeps its timing and shape
+    import csv
+
+    from attlens.sweep.summary import summarize_without_capture
+
+    rows = list(csv.DictReader((src / "decode_kernel_trace.csv").open()))
+    total: dict[str, int] = {}
+    for r in rows:
+        total[r["Kernel_Name"]] = total.get(r["Kernel_Name"], 0) + int(r["End_Timestamp"]) - int(r["Start_Timestamp"])
+    picked = next(r for r in doc["kernels"]["rows"] if not r["excluded"])  # largest total time, runtime helpers left out
+    assert doc["kernel"]["name"] == picked["name"] and round(picked["total_us"] * 1000) == total[picked["name"]]
+    row = summarize_without_capture(doc, "s")
+    mine = [r for r in rows if r["Kernel_Name"] == row["kernel"]]
+    assert row["duration_us"] == pytest.approx(total[row["kernel"]] / len(mine) / 1000, abs=1e-3)
+    grids = {tuple(int(r[f"Grid_Size_{a}"]) for a in "XYZ") for r in mine}
+    groups = {tuple(int(r[f"Workgroup_Size_{a}"]) for a in "XYZ") for r in mine}
+    assert row["grid"] == (list(grids.pop()) if len(grids) == 1 else None)
+    assert row["workgroup"] == (list(groups.pop()) if len(groups) == 1 else None)
+    assert row["grid"] is not None or row["workgroup"] is not None  # one of them known: the keys are really read
 
 
 def test_capture_known_kernel(env):

@@ -442,3 +442,9 @@ def test_report_of_a_folder_of_captures(tmp_path, shared):
     p = attlens(env, "sweep", "report", folder, "-o", folder / "big" / "d.html", code=9)  # exit 9: an output refused (docs/exit-codes.md)
     assert "inside the input folder" in p.stderr
     assert "an HTML file" in attlens(env, "sweep", "report", folder, "-o", tmp_path / "d.txt", code=2).stderr
+    # the dashboard outside the input but its reports folder (NAME-reports beside it) being the input
+    x = tmp_path / "x"
+    shutil.copytree(folder / "big", x / "dashboard-reports" / "big")
+    before = sorted(p.name for p in (x / "dashboard-reports").rglob("*"))
+    p = attlens(env, "sweep", "report", x / "dashboard-reports", "-o", x / "dashboard.html", code=9)
+    assert "inside the input folder" in p.stderr and sorted(p.name for p in (x / "dashboard-reports").rglob("*")) == before

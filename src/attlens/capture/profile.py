@@ -335,6 +335,14 @@ def profile(opts: ProfileOptions) -> ProfileResult:
     res.kernels = kernel_table(disc, **({} if opts.exclude is None else {"exclude": opts.exclude}))
     res.step("discovery", "ok", f"{len(res.kernels.rows) if hasattr(res.kernels, 'rows') else len(res.kernels)} kernels on {res.target or 'unknown target'}")
 
+    # the kernel is picked on every target: a timing-only result still names the one asked for
+    try:
+        row, reason = pick_kernel(res.kernels, opts.kernel_regex)
+    except LookupError as exc:
+        raise KernelNotFound(str(exc)) from None
+    res.kernel = row if isinstance(row, dict) else row.__dict__
+    res.kernel_reason = reason
+    res.step("kernel", "ok", reason)
     if res.target and NO_ATT_TARGETS.match(res.target):
         res.att_available = False
         res.att_unavailable_reason = (
@@ -344,14 +352,6 @@ def profile(opts: ProfileOptions) -> ProfileResult:
         res.step("capture", "skipped", res.att_unavailable_reason)
         return res
     check_decoder(exe, opts, res)
-
-    try:
-        row, reason = pick_kernel(res.kernels, opts.kernel_regex)
-    except LookupError as exc:
-        raise KernelNotFound(str(exc)) from None
-    res.kernel = row if isinstance(row, dict) else row.__dict__
-    res.kernel_reason = reason
-    res.step("kernel", "ok", reason)
     trace_rows = read_kernel_trace(files["kernel_trace.csv"]) if "kernel_trace.csv" in files else []
     _choose_iterations(res, opts, trace_rows)
     res.step("iteration", "ok", res.iteration_reason)

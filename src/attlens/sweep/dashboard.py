@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 
 from attlens import __version__
+from attlens.jsondoc import header
 from attlens.errors import AttlensError, InputNotFound, OutputRefused, UsageError
 
 REPORT_SCHEMA = "attlens.sweep_report"
@@ -217,7 +218,7 @@ def render_dashboard_text(rows: list[dict], cats: list[dict], meta: dict, title:
         raise ValueError("sweep.js must not contain </script")
     from attlens.analysis.stalls import CLASS_IDS
 
-    data = {"schema": REPORT_SCHEMA, "schema_version": 1, "attlens_version": __version__, "title": title, "meta": meta, "rows": rows,
+    data = {**header(REPORT_SCHEMA), "title": title, "meta": meta, "rows": rows,
             "categories": cats, "class_order": CLASS_IDS}
     return _fill(_template("sweep.html"), {
         "TITLE": html.escape(title, quote=True),
@@ -252,8 +253,10 @@ def report(path, output=None, rocprof_dir=None) -> dict:
         raise UsageError(f"{out}: the dashboard is an HTML file (-o NAME.html)")
     if out.is_dir():
         raise OutputRefused(f"{out} is a directory; give a file name (-o {out / 'dashboard.html'})")
-    if not is_sweep and _inside(out, p):
-        raise OutputRefused(f"{out} is inside the input folder {p}: outputs never land in an input", hint="pass -o OUTSIDE/dashboard.html")
+    reports = out.parent / f"{out.stem}-reports"  # where a folder of captures gets its reports (_capture_rows)
+    if not is_sweep and (_inside(out, p) or _inside(reports, p)):
+        raise OutputRefused(f"{out} (or its reports in {reports}) is inside the input folder {p}: outputs never land in an input",
+                            hint="pass -o OUTSIDE/dashboard.html")
     if is_sweep:
         rows, meta = _sweep_rows(p.resolve(), out)
         title = f"attlens sweep — {p.resolve().name}"
@@ -264,5 +267,5 @@ def report(path, output=None, rocprof_dir=None) -> dict:
     findings = out.with_name("FINDINGS.md")
     write_atomic(out, render_dashboard_text(rows, cats, meta, title))
     write_atomic(findings, findings_markdown(rows, cats, meta))
-    return {"schema": REPORT_SCHEMA, "schema_version": 1, "attlens_version": __version__, "dashboard": str(out), "findings_md": str(findings),
+    return {**header(REPORT_SCHEMA), "dashboard": str(out), "findings_md": str(findings),
             "meta": meta, "categories": cats, "rows": rows}

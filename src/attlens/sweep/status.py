@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attlens import __version__
+from attlens.jsondoc import header
 
 STATUS_SCHEMA = "attlens.sweep_status"
 
@@ -47,9 +47,7 @@ def status_doc(m, scheduler: dict | None = None) -> dict:
             "attempt_history": attempts.get(j["job_id"], []),
         })
     return {
-        "schema": STATUS_SCHEMA,
-        "schema_version": 1,
-        "attlens_version": __version__,
+        **header(STATUS_SCHEMA),
         "dir": str(m.root),
         "sweep_file": m.meta("sweep_file"),
         "engine": m.meta("engine"),

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attlens import __version__
+from attlens.jsondoc import header
 
 SUMMARY_SCHEMA = "attlens.sweep_summary"
 NOISY_SHARE = 0.05  # two dispatches whose class shares differ more than this are flagged
@@ -109,9 +109,7 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
         issues.append(f"noisy: stall class shares of dispatches {noise.get('dispatches')} differ by up to {noise['max_class_share_difference']:.1%}")
     bad = d.partial or any(f.severity == "HIGH" for f in capture_findings)
     return {
-        "schema": SUMMARY_SCHEMA,
-        "schema_version": 1,
-        "attlens_version": __version__,
+        **header(SUMMARY_SCHEMA),
         "att_available": True,
         "kernel": d.kernel_name or None,
         "shape": shape if shape is not None else _shape_text(d.resources),
@@ -142,15 +140,14 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
 def summarize_without_capture(profile_doc: dict, shape: str | None = None) -> dict:
     """The row of a job whose target offers no thread trace (timing only)."""
     k = profile_doc.get("kernel") or {}
+    res = k.get("resources") or {}  # the attlens.kernels row shape
     return {
-        "schema": SUMMARY_SCHEMA,
-        "schema_version": 1,
-        "attlens_version": __version__,
+        **header(SUMMARY_SCHEMA),
         "att_available": False,
         "kernel": k.get("name"),
         "shape": shape,
-        "grid": k.get("grid"),
-        "workgroup": k.get("workgroup"),
+        "grid": res.get("grid"),
+        "workgroup": res.get("workgroup"),
         "target": profile_doc.get("target"),
         "dispatch_id": None,
         "duration_us": _r(k.get("average_us"), 3),
