@@ -79,3 +79,15 @@ def test_junit_of_a_kernel_name_with_control_characters_is_xml(tmp_path):
     run("check", a, "--baseline", a, "--junit", tmp_path / "r.xml")
     case = ET.parse(tmp_path / "r.xml").getroot().find("testcase")
     assert case.get("name").startswith("evil\\x1b]0;PWNED\\x07kernel")
+
+
+def test_plan_markdown_file_shows_trace_strings_literally(tmp_path):
+    """plan --format md -o FILE: a kernel name with a backtick, a pipe, markup and
+    a terminal escape stays one code span, with the control characters visible."""
+    k = default_kernel()
+    k.name = "evil`|<b>x</b>\x1b]0;PWNED\x07"
+    a = write_capture(tmp_path / "a", k)
+    run("plan", a, "--format", "md", "-o", tmp_path / "p.md")
+    md = (tmp_path / "p.md").read_text()
+    assert "\x1b" not in md and "\x07" not in md
+    assert md.splitlines()[0] == "# Optimization plan — `` evil`|<b>x</b>\\x1b]0;PWNED\\x07 ``"  # CommonMark: padded double-backtick span

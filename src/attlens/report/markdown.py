@@ -283,10 +283,6 @@ def render_markdown_bundle(result, plan, waves, out_dir) -> tuple[Path, Path]:
 
 # --------------------------------------------------------------------------- plan
 
-def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def plan_to_markdown(plan) -> str:
     """``attlens plan --format md``: the plan (with the analysis it was made from) as Markdown."""
     from attlens.analysis.plan import stall_summary
@@ -294,9 +290,9 @@ def plan_to_markdown(plan) -> str:
     result = plan.result
     d = result.dispatch
     b = result.breakdown
-    lines = [f"# Optimization plan — `{_md_escape(d.kernel_name)}`", "",
-             f"Capture: `{_md_escape(d.path)}` · target {d.arch.target or 'unknown'} · {d.waves.count:,} waves · attlens {__version__}", "",
-             "```", *header_lines(plan), "```", "",
+    lines = [f"# Optimization plan — {_code(d.kernel_name)}", "",
+             f"Capture: {_code(d.path)} · target {_text(d.arch.target or 'unknown')} · {d.waves.count:,} waves · attlens {__version__}", "",
+             *_fence(header_lines(plan)), "",
              "## Stall summary", "", "| class | stall cycles | share |", "|---|---:|---:|"]
     for c, s, sh in stall_summary(result):
         lines.append(f"| {c} | {s:,} | {sh:.1%} |")
@@ -304,18 +300,18 @@ def plan_to_markdown(plan) -> str:
     if not plan.findings:
         lines.append("No rule fired.")
     for i, f in enumerate(plan.findings, 1):
-        lines += [f"### {i}. {f.severity} — {_md_escape(f.title)}", "", f"Rule `{f.rule}` · {stake_label(f)} · confidence {f.confidence:.2f}", "", "Evidence:", "", "```"]
-        lines += finding_detail(f)
-        lines += ["```", "", f"**Change:** {_md_escape(f.change)}", "", f"**Would prove it wrong:** {_md_escape(f.falsify)}", ""]
+        lines += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule `{f.rule}` · {stake_label(f)} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
+        lines += _fence(finding_detail(f))
+        lines += ["", f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]
     lines += ["## Priorities", "", "| severity | rule | rationale |", "|---|---|---|"]
     for f in plan.findings:
-        lines.append(f"| {f.severity} | {f.rule} | {_md_escape(f.rationale)} |")
+        lines.append(f"| {f.severity} | {f.rule} | {_text(f.rationale)} |")
     lines += ["", f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake; no pc is claimed twice."]
     if plan.rules_silenced:
         lines += ["", "Silenced rules (a precondition of their advice does not hold):", ""]
         for rid, fails in plan.rules_silenced.items():
-            lines.append(f"- `{rid}`: {_md_escape(fails[0]['text'])} — {_md_escape(fails[0]['detail'])}")
-    lines += ["", f"Reproduce: `attlens plan {_md_escape(d.path)}`", ""]
+            lines.append(f"- `{rid}`: {_text(fails[0]['text'])} — {_text(fails[0]['detail'])}")
+    lines += ["", f"Reproduce: {_code(f'attlens plan {d.path}')}", ""]
     return "\n".join(lines)
 
 
