@@ -91,3 +91,20 @@ def test_plan_markdown_file_shows_trace_strings_literally(tmp_path):
     md = (tmp_path / "p.md").read_text()
     assert "\x1b" not in md and "\x07" not in md
     assert md.splitlines()[0] == "# Optimization plan — `` evil`|<b>x</b>\\x1b]0;PWNED\\x07 ``"  # CommonMark: padded double-backtick span
+
+
+def test_report_exits_8_when_some_input_was_skipped(tmp_path):
+    """As analyze does: a capture missing a listed wave file, or an index entry
+    that does not load, gives exit 8 and says which in --json."""
+    a = write_capture(tmp_path / "a")
+    b = write_capture(tmp_path / "b", dispatch_id=8)
+    doc = json.loads(run("report", a, "-o", tmp_path / "ok.html", "--json").stdout)
+    assert doc["captures"][0]["partial"] is False
+    next(a.glob("se*_sm*_sl*_wv*.json")).unlink()
+    for fmt in (["-o", tmp_path / "a.html"], ["--format", "md", "-o", tmp_path / "md"]):
+        doc = json.loads(run("report", a, *fmt, "--json", code=8).stdout)
+        assert doc["captures"][0]["partial"] is True
+    (b / "filenames.json").write_text("{")
+    doc = json.loads(run("report", a.parent, b.parent, "-o", tmp_path / "index.html", "--json", code=8).stdout)
+    assert sorted((str(c["partial"]), c["error"] is None) for c in doc["captures"]) == [("None", False), ("True", True)]
+    assert "--pmc" in run("report", a, "--format", "md", "-o", tmp_path / "md2", "--pmc", tmp_path / "x.csv", code=2).stderr

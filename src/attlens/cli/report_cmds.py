@@ -10,7 +10,6 @@ from attlens.cli.common import (
     add_no_color,
     check_output,
     emit_json,
-    exit_code,
     load_analyzed,
     progress,
     say,
@@ -59,13 +58,16 @@ def _manifest(args, fmt: str, written: list[dict], captures: list[dict]) -> int:
         from attlens.jsondoc import header
 
         emit_json({**header("attlens.report"), "format": fmt, "written": written, "captures": captures})
-    return 0
+    from attlens.errors import EXIT_OK, EXIT_PARTIAL
+
+    # as analyze: 8 when some input was skipped (a capture partly read, or one of an index not loaded)
+    return EXIT_PARTIAL if any(c.get("partial") or c.get("error") for c in captures) else EXIT_OK
 
 
 def _capture_entry(result, report=None, pmc=None) -> dict:
     d = result.dispatch
     return {"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,
-            "report": None if report is None else str(report), "error": None, "pmc": pmc, "pmc_refused": None}
+            "report": None if report is None else str(report), "error": None, "partial": bool(d.partial), "pmc": pmc, "pmc_refused": None}
 
 
 def cmd_report(args) -> int:
@@ -87,6 +89,8 @@ def cmd_report(args) -> int:
         raise UsageError("give one or more capture directories (or --diff BEFORE AFTER)")
     from attlens.model.locate import resolve_capture_dirs
 
+    if args.format == "md" and args.pmc:
+        raise UsageError("--pmc attaches counters to the HTML report; the Markdown bundle has no L2/HBM block (use attlens pmc for them)")
     dirs = [d for p in args.path for d in resolve_capture_dirs(p, all_captures=True)]
     if args.format == "md":
         check_output(args.output, [*dirs, args.pmc], directory=True, names=("report.md", "analysis.json"))
@@ -114,8 +118,7 @@ def cmd_report(args) -> int:
         r = load_analyzed(args, dirs)[0]
         waves = analyze_waves(r)
         md, js = render_markdown_bundle(r, make_plan(r, waves=waves), waves, Path(args.output))
-        _manifest(args, "md", [_written(md, "markdown"), _written(js, "analysis")], [_capture_entry(r, md)])
-        return exit_code([r])
+        return _manifest(args, "md", [_written(md, "markdown"), _written(js, "analysis")], [_capture_entry(r, md)])
     from attlens.report.html import render_captures
 
     log: list[dict] = []

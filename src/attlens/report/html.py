@@ -786,7 +786,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     in an index, a capture that does not match gets no counters (its log
     entry says why). ``progress``: ``callback(stage, done, total)``.
     ``log``: a list that receives one dict per capture (``path``, ``kernel``,
-    ``dispatch_id``, ``target``, ``report``, ``error``, ``pmc``: the
+    ``dispatch_id``, ``target``, ``report``, ``error``, ``partial``, ``pmc``: the
     attached counters' label or None, ``pmc_refused``: why not, or None)."""
     from attlens.analysis.analyze import analyze
     from attlens.analysis.plan import make_plan
@@ -808,7 +808,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
             entries.append({"path": str(p), "error": exc.message})
             if log is not None:
                 log.append({"path": str(p), "kernel": None, "dispatch_id": None, "target": None, "report": None, "error": exc.message,
-                            "pmc": None, "pmc_refused": None})
+                            "partial": None, "pmc": None, "pmc_refused": None})
             continue
         step(f"analyzing {Path(p).name}")
         r = analyze(d)
@@ -826,7 +826,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         if log is not None:
             label = attached.label() if hasattr(attached, "label") else None
             log.append({"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,
-                        "report": str(target), "error": None, "pmc": label, "pmc_refused": refused})
+                        "report": str(target), "error": None, "partial": bool(d.partial), "pmc": label, "pmc_refused": refused})
     if several:
         render_index(entries, out)
         written.append(out)
