@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from attlens.analysis.bandwidth import access_width
+from attlens.analysis.bandwidth import CEILING_FRACTION, access_width
 from attlens.analysis.occupancy import grid_waves
 from attlens.analysis.plan import rule
 from attlens.analysis.regs import is_lds_dma
@@ -27,8 +27,14 @@ def not_at_ceiling(ctx, rule_id: str) -> bool:
         detail = f"at {bw.fraction_of_peak_low if bw.source == 'trace' else bw.fraction_of_peak:.0%} of the {bw.peak_gbps:,.0f} GB/s peak"
     elif at is False:
         detail = f"{bw.fraction_of_peak:.0%} of peak at most" if bw.fraction_of_peak is not None else "below"
+    elif not bw.available:
+        detail = f"undecided (taken as holding): {bw.reason}"
+    elif bw.fraction_of_peak_low is not None and bw.fraction_of_peak_low < CEILING_FRACTION:
+        detail = (f"undecided (taken as holding): between {bw.fraction_of_peak_low:.0%} (lower bound) and {bw.fraction_of_peak:.0%} "
+                  f"(every requested byte from HBM) of the {bw.peak_gbps:,.0f} GB/s peak, across the {CEILING_FRACTION:.0%} ceiling")
     else:
-        detail = "undecided: " + (bw.reason or "requested bytes reach the ceiling only as an upper bound (data re-read)")
+        detail = (f"undecided (taken as holding): {bw.fraction_of_peak:.0%} of the peak only if every requested byte came from HBM; "
+                  f"{1 - (bw.streaming_share or 0):.0%} of the bytes come from instructions that run again, whose data may come from cache")
     return ctx.require(rule_id, "not-at-ceiling", not at, detail)
 
 
