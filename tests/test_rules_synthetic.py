@@ -745,3 +745,17 @@ def test_stall_class_names_a_rule_that_did_not_run(tmp_path):
     notes = [f for f in make_plan(r, disable={"vmem-backpressure"}).findings if f.rule == "stall-class" and f.evidence["class"] == "vmem_load"]
     (note,) = notes
     assert {"rule": "vmem-backpressure", "status": "not run (--disable / --only)"} in note.evidence["rules"]
+
+
+def test_smem_wait_does_not_hoist_a_load_over_uses_of_its_destination(tmp_path):
+    """smem_late's later argument load, but writing s[4:5], which the vadd after
+    the first wait still reads as the first batch's result: moving it up would
+    clobber them, so no hoist advice (the precondition names the pc)."""
+    pro = [op("s_load_dwordx4 s[4:7], s[0:1], 0x0", latency=200, size=8), op("s_waitcnt lgkmcnt(0)"), op("v_add_f32 v1, s4, v1"),
+           op("s_load_dwordx2 s[4:5], s[0:1], 0x60", latency=20000, size=8), op("s_waitcnt lgkmcnt(0)"), op("s_mov_b32 s2, 0")]
+    k = kernel([op(LOAD, latency=300, size=8), vadd(), op("s_waitcnt vmcnt(0)")], prologue=pro)
+    plan = make_plan(analyze(tmp_path, k), only={"smem-wait"})
+    late = pcs(k, "s_load")[1]
+    assert all("Issue the s_loads" not in f.change for f in plan.findings)
+    (c,) = [c for c in plan.rules_silenced["smem-wait"] if c["id"] == "not-first"]
+    assert f"pcs [{late}] write SGPRs still in use after the first wait" in c["detail"]

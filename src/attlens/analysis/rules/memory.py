@@ -592,7 +592,8 @@ def _kernarg_span(text: str) -> tuple[int, int] | None:
     evidence="scalar producers with the cycles waited on them, which are already first before a single wait and which come later with bases ready from the start, kernel-argument offsets, loops",
     limits="the first wait on kernel arguments is launch latency: only argument preloading removes it, and preloading fits 14 SGPRs (56 B) of arguments",
     preconditions=[
-        ("not-first", "hoist/batch advice only for scalar loads issued after the first wait whose base registers are ready from the start (≥ 1 % of cycles)"),
+        ("not-first", "hoist/batch advice only for scalar loads issued after the first wait whose base registers are ready from the start and whose "
+                      "destination SGPRs nothing reads or writes between the first wait and the load (≥ 1 % of cycles)"),
         ("preloadable", "preloading advice only on gfx942/gfx950 and for arguments within the first 56 B (14 user SGPRs); otherwise the first wait is launch latency with nothing to change in the kernel"),
     ],
 )
@@ -610,19 +611,26 @@ def smem_wait(ctx):
     leading = [p for p in prods if p.pc < first_wait]
     later = [p for p in prods if p.pc >= first_wait]
     lead_waits = sorted({w for p in leading for w in p.waits})
-    # a later s_load can join the first batch when its base registers are not written before it
-    hoistable = []
+    # a later s_load can join the first batch when its base registers are not
+    # written before it and its destination registers are neither read nor
+    # written between the first wait and it (moved up, it would clobber them)
+    hoistable, clobbers = [], []
     for p in later:
-        _, reads = defs_uses(isa[p.pc])
-        if not any(defs_uses(isa[q])[0] & reads for q in range(p.pc) if isa[q]):
-            hoistable.append(p)
+        writes, reads = defs_uses(isa[p.pc])
+        if any(defs_uses(isa[q])[0] & reads for q in range(p.pc) if isa[q]):
+            continue
+        if any((lambda du: (du[0] | du[1]) & writes)(defs_uses(isa[q])) for q in range(first_wait, p.pc) if isa[q]):
+            clobbers.append(p.pc)
+            continue
+        hoistable.append(p)
     hoist_cycles = sum(p.waited_cycles for p in hoistable)
     lead_cycles = sum(p.waited_cycles for p in leading)
-    stuck = [p.pc for p in later if p not in hoistable]
+    stuck = [p.pc for p in later if p not in hoistable and p.pc not in clobbers]
     hoist = ctx.require(rid, "not-first", hoist_cycles / ctx.total >= 0.01,
                         f"{len(hoistable)} later scalar load(s) with bases ready from the start wait {hoist_cycles:,} cycles"
                         + (f" (pcs {[p.pc for p in hoistable][:8]})" if hoistable else "")
                         + (f"; pcs {stuck[:6]} depend on earlier results" if stuck else "")
+                        + (f"; pcs {clobbers[:6]} write SGPRs still in use after the first wait" if clobbers else "")
                         + (f"; pcs {[p.pc for p in leading]} are already first, one wait at pc {lead_waits[0]}" if len(lead_waits) == 1 else ""))
     spans = [_kernarg_span(isa[p.pc]) for p in leading]
     tgt = ctx.d.arch.row_key
@@ -646,7 +654,9 @@ def smem_wait(ctx):
             change.append(f"The first wait (pc {lead_waits[0]}) is on kernel arguments already loaded first (bytes 0–{end}): preload them into SGPRs "
                           f"({tgt} kernel-argument preloading: LLVM `amdgpu-kernarg-preload-count` / `inreg` arguments) to remove it.")
         else:
-            change.append(f"The first wait (pc {lead_waits[0] if lead_waits else '?'}) is on kernel arguments already loaded first with one wait"
+            what = "kernel arguments" if spans and all(spans) else "scalar loads"
+            waits_said = "one wait" if len(lead_waits) == 1 else f"{len(lead_waits)} waits"
+            change.append(f"The first wait (pc {lead_waits[0] if lead_waits else '?'}) is on {what} already issued first, with {waits_said}"
                           + (f" (up to byte {end}, beyond the 56 B that preloading fits: put the arguments needed first at the front of the argument list to make them preloadable)" if end and tgt in ("gfx942", "gfx950") else "")
                           + f"; it is launch latency: only independent work before it ({before} instruction(s) now) can hide it.")
         parts.append(f"{lead_cycles:,} on the first batch (launch latency)")
