@@ -9,7 +9,9 @@ Every rule declares the facts its advice assumes (``preconditions``), checks
 them with :meth:`PlanContext.require` and stays silent when one does not hold;
 the plan lists which rule a failed precondition silenced and why.
 
-One semantics for every performance rule: it *triggers* on the stall cycles
+One semantics for every performance rule unless its ``semantics`` says
+otherwise (the wait rules trigger on their exposed claims,
+``EXPOSED_TRIGGER_SEMANTICS``): it *triggers* on the stall cycles
 of its pattern (the numbers of the stall summary), and the cycles it
 *claims* are the part of those cycles (stall + idle at the claimed pcs) that
 other waves' work did not hide (the hidden-latency model). One cycle ledger:
@@ -132,6 +134,12 @@ REGISTRY: dict[str, RuleInfo] = {}
 PERFORMANCE_SEMANTICS = (
     "triggers on the stall cycles of its pattern (as in the stall summary); claims the part of the stall + idle "
     "at its pcs that other waves did not hide (hidden-latency model), settled in the cycle ledger"
+)
+# Rules whose pattern is a wait that other waves can cover: the threshold is on
+# what stays exposed, so a pattern the other waves already hide gives no finding.
+EXPOSED_TRIGGER_SEMANTICS = (
+    "triggers on the cycles it claims: the part of its pattern's stall + idle that other waves did not hide "
+    "(hidden-latency model), not the raw stall; the same claims are settled in the cycle ledger"
 )
 
 

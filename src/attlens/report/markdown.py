@@ -375,7 +375,10 @@ checked (`preconditions`, each with the measured detail).
 ## One semantics, one cycle ledger
 
 - Performance rules **trigger on stall**: the stall cycles of their pattern,
-  the same numbers as the stall summary.
+  the same numbers as the stall summary — except the wait rules whose
+  **Semantics** line says they trigger on exposed cycles (`load-use-distance`,
+  `lds-to-mfma`, `drain-to-zero`, `mfma-dependency`, `occupancy-limit`): a
+  wait other waves already hide gives no finding.
 - They **claim exposed cycles**: at each pc they name, the part of its stall +
   idle that other waves' work did not hide (hidden-latency model), listed as
   `claims: [{pc, cycles}]`.

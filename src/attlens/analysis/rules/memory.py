@@ -9,7 +9,7 @@ import numpy as np
 
 from attlens.analysis.bandwidth import CEILING_FRACTION, access_width
 from attlens.analysis.occupancy import grid_waves
-from attlens.analysis.plan import rule
+from attlens.analysis.plan import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.regs import is_lds_dma
 from attlens.analysis.rules._util import WIDEST_BYTES, defs_uses, pcs_of_class, rnd, top
 
@@ -139,6 +139,7 @@ def address_ready(ctx, pc: int, sources_only: bool = False):
     "load-use-distance",
     "Loads issued too close to their use",
     "performance",
+    semantics=EXPOSED_TRIGGER_SEMANTICS,
     trigger="waits on vector loads hold ≥ 2 % of kernel cycles, from loads whose median load-to-use distance is ≤ 8 instructions",
     evidence="per load: pc, line, loop and trip count, distance in instructions and cycles, the waits it feeds, where its address became ready and how long it sat ready",
     limits="distance is counted in executed instructions of the same wave; a wait that drains a store together with a younger load is charged to the load",
@@ -400,6 +401,7 @@ def vmem_backpressure(ctx):
     "lds-to-mfma",
     "LDS reads consumed immediately by MFMA",
     "performance",
+    semantics=EXPOSED_TRIGGER_SEMANTICS,
     trigger="lgkm waits on ds_read/ds_load producers followed within 2 instructions by an MFMA that reads their data, for ≥ 2 % of kernel cycles",
     evidence="wait pcs, their ds_read producers, the MFMA that follows and the registers it reads from them, loop and trip count",
     limits="looks at the static next instructions after the wait",
@@ -450,6 +452,7 @@ def lds_to_mfma(ctx):
     "drain-to-zero",
     "Waits that drain a counter to zero",
     "performance",
+    semantics=EXPOSED_TRIGGER_SEMANTICS,
     trigger="a count-0 wait inside an iterated loop that resolves ≥ 2 memory ops per execution on average, holding ≥ 2 % of kernel cycles",
     evidence="wait pcs, producers per execution, the ops the next instructions need, loop and trip count, avoidable cycles",
     limits="register dependencies come from the disassembly text; the avoidable share assumes the ops complete in issue order",

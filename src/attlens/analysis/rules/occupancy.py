@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attlens.analysis.plan import rule
+from attlens.analysis.plan import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.rules._util import pcs_of_class
 from attlens.analysis.rules.memory import _NOT_AT_CEILING, not_at_ceiling
 
@@ -11,6 +11,7 @@ from attlens.analysis.rules.memory import _NOT_AT_CEILING, not_at_ceiling
     "occupancy-limit",
     "Occupancy limited by a resource",
     "performance",
+    semantics=EXPOSED_TRIGGER_SEMANTICS,
     trigger="theoretical waves/SIMD below the hardware maximum, limited by VGPR/AGPR, SGPR or LDS, with memory waits ≥ 1 % of cycles to hide",
     evidence="limiter, the VGPR inputs (reported count, ISA scan), allocation, the exact registers or bytes to free for the next level, observed residency, grid size",
     limits="cycles at stake = exposed memory-wait cycles / (waves + 1), a rough estimate of what one more wave could hide",

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from attlens.analysis.plan import rule
+from attlens.analysis.plan import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.regs import is_lds_dma
 from attlens.analysis.rules._util import defs_uses, pcs_of_class, rnd, top
 
@@ -72,6 +72,7 @@ def mfma_passes(ctx, mnemonic: str) -> int | None:
     "mfma-dependency",
     "Dependent MFMA chains",
     "performance",
+    semantics=EXPOSED_TRIGGER_SEMANTICS,
     trigger="MFMAs (or VALU ops) that read the result of an MFMA fewer instructions later than its pass count, and stall, for ≥ 2 % of kernel cycles",
     evidence="(producer MFMA pc → dependent pc) pairs, distance in instructions vs the passes required, the dependent's stall, loop",
     limits="register dependencies come from the disassembly text in listing order; pass counts per shape are in the architecture table (approximate)",
