@@ -219,8 +219,8 @@ def _pmc_for(dispatch, pmc):
     return named[0] if len(named) == 1 else None
 
 
-def compute_bandwidth(result, pmc=None, loops=None) -> Bandwidth:
-    """``loops``: the dispatch's LoopStructure when the caller has it."""
+def compute_bandwidth(result, pmc, loops) -> Bandwidth:
+    """``pmc``: counters of the dispatch or None; ``loops``: its LoopStructure."""
     d = result.dispatch
     s = result.sums
     st = d.static
@@ -228,7 +228,6 @@ def compute_bandwidth(result, pmc=None, loops=None) -> Bandwidth:
     out = Bandwidth(available=False, traced_waves=d.waves.count)
     ws = (d.arch.facts or {}).get("wave_size") or 64
     wg_dep = workgroup_dependent(d.code.isa)
-    loops = loops if loops is not None else result_loops(result)
     rd = wr = shared = once = 0.0
     rows = []
     for pc in np.flatnonzero(s.hit > 0).tolist():
@@ -307,8 +306,3 @@ def compute_bandwidth(result, pmc=None, loops=None) -> Bandwidth:
         out.fraction_of_peak_low = out.bytes_moved_low / out.duration_ns / out.peak_gbps
     return out
 
-
-def result_loops(result):
-    from attlens.analysis.loops import compute_loops
-
-    return compute_loops(result.dispatch)

@@ -84,11 +84,9 @@ def grid_starvation(ctx):
     if starved:
         title = f"{wgs} workgroups for {cus} CUs: {idle_cus} CUs ({idle_cus / cus:.0%}) get no work"
         why = f"{wgs} workgroups < {cus} CUs"
-        sev = "HIGH"
     else:
         title = f"The grid fills {fill:.0%} of the GPU's wave slots ({grid_waves / cus:.1f} of {slots_per_cu} waves per CU)"
         why = f"{grid_waves:,} waves for {slots:,} resident slots in one round"
-        sev = "HIGH"
     return [
         ctx.finding(
             rid,
@@ -101,7 +99,7 @@ def grid_starvation(ctx):
             "A grid of ≥ the CU count (and several waves per SIMD) at the same total work should cut the dispatch time roughly by the idle share, "
             "unless other dispatches were already running concurrently on the idle CUs.",
             why,
-            severity=sev,
+            severity="HIGH",  # no in-kernel tuning matters until the grid fills the GPU
             lead=True,
         )
     ]
