@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,12 +28,15 @@ def atomic_writer(path: str | os.PathLike):
     """A binary file to write in pieces; it replaces ``path`` only when the
     block ends without an error (so a large output is streamed, never held)."""
     out = Path(path)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    # an unpredictable name created exclusively: a symlink planted in a shared
+    # folder under the temporary name is never followed (O_EXCL, O_NOFOLLOW)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         if out.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory")
         out.parent.mkdir(parents=True, exist_ok=True)
-        f = open(tmp, "wb")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        f = os.fdopen(fd, "wb")
     except OSError as exc:
         raise _refused(out, exc) from None
     try:

@@ -35,6 +35,7 @@ import orjson
 from attlens import __version__
 from attlens.analysis.stalls import CLASS_IDS
 from attlens.model.dispatch import STATE_NAMES
+from attlens.report.text import n as fmt_int, pct as fmt_pct
 
 TIMELINE_BINS = 6000  # horizontal resolution of the downsampled timeline
 MIN_BIN_CYCLES = 4  # never finer than this (gfx9 time quantum)
@@ -523,14 +524,6 @@ def index_entry(result, plan, href: str) -> dict:
     }
 
 
-def _fmt_int(x) -> str:
-    return "n/a" if x is None else f"{x:,}"
-
-
-def _fmt_pct(x) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
 def _safe_href(href: str) -> str:
     """A relative link (quoted per path segment); anything with a scheme or
     an absolute path is made a file-relative path."""
@@ -551,21 +544,21 @@ def render_index_text(entries, title: str = "attlens reports") -> str:
             continue
         f = x.get("top_finding")
         finding = "no rule fired" if not f else f'<span class="sev sev-{e(f["severity"])}">{e(f["severity"])}</span> {e(f["title"])} <code>[{e(f["rule"])}]</code>' + (
-            f' — {_fmt_pct(f["share"])} of cycles' if f.get("share") is not None else "")
+            f' — {fmt_pct(f["share"])} of cycles' if f.get("share") is not None else "")
         occ = "n/a" if x.get("occupancy_theoretical") is None else f'{x["occupancy_theoretical"]} ({e(", ".join(x.get("occupancy_limiters") or []))})'
-        top = "-" if not x.get("top_class") else f'{e(x["top_class"])} {_fmt_pct(x.get("top_class_share"))}'
+        top = "-" if not x.get("top_class") else f'{e(x["top_class"])} {fmt_pct(x.get("top_class_share"))}'
         rows.append(
             "<tr>"
             f"<td>{i}</td>"
             f'<td><a class="report-link" href="{e(_safe_href(x["href"]), quote=True)}">{e(x["kernel"] or "(unnamed kernel)")}</a>'
             f'<div class="path">{e(x["path"])}</div></td>'
             f'<td>{e(x.get("target") or "unknown")}</td>'
-            f'<td class="num">{_fmt_int(x.get("waves"))}</td>'
-            f'<td class="num">{_fmt_int(x.get("total_cycles"))}</td>'
-            f'<td class="num">{_fmt_int(x.get("stall"))}</td>'
-            f'<td class="num">{_fmt_pct(x.get("stall_share"))}</td>'
+            f'<td class="num">{fmt_int(x.get("waves"))}</td>'
+            f'<td class="num">{fmt_int(x.get("total_cycles"))}</td>'
+            f'<td class="num">{fmt_int(x.get("stall"))}</td>'
+            f'<td class="num">{fmt_pct(x.get("stall_share"))}</td>'
             f"<td>{top}</td>"
-            f'<td class="num">{occ} / {_fmt_int(x.get("occupancy_observed"))}</td>'
+            f'<td class="num">{occ} / {fmt_int(x.get("occupancy_observed"))}</td>'
             f"<td>{finding}</td>"
             "</tr>"
         )
