@@ -243,6 +243,8 @@ class Dispatch:
     partial: bool = False  # some input was skipped (see warnings)
     rocprof_files: list[str] = field(default_factory=list)
     digest: object | None = field(default=None, repr=False, compare=False)  # attlens.cache.store.Digest
+    # source copies read so far (a report asks for one file per hot line): read each once
+    _sources: dict = field(default_factory=dict, repr=False, compare=False)
 
     def source_text(self, loc: SourceLoc) -> list[str] | None:
         """Lines of a source file from the capture's snapshots, if present."""
@@ -253,7 +255,12 @@ class Dispatch:
 
         The copy is read through the confined reader (inside the capture, a
         regular file, at most MAX_SOURCE_FILE_BYTES; docs/security.md). Lines
-        are split on newlines only, as compilers count them."""
+        are split on newlines only, as compilers count them. Read once per file."""
+        if file not in self._sources:
+            self._sources[file] = self._read_source_file(file)
+        return self._sources[file]
+
+    def _read_source_file(self, file: str) -> tuple[list[str] | None, str | None]:
         from attlens.io.confine import RefusedPath
         from attlens.io.snapshots_json import read_source
 
