@@ -1,6 +1,7 @@
 """The optimization plan: run the rules, settle their cycles, rank their findings.
 
-A rule is a function registered with :func:`rule`; it receives a
+A rule is a function registered with :func:`~attlens.analysis.registry.rule`
+(the registry module, which rules import instead of this one); it receives a
 :class:`PlanContext` (every analysis result) and returns findings. Rules live
 one per pattern in :mod:`attlens.analysis.rules`; adding one is adding a
 function there, nothing else changes.
@@ -36,124 +37,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
-
+from attlens.analysis.registry import (  # noqa: F401  (re-exported: the plan's public names)
+    COVER_SHARE,
+    EXPOSED_TRIGGER_SEMANTICS,
+    HIGH_SHARE,
+    KINDS,
+    MED_SHARE,
+    PERFORMANCE_SEMANTICS,
+    REGISTRY,
+    SEVERITIES,
+    Finding,
+    RuleInfo,
+    load_rules,
+    rule,
+)
 from attlens.results import brief_repr
 
-# Severity thresholds on the share of all kernel cycles (idle + latency) at stake.
-HIGH_SHARE = 0.10
-MED_SHARE = 0.03
-# A stall class at or above this share of the kernel's stall is never left unmentioned.
-COVER_SHARE = 0.10
-
-SEVERITIES = ("HIGH", "MED", "LOW", "INFO")
 # Whole-dispatch findings measured from the traced waves (a prologue-only capture qualifies them too).
 TRACE_DISPATCH_RULES = ("issue-bound", "bandwidth-ceiling")
-KINDS = ("capture", "dispatch", "performance", "note")
 _GROUP = {"capture": 1, "dispatch": 2, "performance": 3, "note": 4}
 PLAN_SCHEMA = "attlens.plan"
 PLAN_SCHEMA_VERSION = 2
 FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims", "ledger",
                    "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale"]
-
-
-@brief_repr("rule", "severity", "kind", "cycles_at_stake", "share_of_cycles", "confidence", "title")
-@dataclass
-class Finding:
-    rule: str
-    title: str
-    kind: str  # capture | dispatch | performance | note
-    severity: str  # HIGH | MED | LOW | INFO
-    confidence: float  # 0..1
-    cycles_at_stake: int  # granted claims: exposed cycles the change could recover
-    share_of_cycles: float  # cycles_at_stake / all kernel cycles
-    evidence: dict
-    change: str
-    falsify: str
-    rationale: str  # one line for the priority list
-    claims: list[dict] = field(default_factory=list)  # granted [{pc, cycles}]
-    requested: list[dict] = field(default_factory=list)  # asked for, before the ledger
-    shared: list[dict] = field(default_factory=list)  # [{pc, cycles_not_granted, held_by: [rule]}]
-    preconditions: list[dict] = field(default_factory=list)  # checked, all holding
-    explains: list[str] = field(default_factory=list)  # stall classes it accounts for
-    loops: list[dict] = field(default_factory=list)  # its pcs' loop and trip count
-    lead: bool = False  # sorts first within its severity (grid starvation)
-    fixed_severity: bool = False  # set by the rule, not from the share at stake
-
-    @property
-    def priority(self) -> float:
-        return self.cycles_at_stake * self.confidence
-
-    @property
-    def requested_cycles(self) -> int:
-        return sum(c["cycles"] for c in self.requested)
-
-    def to_dict(self) -> dict:
-        return {
-            "rule": self.rule,
-            "title": self.title,
-            "kind": self.kind,
-            "severity": self.severity,
-            "confidence": self.confidence,
-            "cycles_at_stake": self.cycles_at_stake,
-            "share_of_cycles": round(self.share_of_cycles, 6),
-            "priority": round(self.priority, 3),
-            "claims": self.claims,
-            "ledger": {"requested_cycles": self.requested_cycles, "granted_cycles": self.cycles_at_stake, "shared": self.shared},
-            "loops": self.loops,
-            "preconditions": self.preconditions,
-            "explains": self.explains,
-            "evidence": self.evidence,
-            "change": self.change,
-            "falsify": self.falsify,
-            "rationale": self.rationale,
-        }
-
-
-@brief_repr("id", "kind", "title")
-@dataclass
-class RuleInfo:
-    id: str
-    title: str
-    kind: str
-    trigger: str
-    evidence: str
-    limits: str
-    fn: Callable
-    preconditions: list[tuple[str, str]] = field(default_factory=list)  # (id, the fact the advice assumes)
-    semantics: str = ""
-    post: bool = False  # runs after the ledger, sees the other findings
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "title": self.title, "kind": self.kind, "trigger": self.trigger, "semantics": self.semantics,
-                "preconditions": [{"id": p, "text": t} for p, t in self.preconditions], "evidence": self.evidence, "limits": self.limits}
-
-
-REGISTRY: dict[str, RuleInfo] = {}
-
-PERFORMANCE_SEMANTICS = (
-    "triggers on the stall cycles of its pattern (as in the stall summary); claims the part of the stall + idle "
-    "at its pcs that other waves did not hide (hidden-latency model), settled in the cycle ledger"
-)
-# Rules whose pattern is a wait that other waves can cover: the threshold is on
-# what stays exposed, so a pattern the other waves already hide gives no finding.
-EXPOSED_TRIGGER_SEMANTICS = (
-    "triggers on the cycles it claims: the part of its pattern's stall + idle that other waves did not hide "
-    "(hidden-latency model), not the raw stall; the same claims are settled in the cycle ledger"
-)
-
-
-def rule(id: str, title: str, kind: str, trigger: str, evidence: str, limits: str, preconditions=(), semantics: str | None = None, post: bool = False):
-    """Register a rule function ``fn(ctx) -> list[Finding]`` (``post``: ``fn(ctx, findings)``)."""
-
-    def deco(fn):
-        if id in REGISTRY:
-            raise ValueError(f"duplicate rule id {id}")
-        sem = semantics if semantics is not None else (PERFORMANCE_SEMANTICS if kind == "performance" else "")
-        REGISTRY[id] = RuleInfo(id, title, kind, trigger, evidence, limits, fn, list(preconditions), sem, post)
-        return fn
-
-    return deco
 
 
 class PlanContext:
@@ -334,12 +240,6 @@ def stall_summary(result) -> list[tuple[str, int, float]]:
     b = result.breakdown
     rows = [(c, b.by_class_stall[c], b.by_class_stall[c] / b.total_stall if b.total_stall else 0.0) for c in CLASSES if b.by_class_stall[c]]
     return sorted(rows, key=lambda r: -r[1])
-
-
-def load_rules() -> dict[str, RuleInfo]:
-    import attlens.analysis.rules  # noqa: F401  (registers every rule)
-
-    return REGISTRY
 
 
 def rules_to_dict(rules: dict[str, RuleInfo] | None = None) -> dict:

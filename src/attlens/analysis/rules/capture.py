@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attlens.analysis.occupancy import grid_waves as waves_in_grid
-from attlens.analysis.plan import rule
+from attlens.analysis.registry import rule
 from attlens.analysis.rules._util import defs_uses
 
 

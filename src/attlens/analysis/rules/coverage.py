@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attlens.analysis.plan import COVER_SHARE, rule
+from attlens.analysis.registry import COVER_SHARE, rule
 from attlens.analysis.rules._util import rnd
 from attlens.analysis.stalls import CLASS_IDS
 

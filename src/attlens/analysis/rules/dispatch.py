@@ -13,7 +13,7 @@ import numpy as np
 from attlens.analysis.bandwidth import CEILING_FRACTION
 from attlens.analysis.occupancy import grid_waves as waves_in_grid
 from attlens.analysis.pipes import pipe_of_class
-from attlens.analysis.plan import rule
+from attlens.analysis.registry import rule
 from attlens.analysis.rules._util import WIDEST_BYTES, rnd, top
 
 # Fewer resident waves than this share of the GPU's slots is "underfilled".

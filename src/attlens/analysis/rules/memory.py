@@ -9,7 +9,7 @@ import numpy as np
 
 from attlens.analysis.bandwidth import CEILING_FRACTION, access_width
 from attlens.analysis.occupancy import grid_waves
-from attlens.analysis.plan import EXPOSED_TRIGGER_SEMANTICS, rule
+from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.regs import is_lds_dma
 from attlens.analysis.rules._util import WIDEST_BYTES, defs_uses, pcs_of_class, rnd, top
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attlens.analysis.plan import EXPOSED_TRIGGER_SEMANTICS, rule
+from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.rules._util import pcs_of_class
 from attlens.analysis.rules.memory import _NOT_AT_CEILING, not_at_ceiling
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from attlens.analysis.plan import EXPOSED_TRIGGER_SEMANTICS, rule
+from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.regs import is_lds_dma
 from attlens.analysis.rules._util import defs_uses, pcs_of_class, rnd, top
 
