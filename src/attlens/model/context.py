@@ -72,6 +72,7 @@ def _apply_overrides(row: dict, agent: dict | None) -> dict:
             ("simds_per_cu", "simd_per_cu"),
             ("wave_size", "wave_front_size"),
             ("shader_engines", "num_shader_banks"),
+            ("xcc_count", "num_xcc"),
         ):
             v = agent.get(src)
             if isinstance(v, int) and v > 0:
@@ -238,7 +239,9 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
             exact = [r for r in rows if r["dispatch_id"] == dispatch_id]
             if exact:
                 trace_row, trace_file, how = exact[0], f, f"dispatch {dispatch_id} of {kernel_name}{pick_note}"
-                durations = [exact[0]]
+                # the duration: every dispatch of the same name and grid in the run
+                # (one dispatch can be an outlier; analysis/dispatch_facts.py names them)
+                durations = [r for r in rows if (r["grid"], r["workgroup"]) == (exact[0]["grid"], exact[0]["workgroup"])]
                 break
             shapes = {(r["grid"], r["workgroup"]) for r in rows}
             if len(shapes) == 1:
@@ -251,14 +254,18 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
         src = f"{trace_file.name} ({how})"
         res.grid, res.workgroup = trace_row["grid"], trace_row["workgroup"]
         res.sources["grid"] = res.sources["workgroup"] = src
-        spans = sorted(r["end_ns"] - r["start_ns"] for r in durations if r["start_ns"] is not None and r["end_ns"] is not None and r["end_ns"] > r["start_ns"])
+        timed = [(r["dispatch_id"], r["end_ns"] - r["start_ns"]) for r in durations
+                 if r["start_ns"] is not None and r["end_ns"] is not None and r["end_ns"] > r["start_ns"]]
+        res.run_dispatches = [{"dispatch_id": i, "duration_ns": ns} for i, ns in timed]
+        spans = sorted(ns for _, ns in timed)
         if spans:
             res.duration_ns = spans[len(spans) // 2]
             res.sources["duration_ns"] = (
-                f"{trace_file.name}: End_Timestamp - Start_Timestamp of dispatch {durations[0]['dispatch_id']}"
-                if len(durations) == 1
-                else f"{trace_file.name}: median End_Timestamp - Start_Timestamp of {len(spans)} dispatches of the same shape"
+                f"{trace_file.name}: End_Timestamp - Start_Timestamp of dispatch {timed[0][0]}"
+                if len(timed) == 1
+                else f"{trace_file.name}: median End_Timestamp - Start_Timestamp of {len(spans)} dispatches of the same name and grid"
             )
+            res.sources["run_dispatches"] = trace_file.name
         if symbol is None:
             res.metadata_vgprs = trace_row["vgpr_count"]
             res.metadata_agprs = trace_row["agpr_count"]
