@@ -92,10 +92,20 @@ class PlanContext:
         return compute_loops(self.d, self.waves.phases.exec_index)
 
     @cached_property
-    def bandwidth(self):
+    def facts(self):
+        """The dispatch facts (analysis/dispatch_facts.py) with the bytes at their duration."""
         from attlens.analysis.bandwidth import compute_bandwidth
+        from attlens.analysis.dispatch_facts import compute_dispatch_facts
 
-        return compute_bandwidth(self.result, self.pmc, self.loops)
+        f = compute_dispatch_facts(self.result)
+        du = f.duration
+        f.bandwidth = compute_bandwidth(self.result, self.pmc, self.loops, du.ns, f"{du.source}: {du.detail}" if du.ns else None,
+                                        grid_mismatch=f.coverage.detail if f.coverage.grid_matches is False else None)
+        return f
+
+    @property
+    def bandwidth(self):
+        return self.facts.bandwidth
 
     @cached_property
     def total(self) -> int:

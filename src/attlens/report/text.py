@@ -189,7 +189,10 @@ def header_lines(plan) -> list[str]:
             break
     bw = plan.bandwidth
     if bw is not None:
-        if bw.available:
+        if bw.available and bw.fraction_of_peak is None:
+            out.append(f"Bandwidth  {fmt_bytes(bw.bytes_moved)} requested in {fmt_ns(bw.duration_ns)} = {bw.requested_gbps:,.0f} GB/s, above the "
+                       f"{bw.peak_gbps:,.0f} GB/s HBM peak: re-read from L2/MALL, the HBM share needs PMC counters")
+        elif bw.available:
             rng = (f"{bw.fraction_of_peak_low:.0%}–{bw.fraction_of_peak:.0%}" if bw.fraction_of_peak_low is not None and abs(bw.fraction_of_peak_low - bw.fraction_of_peak) > 0.005 and (bw.streaming_share or 0) >= 0.9
                    else (f"≤ {bw.fraction_of_peak:.0%}" if bw.source == "trace" and (bw.streaming_share or 0) < 0.9 else f"{bw.fraction_of_peak:.0%}"))
             out.append(f"Bandwidth  {fmt_bytes(bw.bytes_moved)} {'(PMC)' if bw.source == 'pmc' else 'requested (trace estimate)'} in {fmt_ns(bw.duration_ns)} "

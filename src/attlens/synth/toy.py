@@ -279,11 +279,11 @@ def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: in
                         stl[pc] += stall
                         idl[pc] += max(time - cursor, 0)
                         cursor = max(cursor, time + dur)
-                    for cu in (kernel.traced_cu, kernel.traced_cu + 1):
-                        events.append([begin, cu, simd, slot, 1, 1])
-                        events.append([end, cu, simd, slot, 0, 1])
+                    events.append([begin, kernel.traced_cu, simd, slot, 1, 1])
+                    events.append([end, kernel.traced_cu, simd, slot, 0, 1])
                     se_end = max(se_end, end)
                     t0 = end + 20
+        events += _other_cu_events(kernel, events, se_clock0)
         events.sort(key=lambda e: (e[0], e[4]))
         occupancy[str(se)] = events
         # As on real MI350X captures, at the same instant each later SE's clock
@@ -323,6 +323,36 @@ def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: in
     if kernel.target:
         _write_side_files(root.parent, kernel, dispatch_id)
     return root
+
+
+GPU_SHADER_ENGINES = 32  # the agent_info.csv the toy writes (Num_Shader_Banks): an MI350X
+
+
+def _other_cu_events(kernel: ToyKernel, traced: list, se_clock0: int) -> list:
+    """occupancy.json covers every CU of a traced SE (att-format.md §2.5): the
+    toy gives the SE its share of the grid's waves (grid waves / 32 SEs) as
+    copies of the traced CU's waves on further CUs, shifted in time so the
+    SE's waves span the kernel trace's duration less 1 µs of launch overhead
+    (at the toy's 2 GHz clock; one copy at least when the traced waves end
+    sooner). The grid, the duration and the capture then
+    agree, as they do on a real capture (analysis/dispatch_facts.py)."""
+    waves = [(b[0], e[0], b[2], b[3]) for b, e in zip(traced[0::2], traced[1::2])]
+    wpw = -(-kernel.workgroup // 64)
+    target = -(-(-(-kernel.grid // kernel.workgroup) * wpw) // GPU_SHADER_ENGINES)
+    want_end = se_clock0 + 200 + 2 * kernel.duration_ns - 2000
+    # at least one wave that ends with the dispatch (within one workgroup of the grid's share)
+    grid_waves = -(-kernel.grid // kernel.workgroup) * wpw
+    extra = max(target - len(waves), int(max(e for _, e, _, _ in waves) < want_end and len(waves) < grid_waves))
+    if extra <= 0:
+        return []
+    copies = -(-extra // len(waves))
+    out = []
+    for c in range(copies):
+        subset = waves[: min(len(waves), extra - c * len(waves))]
+        shift = max(want_end - max(e for _, e, _, _ in subset), 0) * (c + 1) // copies
+        for b, e, simd, slot in subset:
+            out += [[b + shift, kernel.traced_cu + 1 + c, simd, slot, 1, 1], [e + shift, kernel.traced_cu + 1 + c, simd, slot, 0, 1]]
+    return out
 
 
 def _write_side_files(where: Path, kernel: ToyKernel, dispatch_id: int) -> None:

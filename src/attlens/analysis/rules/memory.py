@@ -30,10 +30,13 @@ def not_at_ceiling(ctx, rule_id: str) -> bool:
     elif not bw.available:
         detail = f"undecided (taken as holding): {bw.reason}"
     elif bw.fraction_of_peak_low is not None and bw.fraction_of_peak_low < CEILING_FRACTION:
-        detail = (f"undecided (taken as holding): between {bw.fraction_of_peak_low:.0%} (lower bound) and {bw.fraction_of_peak:.0%} "
+        upper = f"{bw.fraction_of_peak:.0%}" if bw.fraction_of_peak is not None else "above 100 %"
+        detail = (f"undecided (taken as holding): between {bw.fraction_of_peak_low:.0%} (lower bound) and {upper} "
                   f"(every requested byte from HBM) of the {bw.peak_gbps:,.0f} GB/s peak, across the {CEILING_FRACTION:.0%} ceiling")
     else:
-        detail = (f"undecided (taken as holding): {bw.fraction_of_peak:.0%} of the peak only if every requested byte came from HBM; "
+        upper = (f"{bw.fraction_of_peak:.0%} of the peak only if every requested byte came from HBM" if bw.fraction_of_peak is not None
+                 else f"the requested bytes exceed the {bw.peak_gbps:,.0f} GB/s peak, so many come from L2")
+        detail = (f"undecided (taken as holding): {upper}; "
                   f"{1 - (bw.streaming_share or 0):.0%} of the bytes come from instructions that run again, whose data may come from cache")
     return ctx.require(rule_id, "not-at-ceiling", not at, detail)
 
