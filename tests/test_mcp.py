@@ -147,6 +147,11 @@ def test_tool_equals_cli_json(session, key, capsys):
     got = result_object(res)
     rc, want = cli_json(cli, capsys)
     assert rc in (0, 20)  # check exits 20 when the gate fails; the tool reports passed=false
+    if key == "summary":
+        # the summary leads with the plan's verdict: the same object as `attlens plan --json`'s
+        verdict = got.pop("verdict")
+        _rc, plan = cli_json(["plan", cli[1]], capsys)
+        assert verdict == plan["verdict"] and verdict["sentence"]
     assert got == want
     assert got["schema"].startswith("attlens.") and got["schema"] != "attlens.error"
     if key == "check":

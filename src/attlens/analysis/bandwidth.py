@@ -240,11 +240,13 @@ def _pmc_for(dispatch, pmc):
 
 
 def compute_bandwidth(result, pmc, loops, duration_ns: int | None = None, duration_source: str | None = None,
-                      grid_mismatch: str | None = None) -> Bandwidth:
+                      grid_mismatch: str | None = None, wave_weights=None, weights_note: str | None = None) -> Bandwidth:
     """``pmc``: counters of the dispatch or None; ``loops``: its LoopStructure;
     ``duration_ns``: the dispatch facts' duration (default: the kernel trace's);
     ``grid_mismatch``: why the kernel trace's grid does not describe this
-    capture (the traced bytes are then not scaled to it)."""
+    capture (the traced bytes are then not scaled to it); ``wave_weights``:
+    per traced wave, how many of the grid's waves it stands for (default: each
+    the same share), e.g. early-exit and working waves by their measured share."""
     from attlens.analysis.lanes import lane_groups
 
     d = result.dispatch
@@ -255,7 +257,14 @@ def compute_bandwidth(result, pmc, loops, duration_ns: int | None = None, durati
     ws = (d.arch.facts or {}).get("wave_size") or 64
     wg_dep = workgroup_dependent(d.code.isa)
     groups = lane_groups(d.code, ws, res.workgroup)
-    rd = wr = shared = once = saved = 0.0
+    waves_per_wg, out.grid_waves = grid_waves(d)
+    # grid-weighted executions per pc: each traced wave stands for a share of the grid's waves
+    if wave_weights is not None and d.records.count:
+        ghit = np.bincount(d.records.pc, weights=np.asarray(wave_weights, dtype=np.float64)[d.records.wave], minlength=len(s.hit))
+    else:
+        ghit = s.hit.astype(np.float64) * ((out.grid_waves or 0) / d.waves.count if d.waves.count else 0.0)
+    rd = wr = shared = once = saved = 0.0  # grid bytes
+    traced_total = 0.0
     rows = []
     for pc in np.flatnonzero(s.hit > 0).tolist():
         m = st.mnemonic[pc]
@@ -269,14 +278,17 @@ def compute_bandwidth(result, pmc, loops, duration_ns: int | None = None, durati
             lanes = 1 if kind == "atomic" else groups.get(pc, 1)
             if lanes > 1:
                 out.lanes_sharing[pc] = lanes
-            b = float(s.hit[pc]) * width * (ws // lanes)
-            saved += float(s.hit[pc]) * width * (ws - ws // lanes)
+            per_exec = width * (ws // lanes)
+            saved += float(ghit[pc]) * width * (ws - ws // lanes)
         else:
             sw = scalar_width(m)
             if sw is None:
                 continue
             kind = "store" if "_store" in m else "load"
-            b = float(s.hit[pc]) * sw
+            per_exec = sw
+        b = float(ghit[pc]) * per_exec
+        traced = float(s.hit[pc]) * per_exec
+        traced_total += traced * (2 if kind == "atomic" else 1)
         if kind in ("load", "store", "atomic") and pc in out.vector_widths and not wg_dep.get(pc, True):
             shared += b
         if not loops.repeats[pc]:
@@ -288,7 +300,7 @@ def compute_bandwidth(result, pmc, loops, duration_ns: int | None = None, durati
             wr += b
         else:
             rd += b
-        rows.append((b, pc, kind))
+        rows.append((traced, pc, kind))
     rows.sort(reverse=True)
     out.by_instruction = [
         {"pc": pc, "isa": d.code.isa[pc], "kind": k, "bytes_per_lane": out.vector_widths.get(pc), "lanes_sharing_an_address": out.lanes_sharing.get(pc, 1),
@@ -298,25 +310,24 @@ def compute_bandwidth(result, pmc, loops, duration_ns: int | None = None, durati
     out.assumptions = [
         f"every lane of a wave active (full EXEC, {ws} lanes); ATT does not record EXEC masks; lanes whose address the ISA proves "
         "equal (lane-invariant or lane-shifted) count once",
-        "the traced waves are representative of every wave of the grid",
+        weights_note or "the traced waves are representative of every wave of the grid",
         "upper bound: every requested byte counts, L2/MALL hits included; lower bound: instructions whose "
         "address does not depend on the workgroup id count once per workgroup",
     ]
     if out.unknown_width:
         out.assumptions.append(f"{len(out.unknown_width)} executed memory instruction(s) of unknown width are left out")
-    waves_per_wg, out.grid_waves = grid_waves(d)
     out.duration_ns = res.duration_ns if duration_ns is None else int(duration_ns)
     out.duration_source = res.sources.get("duration_ns") if duration_ns is None else duration_source
     out.peak_gbps, out.peak_product, out.peak_source = hbm_peak(d.arch.facts, d.arch.product)
     if d.waves.count and out.grid_waves:
-        scale = out.grid_waves / d.waves.count
-        out.read_bytes, out.write_bytes = rd * scale, wr * scale
-        out.bytes_moved = (rd + wr) * scale
-        out.bytes_per_wave = (rd + wr) / d.waves.count
-        out.shared_bytes_per_wave = shared / d.waves.count
-        out.bytes_moved_low = (rd + wr - shared) * scale + out.shared_bytes_per_wave * waves_per_wg
+        out.read_bytes, out.write_bytes = rd, wr
+        out.bytes_moved = rd + wr
+        out.bytes_per_wave = traced_total / d.waves.count
+        out.shared_bytes_per_wave = shared / out.grid_waves
+        # workgroup-invariant addresses: once per workgroup's worth of waves
+        out.bytes_moved_low = (rd + wr - shared) + out.shared_bytes_per_wave * waves_per_wg
         out.streaming_share = once / (rd + wr) if (rd + wr) else None
-        out.shared_address_saving_bytes = saved * scale
+        out.shared_address_saving_bytes = saved
     p = _pmc_for(d, pmc)
     if p is not None and getattr(p, "bytes_moved", None) is not None:
         out.source = "pmc"

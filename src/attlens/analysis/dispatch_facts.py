@@ -102,6 +102,7 @@ class Populations:
     xcc_early_exit: int | None
     early_lifetime_range: list[int] | None  # cycles, traced early-exit waves
     working_share: float  # of all waves, best estimate (traced XCC, else traced waves)
+    early_mask: np.ndarray | None = field(default=None, repr=False)  # per traced wave: exited early
 
     @property
     def traced_working(self) -> int:
@@ -147,6 +148,23 @@ class DispatchFacts:
     clock_mhz: float | None
     bandwidth: object = None  # analysis.bandwidth.Bandwidth at this duration (set by the plan)
     warnings: list[str] = field(default_factory=list)
+
+    def wave_weights(self, d) -> tuple[np.ndarray | None, str | None]:
+        """Per traced wave, how many grid waves it stands for: early-exit and
+        working waves each by the share measured on the traced SEs (their mix
+        on the traced CU can differ a lot), else None (all alike)."""
+        from attlens.analysis.occupancy import grid_waves
+
+        p = self.populations
+        _, gw = grid_waves(d)
+        m = p.early_mask
+        if not gw or m is None or not p.traced_early_exit or p.traced_early_exit == p.traced or p.xcc_early_exit is None:
+            return None, None
+        ne, nw = int(m.sum()), int((~m).sum())
+        ws = p.working_share
+        w = np.where(m, gw * (1 - ws) / ne, gw * ws / nw)
+        return w, (f"early-exit and working traced waves stand for their shares of the grid as measured on the traced SEs "
+                   f"({ws:.1%} working: {p.xcc_waves - p.xcc_early_exit} of {p.xcc_waves}), not the traced CU's mix ({nw} of {p.traced})")
 
     @property
     def bounds(self) -> list[str]:
@@ -359,7 +377,7 @@ def _populations(d, lives: np.ndarray) -> Populations:
         early_instructions_max=int(n[early].max()) if ne else None,
         working_instructions_median=int(np.median(n[~early])) if ne < w.count else None,
         lifetime_threshold_cycles=thr, xcc_waves=int(len(lives)) if len(lives) else None, xcc_early_exit=xcc_early,
-        early_lifetime_range=rng, working_share=float(share))
+        early_lifetime_range=rng, working_share=float(share), early_mask=early)
 
 
 def _imbalance(d, lives: np.ndarray) -> Imbalance | None:

@@ -27,10 +27,17 @@ After the rules, a stall class holding ≥ 10 % of the kernel's stall that no
 finding claims or explains gets a ``stall-class`` note: where those cycles
 are, and which precondition kept the rules that address it silent.
 
-Order: severity (HIGH, MED, LOW, INFO), then grid starvation, capture
-findings, whole-dispatch limits, performance findings by priority (cycles at
-stake x confidence), notes. Severity of performance findings comes from the
-share of all kernel cycles at stake (docs/rules.md).
+Order: severity (HIGH, MED, LOW, INFO), then the finding the verdict comes
+from, grid starvation and load imbalance, capture findings, whole-dispatch
+limits, performance findings by priority (cycles at stake x confidence),
+notes. Severity of performance findings comes from the share of all traced
+wave-cycles at stake (docs/rules.md).
+
+The plan stands on the dispatch facts (analysis/dispatch_facts.py: measured
+duration, the grid checked against the capture, working waves, bytes) and
+leads with one verdict (analysis/verdict.py) that its findings never
+contradict: rules whose advice points the opposite way (registry.OPPOSITE)
+check the dispatch-level facts as preconditions.
 """
 
 from __future__ import annotations
@@ -57,9 +64,11 @@ from attlens.results import brief_repr
 TRACE_DISPATCH_RULES = ("issue-bound", "bandwidth-ceiling")
 _GROUP = {"capture": 1, "dispatch": 2, "performance": 3, "note": 4}
 PLAN_SCHEMA = "attlens.plan"
-PLAN_SCHEMA_VERSION = 2
+PLAN_SCHEMA_VERSION = 3
 FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims", "ledger",
-                   "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale"]
+                   "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale", "directions", "dispatch_time"]
+# What the plan's cycles are: every traced wave's idle + latency, summed (not the dispatch's time).
+CYCLES_UNIT = "traced wave-cycles"
 
 
 class PlanContext:
@@ -72,6 +81,13 @@ class PlanContext:
         self.pmc = pmc
         self.checks: dict[str, list[dict]] = {}  # rule -> preconditions checked, in order
         self.ran: set[str] | None = None  # the rules this plan runs (--disable / --only), set by make_plan
+        self._memo: dict = {}
+
+    def memo(self, key: str, compute):
+        """``compute()`` once per plan (facts several rules share)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     @cached_property
     def waves(self):
@@ -99,8 +115,10 @@ class PlanContext:
 
         f = compute_dispatch_facts(self.result)
         du = f.duration
+        weights, note = f.wave_weights(self.result.dispatch)
         f.bandwidth = compute_bandwidth(self.result, self.pmc, self.loops, du.ns, f"{du.source}: {du.detail}" if du.ns else None,
-                                        grid_mismatch=f.coverage.detail if f.coverage.grid_matches is False else None)
+                                        grid_mismatch=f.coverage.detail if f.coverage.grid_matches is False else None,
+                                        wave_weights=weights, weights_note=note)
         return f
 
     @property
@@ -160,8 +178,10 @@ class PlanContext:
         return bool(holds)
 
     def finding(self, rule_id: str, title: str, cycles: int, confidence: float, evidence: dict, change: str, falsify: str,
-                rationale: str, claims=None, explains=None, severity: str | None = None, lead: bool = False) -> Finding:
-        """``claims``: [(pc, cycles)] for performance findings (``cycles`` is then their sum)."""
+                rationale: str, claims=None, explains=None, severity: str | None = None, lead: bool = False,
+                dispatch_time: dict | None = None) -> Finding:
+        """``claims``: [(pc, cycles)] for performance findings (``cycles`` is then their sum);
+        ``dispatch_time``: for whole-dispatch findings, the dispatch time they bound."""
         info = REGISTRY[rule_id]
         merged: dict[int, float] = {}
         for pc, c in claims or []:  # one entry per pc, never beyond its stall + idle
@@ -186,7 +206,7 @@ class PlanContext:
         held = [c for c in self.checks.get(rule_id, []) if c["holds"]]
         return Finding(rule_id, title, info.kind, severity, round(confidence, 2), cycles, share, evidence, change, falsify, rationale,
                        claims=[dict(c) for c in req], requested=req, preconditions=held, explains=list(explains or []), lead=lead,
-                       fixed_severity=fixed)
+                       fixed_severity=fixed, directions=list(info.directions), dispatch_time=dispatch_time)
 
 
 @brief_repr(("findings", lambda p: len(p.findings)), ("top", lambda p: p.findings[0].rule if p.findings else None),
@@ -205,6 +225,8 @@ class Plan:
     bandwidth: object = None  # analysis.bandwidth.Bandwidth
     dispatch: dict = field(default_factory=dict)  # grid, occupancy inputs, duration: the plan's header
     result: object = field(default=None, repr=False)  # the AnalysisResult it was made from
+    facts: object = None  # analysis.dispatch_facts.DispatchFacts: duration, coverage, working waves, bytes
+    verdict: object = None  # analysis.verdict.Verdict: the one sentence the plan leads with
 
     @property
     def cycles_at_stake(self) -> int:
@@ -227,10 +249,12 @@ class Plan:
         return {
             **header(PLAN_SCHEMA, PLAN_SCHEMA_VERSION),
             "capture": capture_ref(result.dispatch),
+            "verdict": self.verdict.to_dict() if self.verdict is not None else None,
             "totals": {"latency": b.total_latency, "stall": b.total_stall, "idle": b.total_idle, "cycles": self.total_cycles,
-                       "cycles_at_stake": self.cycles_at_stake},
+                       "cycles_at_stake": self.cycles_at_stake, "cycles_unit": CYCLES_UNIT},
             "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)],
             "dispatch": self.dispatch,
+            "dispatch_facts": self.facts.to_dict() if self.facts is not None else None,
             "bandwidth": self.bandwidth.to_dict() if self.bandwidth is not None else None,
             "loops": self.loops.to_dict() if self.loops is not None else None,
             "findings": [f.to_dict() for f in self.findings],
@@ -364,16 +388,28 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
         pcs = sorted({c["pc"] for c in f.claims} | _pcs_named(f.evidence))
         f.loops = [w for w in (ctx.loops.where(pc) for pc in pcs if 0 <= pc < ctx.d.code.size) if w["loop"] is not None or w.get("note")]
     rank = {s: i for i, s in enumerate(SEVERITIES)}
-    findings.sort(key=lambda f: (rank[f.severity], 0 if f.lead else _GROUP[f.kind], -f.priority, -f.confidence, f.rule))
+    verdict = make_verdict_of(ctx, findings)
+    # the finding the verdict comes from leads its severity; then grid/imbalance leads, groups, priority
+    findings.sort(key=lambda f: (rank[f.severity], 0 if f.rule == verdict.rule else (1 if f.lead else 1 + _GROUP[f.kind]), -f.priority, -f.confidence, f.rule))
     silenced = {rid: [c for c in checks if not c["holds"]] for rid, checks in ctx.checks.items()}
     fired = {f.rule for f in findings}
     silenced = {rid: v for rid, v in silenced.items() if v and rid not in fired}
     skipped = sorted(set(rules) - set(run))
     plan = Plan(findings, run, skipped, errors, silenced, yielded, ctx.total, result=result)
     plan.loops = ctx.loops
+    plan.facts = ctx.facts
     plan.bandwidth = ctx.bandwidth
     plan.dispatch = dispatch_summary(ctx)
+    plan.verdict = verdict
     return plan
+
+
+def make_verdict_of(ctx, findings):
+    """The plan's one verdict (analysis/verdict.py) from its ranked findings."""
+    from attlens.analysis.rules._preconditions import busiest_compute
+    from attlens.analysis.verdict import make_verdict
+
+    return make_verdict(findings, ctx.facts, ctx.total, busiest_compute(ctx))
 
 
 def dispatch_summary(ctx) -> dict:
@@ -393,9 +429,10 @@ def dispatch_summary(ctx) -> dict:
         "waves_per_workgroup": wpw,
         "grid_waves": gw,
         "grid_source": res.sources.get("grid"),
-        "duration_ns": res.duration_ns,
-        "duration_source": res.sources.get("duration_ns"),
+        "duration_ns": ctx.facts.duration.ns,
+        "duration_source": f"{ctx.facts.duration.source}: {ctx.facts.duration.detail}" if ctx.facts.duration.ns else None,
         "traced_waves": d.waves.count,
+        "traced": ctx.facts.coverage.xcc_text(),
         "occupancy": {
             "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
             "limiters": o.limiters,
@@ -406,5 +443,5 @@ def dispatch_summary(ctx) -> dict:
             "sgprs": res.sgprs,
         },
         "kernel_candidates": res.candidates,
-        "notes": list(res.notes),
+        "notes": list(res.notes) + ctx.facts.warnings,
     }

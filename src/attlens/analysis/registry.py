@@ -23,6 +23,45 @@ COVER_SHARE = 0.10
 SEVERITIES = ("HIGH", "MED", "LOW", "INFO")
 KINDS = ("capture", "dispatch", "performance", "note")
 
+# What a finding's advice assumes about the dispatch. Each rule declares its
+# directions; two findings of one plan never carry an OPPOSITE pair (the rules'
+# preconditions keep them apart; tests/test_plan_real.py enumerates the pairs).
+DIRECTIONS = {
+    "bandwidth-bound": "the dispatch moves bytes at the HBM ceiling: only fewer bytes make it faster",
+    "issue-bound": "one compute pipe's issue sets the dispatch time: memory tuning does not make it faster",
+    "grid-bound": "too few waves in flight for the GPU: more parallel work makes it faster",
+    "imbalance-bound": "a few long workgroups set the dispatch time: splitting their work makes it faster",
+    "hide-memory-latency": "waits on global memory are exposed: issuing loads earlier or hiding them makes it faster",
+    "fewer-memory-requests": "the vector-memory queue is full: the same bytes in fewer requests make it faster",
+    "more-waves": "more resident waves per SIMD hide latency and make it faster",
+    "adds-bytes": "the change moves more bytes (e.g. recomputing data a second buffer or a wider type reads)",
+    "lds": "LDS access or its waits are the cost to cut",
+    "compute-schedule": "instruction scheduling inside the wave (dependencies, hazards) is the cost to cut",
+    "sync": "workgroup barriers are the cost to cut",
+    "scalar-latency": "scalar-memory waits (kernel arguments, descriptors) are the cost to cut",
+    "capture": "the capture itself limits what can be concluded",
+}
+OPPOSITE = frozenset(frozenset(p) for p in (
+    ("bandwidth-bound", "issue-bound"),  # two different limiters of one dispatch
+    ("bandwidth-bound", "hide-memory-latency"),  # at the ceiling the bytes cannot arrive sooner
+    ("bandwidth-bound", "fewer-memory-requests"),  # widening does not add bandwidth
+    ("bandwidth-bound", "adds-bytes"),
+    ("bandwidth-bound", "grid-bound"),  # the grid already saturates HBM: more waves cannot move bytes faster
+    ("bandwidth-bound", "imbalance-bound"),
+    ("bandwidth-bound", "more-waves"),
+    ("issue-bound", "hide-memory-latency"),  # "memory tuning will not help"
+    ("issue-bound", "fewer-memory-requests"),
+    ("imbalance-bound", "more-waves"),  # a span set by a few long workgroups is not shortened by residency
+    ("grid-bound", "more-waves"),  # more waves per SIMD of a grid that cannot fill the GPU run nothing more
+))
+
+
+def opposite(a, b) -> bool:
+    """Do two findings (or two sets of directions) recommend opposite things?"""
+    da = set(getattr(a, "directions", a))
+    db = set(getattr(b, "directions", b))
+    return any(frozenset((x, y)) in OPPOSITE for x in da for y in db if x != y)
+
 
 @brief_repr("rule", "severity", "kind", "cycles_at_stake", "share_of_cycles", "confidence", "title")
 @dataclass
@@ -46,6 +85,9 @@ class Finding:
     loops: list[dict] = field(default_factory=list)  # its pcs' loop and trip count
     lead: bool = False  # sorts first within its severity (grid starvation)
     fixed_severity: bool = False  # set by the rule, not from the share at stake
+    directions: list[str] = field(default_factory=list)  # what its advice assumes (DIRECTIONS), from the rule
+    # whole-dispatch findings: the dispatch time they bound {measured_ns, bound_ns, meaning}
+    dispatch_time: dict | None = None
 
     @property
     def priority(self) -> float:
@@ -74,6 +116,8 @@ class Finding:
             "change": self.change,
             "falsify": self.falsify,
             "rationale": self.rationale,
+            "directions": self.directions,
+            "dispatch_time": self.dispatch_time,
         }
 
 
@@ -90,10 +134,12 @@ class RuleInfo:
     preconditions: list[tuple[str, str]] = field(default_factory=list)  # (id, the fact the advice assumes)
     semantics: str = ""
     post: bool = False  # runs after the ledger, sees the other findings
+    directions: list[str] = field(default_factory=list)  # what its advice assumes (DIRECTIONS)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "kind": self.kind, "trigger": self.trigger, "semantics": self.semantics,
-                "preconditions": [{"id": p, "text": t} for p, t in self.preconditions], "evidence": self.evidence, "limits": self.limits}
+                "preconditions": [{"id": p, "text": t} for p, t in self.preconditions], "evidence": self.evidence, "limits": self.limits,
+                "directions": self.directions}
 
 
 REGISTRY: dict[str, RuleInfo] = {}
@@ -110,14 +156,19 @@ EXPOSED_TRIGGER_SEMANTICS = (
 )
 
 
-def rule(id: str, title: str, kind: str, trigger: str, evidence: str, limits: str, preconditions=(), semantics: str | None = None, post: bool = False):
-    """Register a rule function ``fn(ctx) -> list[Finding]`` (``post``: ``fn(ctx, findings)``)."""
+def rule(id: str, title: str, kind: str, trigger: str, evidence: str, limits: str, preconditions=(), semantics: str | None = None, post: bool = False,
+         directions=()):
+    """Register a rule function ``fn(ctx) -> list[Finding]`` (``post``: ``fn(ctx, findings)``);
+    ``directions``: what its advice assumes (keys of DIRECTIONS)."""
 
     def deco(fn):
         if id in REGISTRY:
             raise ValueError(f"duplicate rule id {id}")
+        unknown = set(directions) - set(DIRECTIONS)
+        if unknown:
+            raise ValueError(f"rule {id}: unknown direction(s) {sorted(unknown)}")
         sem = semantics if semantics is not None else (PERFORMANCE_SEMANTICS if kind == "performance" else "")
-        REGISTRY[id] = RuleInfo(id, title, kind, trigger, evidence, limits, fn, list(preconditions), sem, post)
+        REGISTRY[id] = RuleInfo(id, title, kind, trigger, evidence, limits, fn, list(preconditions), sem, post, list(directions))
         return fn
 
     return deco

@@ -128,7 +128,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     cycles = tot["latency"] + tot["idle"]
     L += ["## Headline", ""]
     rows = [
-        ["total cycles (latency + idle)", _n(cycles)],
+        ["traced wave-cycles (latency + idle)", _n(cycles)],
         ["latency", _n(tot["latency"])],
         ["stall", _n(tot["stall"])],
         ["stall share of latency", _pct(tot["stall_share_of_latency"])],
@@ -141,9 +141,11 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     rows.append(["occupancy, theoretical (waves/SIMD)", "n/a" if theo is None else f"{theo} ({', '.join(o['limiters']) or '-'})"])
     rows.append(["occupancy, observed peak on the traced CU", _n(o["observed_max_waves_per_simd_traced_cu"])])
     L += _table(["metric", "value"], rows, "lr") + [""]
+    if getattr(plan, "verdict", None) is not None:
+        L += [f"**Verdict:** {_text(plan.verdict.sentence)}", ""]
     if plan.findings:
         f = plan.findings[0]
-        L += [f"Top finding: **{f.severity}** {_text(f.title)} ({_code(f.rule)})" + (f", {_pct(f.share_of_cycles)} of cycles at stake." if f.kind == "performance" else "."), ""]
+        L += [f"Top finding: **{f.severity}** {_text(f.title)} ({_code(f.rule)})" + (f", {_pct(f.share_of_cycles)} of traced wave-cycles at stake." if f.kind == "performance" else "."), ""]
 
     # wave states
     st = waves.states
@@ -290,7 +292,9 @@ def plan_to_markdown(plan) -> str:
     result = plan.result
     d = result.dispatch
     b = result.breakdown
-    lines = [f"# Optimization plan — {_code(d.kernel_name)}", "",
+    v = getattr(plan, "verdict", None)
+    lines = [f"**Verdict:** {_text(v.sentence)}" if v is not None else "**Verdict:** none", "",
+             f"# Optimization plan — {_code(d.kernel_name)}", "",
              f"Capture: {_code(d.path)} · target {_text(d.arch.target or 'unknown')} · {d.waves.count:,} waves · attlens {__version__}", "",
              *_fence(header_lines(plan)), "",
              "## Stall summary", "", "| class | stall cycles | share |", "|---|---:|---:|"]
@@ -306,7 +310,8 @@ def plan_to_markdown(plan) -> str:
     lines += ["## Priorities", "", "| severity | rule | rationale |", "|---|---|---|"]
     for f in plan.findings:
         lines.append(f"| {f.severity} | {f.rule} | {_text(f.rationale)} |")
-    lines += ["", f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake; no pc is claimed twice."]
+    lines += ["", f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} traced wave-cycles at stake (every traced wave's idle + latency, "
+              "not the dispatch's time); no pc is claimed twice."]
     if plan.rules_silenced:
         lines += ["", "Silenced rules (a precondition of their advice does not hold):", ""]
         for rid, fails in plan.rules_silenced.items():

@@ -374,6 +374,8 @@ def render_plan(plan, console, max_findings: int | None = None) -> None:
 
     result = plan.result
     d = result.dispatch
+    v = getattr(plan, "verdict", None)
+    console.print(f"[bold]Verdict:[/bold] {escape(v.sentence)}" if v is not None else "[bold]Verdict:[/bold] none")
     console.print(f"[bold]attlens plan[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
     for line in header_lines(plan):
         console.print(escape(line))
@@ -395,7 +397,8 @@ def render_plan(plan, console, max_findings: int | None = None) -> None:
         console.print("\n[bold]Priorities[/bold]")
         for f in fs:
             console.print(f"  {f.severity:<4} {f.rule:<22} {escape(f.rationale)}")
-        console.print(f"\nCycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake ({plan.cycles_at_stake / max(plan.total_cycles, 1):.1%}); no pc claimed twice.")
+        console.print(f"\nCycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} traced wave-cycles at stake ({plan.cycles_at_stake / max(plan.total_cycles, 1):.1%}; "
+                      "every traced wave's idle + latency, not the dispatch's time); no pc claimed twice.")
     for y in plan.yielded:
         console.print(f"  {escape(y['rule'])} yielded all its cycles to {escape(', '.join(y['held_by']))}")
     for rid, fails in plan.rules_silenced.items():

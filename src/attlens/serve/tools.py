@@ -15,7 +15,7 @@ from attlens.serve.roots import Roots
 # name -> one-line description (the MCP tool descriptions; docs/agents.md lists the same)
 TOOLS = {
     "list_captures": "Captures under a folder (up to four levels down): kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave). Same object as `attlens captures PATH --json`.",
-    "summary": "Everything about one capture: target, resources, totals, stall by class, top hotspots, occupancy, capture quality, warnings. Same object as `attlens analyze CAPTURE --json --top TOP`.",
+    "summary": "Everything about one capture: the plan's verdict (one sentence with its numbers, as `attlens plan` leads with), target, resources, totals, stall by class, top hotspots, occupancy, capture quality, warnings. Same object as `attlens analyze CAPTURE --json --top TOP`, plus `verdict`.",
     "hotspots": "One ranking of a capture: by instruction, source line or opcode; sorted by stall, latency, exposed (not hidden by other waves) or idle cycles. Same object as `attlens analyze CAPTURE --by BY --sort SORT --top TOP --json`.",
     "plan": "The evidence-backed, prioritized optimization plan: each finding with evidence, the change to try and what would prove it wrong. Same object as `attlens plan CAPTURE --json`.",
     "asm": "The ISA window around one pc: AROUND instructions either side with per-pc cycles, class, source line, the memory ops each wait waited on, and the source lines' text when the capture has it. Same object as `attlens asm CAPTURE --pc PC --around AROUND --json`.",
@@ -64,14 +64,18 @@ class Tools:
         return api.captures(self.roots.check(path)).to_dict()
 
     def summary(self, capture: str, top: int = 10) -> dict:
-        return self._entry(capture).result.to_dict(top)
+        e = self._entry(capture)
+        out = e.result.to_dict(top)
+        plan = e.memo("plan-object", lambda: api.plan(e.result))
+        out["verdict"] = plan.verdict.to_dict() if getattr(plan, "verdict", None) is not None else None
+        return out
 
     def hotspots(self, capture: str, by: str = "instruction", sort: str = "stall", top: int = 10) -> dict:
         return api.hotspots(self._entry(capture).result, by, sort).to_dict(top)
 
     def plan(self, capture: str) -> dict:
         e = self._entry(capture)
-        return e.memo("plan", lambda: api.plan(e.result).to_dict())
+        return e.memo("plan", lambda: e.memo("plan-object", lambda: api.plan(e.result)).to_dict())
 
     def asm(self, capture: str, pc: int, around: int = 10) -> dict:
         e = self._entry(capture)

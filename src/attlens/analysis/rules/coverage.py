@@ -17,13 +17,14 @@ from attlens.analysis.stalls import CLASS_IDS
 
 # Rules whose advice addresses a stall class.
 ADDRESSED_BY = {
-    "wait_global": ["load-use-distance", "drain-to-zero", "occupancy-limit", "bandwidth-ceiling"],
+    "wait_global": ["load-use-distance", "in-order-wait", "drain-to-zero", "occupancy-limit", "bandwidth-ceiling"],
     "wait_lds": ["lds-to-mfma", "drain-to-zero", "crosslane-serialized"],
     "wait_smem": ["smem-wait"],
     "vmem_load": ["vmem-backpressure", "load-mfma-interleave", "bandwidth-ceiling"],
     "vmem_store": ["vmem-backpressure", "bandwidth-ceiling"],
     "vmem_atomic": ["vmem-backpressure"],
     "barrier": ["barrier-heavy"],
+    "lds": ["lds-mergeable"],
     "hazard": ["hazard-nops"],
     "mfma": ["mfma-dependency", "issue-bound"],
     "valu": ["issue-bound", "mfma-dependency"],
@@ -63,6 +64,7 @@ MEANING = {
     limits="an explanation, not advice: claims no cycles",
     semantics="runs after the ledger; never claims cycles",
     post=True,
+    directions=[],
 )
 def stall_class(ctx, findings):
     b = ctx.result.breakdown

@@ -123,6 +123,7 @@
   // ------------------------------------------------------------------ header
   function renderHeader() {
     var s = section("header"), c = A.capture, t = A.target, q = A.quality;
+    if (P.verdict) s.appendChild(el("p", { id: "verdict", class: "verdict", text: "Verdict: " + P.verdict.sentence }));
     s.appendChild(el("h1", { id: "kernel-name", text: c.kernel || "(unnamed kernel)" }));
     var tgt = t.name ? t.name + (t.family ? " (" + t.family + (t.product ? ", " + t.product : "") + ")" : "") : "unknown";
     var facts = [
@@ -160,7 +161,7 @@
     var s = section("headline"), T = A.totals;
     var cards = el("div", { class: "cards" });
     add(cards, [
-      card("hl-total-cycles", fmtInt(H.total_cycles), "total cycles (latency + idle, all traced waves)"),
+      card("hl-total-cycles", fmtInt(H.total_cycles), "traced wave-cycles (latency + idle, summed over the traced waves)"),
       card("hl-latency", fmtInt(T.latency), "latency cycles"),
       card("hl-stall", fmtInt(T.stall), "stall cycles"),
       card("hl-stall-share", fmtPct(T.stall_share_of_latency), "stall share of latency"),
