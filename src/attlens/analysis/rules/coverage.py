@@ -105,10 +105,14 @@ def stall_class(ctx, findings):
             else:
                 why.append({"rule": r, "status": "below its threshold or pattern absent"})
         reasons = "; ".join(f"{w['rule']}: {w.get('detail') or w['status']}" for w in why) or "no rule addresses this class"
+        partly = sorted({w["rule"] for w in why if w["status"].startswith("fired")}) if held else []
+        title = (f"{cls}: {stall / b.total_stall:.0%} of stall; {', '.join(partly)} address{'es' if len(partly) == 1 else ''} "
+                 f"{held / stall:.0%} of it, no advice the trace supports for the rest" if partly
+                 else f"{cls}: {stall / b.total_stall:.0%} of stall, no advice supported by the trace")
         out.append(
             ctx.finding(
                 "stall-class",
-                f"{cls}: {stall / b.total_stall:.0%} of stall, no advice supported by the trace",
+                title,
                 0,
                 0.5,
                 {"class": cls, "meaning": MEANING.get(cls, cls), "stall": int(stall), "share_of_stall": rnd(stall / b.total_stall, 4),
