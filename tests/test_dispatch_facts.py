@@ -81,7 +81,7 @@ def test_grid_and_xcc_coverage_against_occupancy(path):
 def test_small_captures_use_their_own_span_and_drop_the_grid(shared):
     path = shared / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
     plan = make_plan(loaded(path)[1])
-    assert plan.facts.duration.source == "capture span" and plan.facts.duration.agreement == "disagree"
+    assert plan.dispatch_facts.duration.source == "capture span" and plan.dispatch_facts.duration.agreement == "disagree"
     assert plan.bandwidth.available is False and "does not describe the captured dispatch" in plan.bandwidth.reason
     assert "grid-starvation" not in {f.rule for f in plan.findings}
     assert "the kernel trace's grid does not match this capture" in plan.verdict.sentence
@@ -103,7 +103,7 @@ def _plan(tmp_path, k, **kw):
 def test_an_outlier_dispatch_is_named_and_the_median_used(tmp_path):
     # the capture's own dispatch id ran 5x longer (another run's outlier, as softmax's dispatch 13)
     k = replace(default_kernel(), duration_ns=445_000, other_dispatches=[88_000, 89_000, 90_000, 91_000], span_ns=89_000)
-    f = _plan(tmp_path, k, only={"bandwidth-ceiling"}).facts
+    f = _plan(tmp_path, k, only={"bandwidth-ceiling"}).dispatch_facts
     assert f.duration.ns == 90_000 and f.duration.source == "kernel trace" and f.duration.agreement == "agree"
     assert f.duration.kernel_trace["outliers"] == [{"dispatch_id": 7, "duration_ns": 445_000, "ratio_to_median": 4.94}]
     assert f.duration.kernel_trace["same_id_as_capture"]["duration_ns"] == 445_000
@@ -112,10 +112,10 @@ def test_an_outlier_dispatch_is_named_and_the_median_used(tmp_path):
 
 def test_a_disagreeing_kernel_trace_gives_way_to_the_capture_span(tmp_path):
     # clean twin: span and kernel trace agree; contradiction: they disagree by 5x, beyond noise
-    same = _plan(tmp_path / "a", default_kernel(), only={"bandwidth-ceiling"}).facts.duration
+    same = _plan(tmp_path / "a", default_kernel(), only={"bandwidth-ceiling"}).dispatch_facts.duration
     assert same.source == "kernel trace" and same.warning is None
     k = replace(default_kernel(), duration_ns=445_000, span_ns=89_000)
-    du = _plan(tmp_path / "b", k, only={"bandwidth-ceiling"}).facts.duration
+    du = _plan(tmp_path / "b", k, only={"bandwidth-ceiling"}).dispatch_facts.duration
     assert du.agreement == "disagree" and du.source == "capture span" and 87_000 < du.ns < 89_000
     assert "the plan uses the capture's span" in du.warning
 
@@ -123,7 +123,7 @@ def test_a_disagreeing_kernel_trace_gives_way_to_the_capture_span(tmp_path):
 def test_a_grid_that_does_not_match_the_capture_is_not_used(tmp_path):
     # the toy traces 16 waves per SE; a kernel-trace grid of 20 workgroups (80 waves) cannot be this dispatch
     plan = _plan(tmp_path, replace(default_kernel(), grid=256 * 20))
-    assert plan.facts.coverage.grid_matches is False
+    assert plan.dispatch_facts.coverage.grid_matches is False
     assert not plan.bandwidth.available and "does not describe the captured dispatch" in plan.bandwidth.reason
     assert plan.rules_silenced["grid-starvation"][0]["id"] == "grid-matches"
 

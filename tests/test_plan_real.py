@@ -224,10 +224,10 @@ def test_softmax_is_bandwidth_bound_at_its_measured_duration(shared):
     med = raw_median(durs.values())
     assert len(durs) == 112 and med == 191902 and durs[13] == 962868
     plan = plan_of(path)
-    du = plan.facts.duration
+    du = plan.dispatch_facts.duration
     assert du.ns == med and du.source == "kernel trace" and du.agreement == "agree"
     assert {"dispatch_id": 13, "duration_ns": 962868, "ratio_to_median": round(962868 / med, 2)} in du.kernel_trace["outliers"]
-    assert any("dispatch 13: 962,868 ns" in w for w in plan.facts.warnings)
+    assert any("dispatch 13: 962,868 ns" in w for w in plan.dispatch_facts.warnings)
     # the capture's own span: occupancy.json's first start to last end (SE clocks aligned), at the realtime.json clock
     rt = json.loads((path / "realtime.json").read_text())
     d_sc = sum(v[-1][0] - v[0][0] for k, v in rt.items() if k.startswith("SE"))
@@ -432,7 +432,7 @@ def test_every_leading_finding_carries_a_number(path):
     for f in plan.findings:
         if f.kind == "dispatch":
             dt = f.dispatch_time
-            assert dt is not None and dt["measured_ns"] == plan.facts.duration.ns
+            assert dt is not None and dt["measured_ns"] == plan.dispatch_facts.duration.ns
             assert dt["bound_ns"] is None or 0 < dt["bound_ns"] <= dt["measured_ns"]
 
 
@@ -475,7 +475,7 @@ def test_pa_lead_is_the_load_imbalance_not_occupancy(shared):
     # the contradiction twin of the old lead: occupancy advice is silent, for the reason the trace gives
     assert "occupancy-limit" not in rules_of(path)
     assert plan.rules_silenced["occupancy-limit"][0]["id"] in ("grid-fills", "not-imbalanced")
-    pops = plan.facts.populations
+    pops = plan.dispatch_facts.populations
     assert (pops.traced, pops.traced_early_exit, pops.xcc_waves, pops.xcc_early_exit) == (56, 48, 512, 496)
     # bytes: early-exit and working waves each weighted by their share on the traced XCC (16 of 512 work), not the traced CU's 8 of 56
     assert "3.1% working: 16 of 512" in " ".join(plan.bandwidth.assumptions)

@@ -500,7 +500,7 @@ def imbalance_check(f, k, r):
 
 def imbalance_contra(found, k, plan, r):
     # the span is many times the median wave, but a quarter of the waves are long: no "few workgroups" limit
-    assert found == [] and plan.facts.imbalance.ratio >= 2 and not plan.facts.imbalance.imbalanced
+    assert found == [] and plan.dispatch_facts.imbalance.ratio >= 2 and not plan.dispatch_facts.imbalance.imbalanced
 
 
 def coupled(head_start: bool = True, needs_oldest: bool = False, drained_first: bool = False):
@@ -852,3 +852,29 @@ def test_smem_wait_does_not_hoist_a_load_over_uses_of_its_destination(tmp_path):
     assert all("Issue the s_loads" not in f.change for f in plan.findings)
     (c,) = [c for c in plan.rules_silenced["smem-wait"] if c["id"] == "not-first"]
     assert f"pcs [{late}] write SGPRs still in use after the first wait and need 2 SGPRs to rename, 0 are free" in c["detail"]
+
+
+def test_lds_to_mfma_advises_wider_reads_only_when_they_are_narrow(tmp_path):
+    """The width is checked first: ds_read2_b32 (8 B per lane) may become ds_read_b128;
+    reads already ds_read_b128 get no width advice (preshuffle_gemm's case)."""
+    narrow = kernel([op("ds_read2_b32 v[4:5], v9 offset1:1", latency=400, size=8), op("s_waitcnt lgkmcnt(0)"), op(MFMA16, issue=8, size=8)])
+    (f,) = make_plan(analyze(tmp_path / "n", narrow), only={"lds-to-mfma"}).findings
+    (ds,) = pcs(narrow, "ds_read2")
+    assert f.evidence["lds_read_bytes_per_lane"] == {str(ds): 8} and f"pcs [{ds}] read 8 B per lane: ds_read_b128" in f.change
+    (f,) = make_plan(analyze(tmp_path / "w", lds_mfma(0)), only={"lds-to-mfma"}).findings
+    assert "already 128 bit per lane" in f.change and "fewer reads" not in f.change
+
+
+def test_barrier_guarding_lds_write_to_read_is_called_required(tmp_path):
+    """A barrier between this phase's ds_write and ds_read orders a dependency through
+    LDS: the finding says so and never advises dropping it; without LDS traffic
+    around it, dropping is named."""
+    guarded = replace(kernel([op("ds_write_b128 v9, v[0:3]", latency=64, size=8), op("v_add_f32 v20, v30, v31", skew=100),
+                              op("s_waitcnt lgkmcnt(0)"), op("s_barrier", stall=8), op("ds_read_b128 v[4:7], v9 offset:256", latency=64, size=8),
+                              op("s_waitcnt lgkmcnt(0)"), vadd(1)]), barrier_sync=True)
+    (f,) = make_plan(analyze(tmp_path / "g", guarded), only={"barrier-heavy"}).findings
+    (bar,), (w,), (rd,) = pcs(guarded, "s_barrier"), pcs(guarded, "ds_write"), pcs(guarded, "ds_read")
+    assert f.evidence["barriers"][0]["guards_lds"] == {"writes": [w], "reads": [rd]}
+    assert "it is required" in f.change and "drop" not in f.change
+    (f,) = make_plan(analyze(tmp_path / "free", barrier(100)), only={"barrier-heavy"}).findings
+    assert f.evidence["barriers"][0]["guards_lds"] is None and "drop them if they only protected" in f.change

@@ -249,7 +249,8 @@ def _capture_span(ev, clock) -> dict | None:
 def _duration(d, ev, clock, grid_matches) -> Duration:
     kt = _kernel_trace(d)
     span = _capture_span(ev, clock)
-    src = d.resources.sources.get("duration_ns")
+    src = (f"{kt['file']}: median End_Timestamp - Start_Timestamp of {kt['dispatches']} dispatch{'es' if kt['dispatches'] != 1 else ''} "
+           "of the same name and grid") if kt else None
     span_ns = span["ns"] if span else None
     if kt is None and span_ns is None:
         return Duration(None, None, "no kernel_trace.csv row with timestamps and no occupancy.json span at a known clock", kt, span)

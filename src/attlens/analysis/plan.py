@@ -225,7 +225,7 @@ class Plan:
     bandwidth: object = None  # analysis.bandwidth.Bandwidth
     dispatch: dict = field(default_factory=dict)  # grid, occupancy inputs, duration: the plan's header
     result: object = field(default=None, repr=False)  # the AnalysisResult it was made from
-    facts: object = None  # analysis.dispatch_facts.DispatchFacts: duration, coverage, working waves, bytes
+    dispatch_facts: object = None  # analysis.dispatch_facts.DispatchFacts: duration, coverage, working waves, bytes
     verdict: object = None  # analysis.verdict.Verdict: the one sentence the plan leads with
 
     @property
@@ -254,7 +254,7 @@ class Plan:
                        "cycles_at_stake": self.cycles_at_stake, "cycles_unit": CYCLES_UNIT},
             "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)],
             "dispatch": self.dispatch,
-            "dispatch_facts": self.facts.to_dict() if self.facts is not None else None,
+            "dispatch_facts": self.dispatch_facts.to_dict() if self.dispatch_facts is not None else None,
             "bandwidth": self.bandwidth.to_dict() if self.bandwidth is not None else None,
             "loops": self.loops.to_dict() if self.loops is not None else None,
             "findings": [f.to_dict() for f in self.findings],
@@ -397,7 +397,7 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
     skipped = sorted(set(rules) - set(run))
     plan = Plan(findings, run, skipped, errors, silenced, yielded, ctx.total, result=result)
     plan.loops = ctx.loops
-    plan.facts = ctx.facts
+    plan.dispatch_facts = ctx.facts
     plan.bandwidth = ctx.bandwidth
     plan.dispatch = dispatch_summary(ctx)
     plan.verdict = verdict

@@ -226,7 +226,7 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
         for k in ("metadata_vgprs", "metadata_agprs", "metadata_sgprs", "lds_bytes", "scratch_bytes"):
             res.sources[k] = src
 
-    trace_row, trace_file, how, durations = None, None, "", []
+    trace_row, trace_file, how, durations, same = None, None, "", [], []
     if kernel_name:
         for f in _glob(dirs, "*kernel_trace.csv"):
             try:
@@ -239,14 +239,15 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
             exact = [r for r in rows if r["dispatch_id"] == dispatch_id]
             if exact:
                 trace_row, trace_file, how = exact[0], f, f"dispatch {dispatch_id} of {kernel_name}{pick_note}"
-                # the duration: every dispatch of the same name and grid in the run
-                # (one dispatch can be an outlier; analysis/dispatch_facts.py names them)
-                durations = [r for r in rows if (r["grid"], r["workgroup"]) == (exact[0]["grid"], exact[0]["workgroup"])]
+                durations = [exact[0]]
+                # every dispatch of the same name and grid in the run: the plan's duration is their
+                # median (one dispatch can be an outlier; analysis/dispatch_facts.py names them)
+                same = [r for r in rows if (r["grid"], r["workgroup"]) == (exact[0]["grid"], exact[0]["workgroup"])]
                 break
             shapes = {(r["grid"], r["workgroup"]) for r in rows}
             if len(shapes) == 1:
                 trace_row, trace_file, how = rows[0], f, f"all {len(rows)} dispatches of {kernel_name}{pick_note} share one shape"
-                durations = rows
+                durations = same = rows
                 break
             res.notes.append(f"{f.name}: {len(rows)} dispatches of the kernel with {len(shapes)} different grid shapes; grid unknown")
     if trace_row is not None:
@@ -254,18 +255,20 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
         src = f"{trace_file.name} ({how})"
         res.grid, res.workgroup = trace_row["grid"], trace_row["workgroup"]
         res.sources["grid"] = res.sources["workgroup"] = src
-        timed = [(r["dispatch_id"], r["end_ns"] - r["start_ns"]) for r in durations
-                 if r["start_ns"] is not None and r["end_ns"] is not None and r["end_ns"] > r["start_ns"]]
-        res.run_dispatches = [{"dispatch_id": i, "duration_ns": ns} for i, ns in timed]
-        spans = sorted(ns for _, ns in timed)
+        def timed(rows):
+            return [(r["dispatch_id"], r["end_ns"] - r["start_ns"]) for r in rows
+                    if r["start_ns"] is not None and r["end_ns"] is not None and r["end_ns"] > r["start_ns"]]
+
+        res.run_dispatches = [{"dispatch_id": i, "duration_ns": ns} for i, ns in timed(same)]
+        res.sources["run_dispatches"] = trace_file.name
+        spans = sorted(ns for _, ns in timed(durations))
         if spans:
             res.duration_ns = spans[len(spans) // 2]
             res.sources["duration_ns"] = (
-                f"{trace_file.name}: End_Timestamp - Start_Timestamp of dispatch {timed[0][0]}"
-                if len(timed) == 1
-                else f"{trace_file.name}: median End_Timestamp - Start_Timestamp of {len(spans)} dispatches of the same name and grid"
+                f"{trace_file.name}: End_Timestamp - Start_Timestamp of dispatch {durations[0]['dispatch_id']}"
+                if len(durations) == 1
+                else f"{trace_file.name}: median End_Timestamp - Start_Timestamp of {len(spans)} dispatches of the same shape"
             )
-            res.sources["run_dispatches"] = trace_file.name
         if symbol is None:
             res.metadata_vgprs = trace_row["vgpr_count"]
             res.metadata_agprs = trace_row["agpr_count"]

@@ -186,7 +186,7 @@ def header_lines(plan) -> list[str]:
             vg = f"; VGPRs: {rep}, ISA scan {vi['isa_registers']} → {vi['registers_used']} used ({vi['rule']}) → {vi['allocated']} allocated (granule {vi['granule']})"
         out.append(f"Occupancy  {o['theoretical_waves_per_simd']} waves/SIMD theoretical (limit {', '.join(o['limiters'])}), "
                    f"{o['observed_max_waves_per_simd']} observed on the traced CU{vg}; LDS {o.get('lds_bytes')} B")
-    for w in (plan.facts.warnings if getattr(plan, "facts", None) is not None else []):
+    for w in (plan.dispatch_facts.warnings if getattr(plan, "dispatch_facts", None) is not None else []):
         out.append(f"Check      {w}")
     for c in dd.get("kernel_candidates") or []:
         if c.get("picked"):
