@@ -421,6 +421,8 @@ def rules_text(rules) -> str:
             out.append(f"    requires:  [{pid}] {text}")
         out.append(f"    evidence:  {r.evidence}")
         out.append(f"    limits:    {r.limits}")
+        if r.directions:
+            out.append(f"    assumes:   {', '.join(r.directions)}")
     return "\n".join(out) + "\n"
 
 
