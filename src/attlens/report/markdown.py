@@ -232,7 +232,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     ) + [""]
 
     # recommendations
-    L += ["## Recommendations", "", "The plan's findings by severity; within one severity grid starvation, capture quality and whole-dispatch limits first, then by cycles at stake × confidence (docs/rules.md).", ""]
+    L += ["## Recommendations", "", "The plan's findings by severity; within one severity the verdict's finding, grid starvation and load imbalance, capture quality and whole-dispatch limits first, then by cycles at stake × confidence (docs/rules.md).", ""]
     if not plan.findings:
         L += ["No rule fired: no pattern above its threshold.", ""]
     for i, f in enumerate(plan.findings, 1):

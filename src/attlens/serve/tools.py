@@ -75,7 +75,8 @@ class Tools:
 
     def plan(self, capture: str) -> dict:
         e = self._entry(capture)
-        return e.memo("plan", lambda: e.memo("plan-object", lambda: api.plan(e.result)).to_dict())
+        plan = e.memo("plan-object", lambda: api.plan(e.result))  # one plan per entry, shared with `summary`'s verdict
+        return e.memo("plan", plan.to_dict)
 
     def asm(self, capture: str, pc: int, around: int = 10) -> dict:
         e = self._entry(capture)

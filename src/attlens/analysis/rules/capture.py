@@ -267,7 +267,7 @@ def location_collapse(ctx):
     return [
         ctx.finding(
             "location-collapse",
-            f"{lc['line']} holds {lc['latency_share']:.0%} of cycles (compiler location collapse)",
+            f"{lc['line']} holds {lc['latency_share']:.0%} of the traced latency (compiler location collapse)",
             0,
             0.8,
             dict(lc),

@@ -596,7 +596,7 @@ def crosslane(ctx):
     return [
         ctx.finding(
             "crosslane-serialized",
-            f"{len(pcs)} cross-lane LDS ops and their waits stall {raw / ctx.total:.0%} of cycles",
+            f"{len(pcs)} cross-lane LDS ops and their waits stall {raw / ctx.total:.0%} of traced wave-cycles",
             0,
             0.6,
             {"instructions": [{**ctx.instr(pc), "waited_on": int(waited[pc].waited_cycles) if pc in waited else 0} for pc in top(pcs, key=lambda p: int(s.latency[p]))],

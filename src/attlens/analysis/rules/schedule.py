@@ -340,7 +340,7 @@ def hazard_nops(ctx):
     return [
         ctx.finding(
             rid,
-            f"Hazard bubbles take {ctx.stall_of(pcs) / ctx.total:.0%} of cycles ({top_row['hazard']}: {top_row['nops']} s_nop)",
+            f"Hazard bubbles take {ctx.stall_of(pcs) / ctx.total:.0%} of traced wave-cycles ({top_row['hazard']}: {top_row['nops']} s_nop)",
             0,
             conf,
             {"cycles": total_cyc, "recognised_cycles": recognised, "excess_cycles": int(excess_cycles), "hazards": rows[:6],

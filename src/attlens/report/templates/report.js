@@ -271,7 +271,7 @@
     var s = section("findings");
     if (!P.findings.length) s.appendChild(el("p", { id: "no-findings", text: "No rule fired: no pattern above its threshold." }));
     P.findings.forEach(function (f, i) {
-      var stake = f.kind === "performance" && f.severity !== "INFO" ? fmtInt(f.cycles_at_stake) + " cycles at stake (" + fmtPct(f.share_of_cycles) + " of all cycles)" : ({ capture: "capture quality", dispatch: "whole dispatch" }[f.kind] || "no action");
+      var stake = f.kind === "performance" && f.severity !== "INFO" ? fmtInt(f.cycles_at_stake) + " traced wave-cycles at stake (" + fmtPct(f.share_of_cycles) + " of all)" : ({ capture: "capture quality", dispatch: "whole dispatch" }[f.kind] || "no action");
       s.appendChild(el("article", { class: "finding", data: { rule: f.rule } },
         el("h3", null, (i + 1) + ". ", el("span", { class: "sev sev-" + f.severity, text: f.severity }), " ", f.title),
         el("div", { class: "meta", text: "rule " + f.rule + " · " + stake + " · confidence " + fmtNum(f.confidence, 2) }),

@@ -71,7 +71,7 @@
       if (r.state !== "done" && r.error) { td.appendChild(node("span", "err", r.error)); return; }
       if (!f) { if (r.summary && r.summary.att_available) td.appendChild(node("span", "muted", "no performance rule fired")); return; }
       append(td, node("span", "sev sev-" + f.severity, f.severity), document.createTextNode(" " + f.title + " "), node("code", null, "[" + f.rule + "]"));
-      if (f.share !== null) td.appendChild(node("div", "sub", pct(f.share) + " of cycles at stake"));
+      if (f.share !== null) td.appendChild(node("div", "sub", pct(f.share) + " of traced wave-cycles at stake"));
     } },
     { key: "bandwidth_fraction", label: "bandwidth", num: true, value: function (r) { return nz(sum(r).bandwidth_fraction); }, cell: function (td, r) {
       var s = sum(r);
