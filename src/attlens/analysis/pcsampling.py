@@ -444,6 +444,7 @@ class _Join:
             self.notes.append("a CSV names no kernel: only samples of the traced dispatch are used")
             self.scope = "traced"
         self.filter_dispatch()
+        self.drop(t.code_object == -2, "unknown_code_object")  # rocprofv3's "Unrecognized code object id" comment
         self.cu_filter["note"] = "a CSV has no hw_id: every CU is kept"
         before = int(t.count[self.keep].sum())
         self.by_text()

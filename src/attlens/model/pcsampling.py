@@ -85,9 +85,11 @@ def find_samples(dispatch, rocprof_dir=None, cache=None) -> tuple[object | None,
     if not ranked:
         return None, notes
     ranked.sort(key=lambda x: (x[0], x[1]))
-    rest = [f for _r, f, _t in ranked[1:]]
+    chosen = ranked[0][1]
+    # the same run's CSV holds the same samples as its results.json: not an alternative worth naming
+    rest = [f for _r, f, _t in ranked[1:] if not (f.endswith(CSV_SUFFIXES) and _same_prefix(f, chosen))]
     if rest:
-        notes.append(f"PC samples taken from {ranked[0][1]}; also found {', '.join(rest)} (pass --pc-sampling FILE to choose)")
+        notes.append(f"PC samples taken from {chosen}; also found {', '.join(rest)} (pass --pc-sampling FILE to choose)")
     return ranked[0][2], notes
 
 
@@ -99,3 +101,16 @@ def _names_capture(table, dispatch) -> bool:
         return False
     pat = re.compile(rf"_{h}_shader_engine_\d+_{d}\.att$")
     return any(pat.search(n) for n in table.att_filenames)
+
+
+def _prefix(path: str) -> tuple[str, str]:
+    name = os.path.basename(path)
+    for suffix in (JSON_SUFFIX, *CSV_SUFFIXES):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)].rstrip("_")
+            break
+    return os.path.realpath(os.path.dirname(path)), name
+
+
+def _same_prefix(a: str, b: str) -> bool:
+    return _prefix(a) == _prefix(b)
