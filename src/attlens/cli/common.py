@@ -97,6 +97,19 @@ SIMD_SELECT = int_range(0, 0xF, base=0)
 BUFFER_SIZE = int_range(1 << 20, 2 << 30, base=0)
 
 
+def power_of_two_cycles(text: str) -> int:
+    """A stochastic PC-sampling interval: a power of two from 256 to 2**31 cycles
+    (rocprofv3 -L on gfx942: Min_Interval 256, Max_Interval 2147483648, pow2)."""
+    value = int_range(256, 1 << 31, base=0)(text)
+    if value & (value - 1):
+        lo = 1 << (value.bit_length() - 1)
+        raise argparse.ArgumentTypeError(f"{text} is not a power of two (e.g. {lo:,} or {lo * 2:,})")
+    return value
+
+
+PC_SAMPLING_INTERVAL = power_of_two_cycles
+
+
 # --------------------------------------------------------------------------- output options
 
 
