@@ -298,16 +298,15 @@ class _Join:
         """(samples checked, samples whose sampled text is the traced instruction's)."""
         t, isa = self.t, self.d.code.isa
         m = self.keep & (self.pc >= 0) & (t.inst >= 0)
-        checked = agree = 0
-        cache: dict = {}
-        for r in np.flatnonzero(m).tolist():
-            key = (int(self.pc[r]), int(t.inst[r]))
-            ok = cache.get(key)
-            if ok is None:
-                ok = cache[key] = same_instruction(isa[key[0]], t.instructions[key[1]])
-            c = int(t.count[r])
-            checked += c
-            agree += c * ok
+        width = len(t.instructions) + 1
+        key = self.pc[m] * width + t.inst[m].astype(np.int64)
+        if not len(key):
+            self.text_check = {"checked": 0, "agree": 0}
+            return 0, 0
+        uniq, inv = np.unique(key, return_inverse=True)  # each (pc, text) pair compared once
+        ok = np.array([same_instruction(isa[k // width], t.instructions[k % width]) for k in uniq.tolist()], dtype=bool)
+        cnt = t.count[m]
+        checked, agree = int(cnt.sum()), int(cnt[ok[inv.reshape(-1)]].sum())
         self.text_check = {"checked": checked, "agree": agree}
         return checked, agree
 

@@ -112,59 +112,86 @@ def _dispatch_kernels(p: dict) -> dict[int, int]:
     return out
 
 
-def _fill(cols: dict, i: int, entry, method: int, masks: np.ndarray, has_mask: np.ndarray, n_inst: int) -> int:
-    """One sample into row ``i``; returns 1 when a field had to be taken as unknown."""
-    entry = _obj(entry)
-    rec = entry.get("record") if isinstance(entry.get("record"), dict) else entry
+def _read_records(entries, n_inst: int) -> tuple[dict, int]:
+    """Columns of ``entries`` ([(entry, method)]) and how many samples had a
+    field taken as unknown. One pass into Python lists, converted once."""
+    n = len(entries)
+    co, off, ts, disp, corr = ([-1] * n for _ in range(5))
+    hw = {col: [-1] * n for col, _ in _HW}
+    inst = [-1] * n
+    issued, reason, itype, wcnt = ([-1] * n for _ in range(4))
+    ai, st = [0] * n, [0] * n
+    masks, has_mask = [0] * n, [False] * n
+    methods = [0] * n
+    issue_keys = [(b, f"arb_state_issue_{p}", f"arb_state_stall_{p}") for b, p in enumerate(ARB_PIPES)]
     bad = 0
-    cols["method"][i] = method
-    pc = _obj(rec.get("pc"))
-    for col, v in (("code_object", pc.get("code_object_id")), ("offset", pc.get("code_object_offset")),
-                   ("timestamp", rec.get("timestamp")), ("dispatch", rec.get("dispatch_id")),
-                   ("correlation", _obj(rec.get("corr_id", rec.get("correlation_id"))).get("internal"))):
-        n = _nonneg(v)
-        if n is None:
-            bad = 1
-        else:
-            cols[col][i] = n
-    hw = _obj(rec.get("hw_id"))
-    for col, key in _HW:
-        n = _nonneg(hw.get(key))
-        if n is not None and n < (1 << 15):
-            cols[col][i] = n
-    m = rec.get("exec_mask")
-    if isinstance(m, int) and not isinstance(m, bool) and 0 <= m < (1 << 64):
-        masks[i], has_mask[i] = m, True
-    k = entry.get("inst_index")
-    if isinstance(k, int) and not isinstance(k, bool) and 0 <= k < n_inst:
-        cols["inst"][i] = cols["comment"][i] = k
-    if method != 1:
-        return bad
-    wc = _nonneg(rec.get("wave_cnt"))
-    if wc is not None and wc < (1 << 15):
-        cols["wave_count"][i] = wc
-    issued = rec.get("wave_issued")
-    if issued in (0, 1) and not isinstance(issued, float):
-        cols["issued"][i] = int(issued)
-    else:
-        return 1
-    snap = _obj(rec.get("snapshot"))
-    if issued:
-        t = enum_index(rec.get("inst_type"), INST_TYPES, INST_TYPE_PREFIX)
-        cols["inst_type"][i] = t
-        bad |= t < 0
-    else:
-        r = enum_index(snap.get("stall_reason"), REASONS, REASON_PREFIX)
-        cols["reason"][i] = r
-        bad |= r < 0
-    ai = st = 0
-    for b, pipe in enumerate(ARB_PIPES):
-        if snap.get(f"arb_state_issue_{pipe}") in (1, True):
-            ai |= 1 << b
-        if snap.get(f"arb_state_stall_{pipe}") in (1, True):
-            st |= 1 << b
-    cols["arb_issue"][i], cols["arb_stall"][i] = ai, st
-    return bad
+    for i, (entry, method) in enumerate(entries):
+        if not isinstance(entry, dict):
+            bad += 1
+            continue
+        rec = entry.get("record")
+        if not isinstance(rec, dict):
+            rec = entry
+        methods[i] = method
+        flaw = 0
+        pc = rec.get("pc")
+        pc = pc if isinstance(pc, dict) else {}
+        corr_id = rec.get("corr_id", rec.get("correlation_id"))
+        for lst, v in ((co, pc.get("code_object_id")), (off, pc.get("code_object_offset")), (ts, rec.get("timestamp")),
+                       (disp, rec.get("dispatch_id")), (corr, corr_id.get("internal") if isinstance(corr_id, dict) else None)):
+            if type(v) is int and 0 <= v < (1 << 63):
+                lst[i] = v
+            else:
+                flaw = 1
+        h = rec.get("hw_id")
+        if isinstance(h, dict):
+            for col, key in _HW:
+                v = h.get(key)
+                if type(v) is int and 0 <= v < (1 << 15):
+                    hw[col][i] = v
+        m = rec.get("exec_mask")
+        if type(m) is int and 0 <= m < (1 << 64):
+            masks[i], has_mask[i] = m, True
+        k = entry.get("inst_index")
+        if type(k) is int and 0 <= k < n_inst:
+            inst[i] = k
+        if method == 1:
+            wc = rec.get("wave_cnt")
+            if type(wc) is int and 0 <= wc < (1 << 15):
+                wcnt[i] = wc
+            w = rec.get("wave_issued")
+            if w == 0 or w == 1:
+                issued[i] = int(w)
+                snap = rec.get("snapshot")
+                snap = snap if isinstance(snap, dict) else {}
+                if w:
+                    t = enum_index(rec.get("inst_type"), INST_TYPES, INST_TYPE_PREFIX)
+                    itype[i] = t
+                else:
+                    t = enum_index(snap.get("stall_reason"), REASONS, REASON_PREFIX)
+                    reason[i] = t
+                flaw |= t < 0
+                a = b_ = 0
+                for b, ki, ks in issue_keys:
+                    if snap.get(ki) in (1, True):
+                        a |= 1 << b
+                    if snap.get(ks) in (1, True):
+                        b_ |= 1 << b
+                ai[i], st[i] = a, b_
+            else:
+                flaw = 1
+        bad += flaw
+    cols = empty_columns(n)
+    cols["method"][:] = methods
+    for col, lst in (("code_object", co), ("offset", off), ("timestamp", ts), ("dispatch", disp), ("correlation", corr),
+                     ("inst", inst), ("issued", issued), ("reason", reason), ("inst_type", itype), ("wave_count", wcnt),
+                     ("arb_issue", ai), ("arb_stall", st), *hw.items()):
+        cols[col][:] = lst
+    cols["comment"][:] = cols["inst"]
+    hm = np.array(has_mask, dtype=bool)
+    if hm.any():
+        cols["lanes"][hm] = popcount64(np.array(masks, dtype=np.uint64)[hm])
+    return cols, bad
 
 
 def _process(doc, path: Path) -> tuple[dict, list[str]]:
@@ -184,7 +211,20 @@ def _process(doc, path: Path) -> tuple[dict, list[str]]:
 
 
 def read_pc_sampling_json(path: Path) -> PcSampleTable:
+    import gc
+
     path = Path(path)
+    # millions of small containers, none in a cycle: the collector would run hundreds of times for nothing
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read(path: Path) -> PcSampleTable:
     p, warnings = _process(read_json(path), path)
     strings = _obj(p.get("strings"))
     insts = [s if isinstance(s, str) else "" for s in _list(strings.get("pc_sample_instructions"))]
@@ -192,11 +232,8 @@ def read_pc_sampling_json(path: Path) -> PcSampleTable:
     n_inst = min(len(insts), len(comments)) if comments else len(insts)
     buffers = _obj(p.get("buffer_records"))
     entries = [(e, m) for k, m in _KINDS for e in _list(buffers.get(k))]
-    cols = empty_columns(len(entries))
-    masks = np.zeros(len(entries), dtype=np.uint64)
-    has_mask = np.zeros(len(entries), dtype=bool)
-    bad = sum(_fill(cols, i, e, m, masks, has_mask, n_inst) for i, (e, m) in enumerate(entries))
-    cols["lanes"][has_mask] = popcount64(masks[has_mask])
+    cols, bad = _read_records(entries, n_inst)
+    del entries
     if bad:
         warnings.append(f"{path.name}: {bad} sample(s) with a missing or unknown field (pc, dispatch, issue bit, stall reason "
                         "or instruction type); those fields are taken as unknown")
