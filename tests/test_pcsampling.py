@@ -534,3 +534,37 @@ def test_profile_pc_sampling_falls_back(env, target, method):  # noqa: F811
         assert pcs["unit"] == "time" and job["pc_sampling_unit"] == "time"
         ja = doc["analysis"]["pc_sampling"]
         assert ja["join"]["mode"] == "code-object-id" and ja["issued"] is None and ja["stalled"] is None and ja["samples"]["joined"] > 0
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def test_bad_sample_files_get_one_line_and_a_documented_code(tmp_path, shared):
+    cases = {
+        "a_results.json": ('{"rocprofiler-sdk-tool": 5}', 7),
+        "b_results.json": ('{"rocprofiler-sdk-tool": [{"buffer_records": {"pc_sample_stochastic": [1, "x", null]}}]}', 8),
+        "c_results.json": ("{not json", 7),
+        "d_pc_sampling_stochastic.csv": ('"Sample_Timestamp","Exec_Mask"\n1,2\n', 7),
+        "e_pc_sampling_host_trap.csv": ("", 6),
+        "f_pc_sampling_stochastic.csv": ('"Sample_Timestamp","Exec_Mask","Dispatch_Id","Instruction","Instruction_Comment","Correlation_Id",'
+                                         '"Wave_Issued_Instruction","Instruction_Type","Stall_Reason","Wave_Count"\n'
+                                         '-1,x,2,"s_nop 0","",1,7,"BOGUS","ALSO_BOGUS",99999999\n', 8),
+        "notes.txt": ("hello", 2),
+    }
+    for name, (text, code) in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        o = run_main("pcsampling", p, "--json")
+        assert_clean(o)
+        assert o.code == code, o.describe()
+    d = tmp_path / "viewer"
+    d.mkdir()
+    (d / "filenames.json").write_text('{"pc_sampling": true, "wave_filenames": null}')
+    (d / "code.json").write_text(json.dumps({"header": ["ISA", "_", "LineNumber", "Source", "Codeobj", "Vaddr", "Hit", "Latency", "Stall",
+                                                       "Idle", "PC_Issued", "PC_Stalled", "Stall_Reasons"],
+                                            "code": [["s_nop 0", 0, 0, "", 1, 0, 0, 0, 0, 0, 2, 5, [0, 0, 0, 3, 0, 0, 0, 0, 0, 0]]]}))
+    o = run_main("analyze", d, "--json")
+    assert_clean(o)
+    doc = o.json()
+    assert o.code == 8 and doc["totals"]["stalled"] == 5 and doc["totals"]["reasons"] == {"WAITCNT": 3}
+    assert any("do not sum to PC_Stalled" in w for w in doc["warnings"])
