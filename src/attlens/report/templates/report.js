@@ -199,7 +199,8 @@
     return null;
   }
   function fmtEvidence(key, v, parentKey) {
-    var sem = semantic(key) || (parentKey ? semantic(parentKey) : null);
+    // a value under a share- or bytes-valued parent (e.g. busy share by pipe) is shown as its parent's kind
+    var up = parentKey ? semantic(parentKey) : null, sem = semantic(key) || (up === "share" || up === "bytes" ? up : null);
     if (v === null || v === undefined) return "—";
     if (typeof v === "boolean") return v ? "yes" : "no";
     if (typeof v === "number") {
