@@ -283,7 +283,16 @@
     buildLegend();
     draw();
     api.timeline = { view: function () { return [view.v0, view.v1]; }, zoom: function (a, b) { view.v0 = Math.max(0, a); view.v1 = Math.min(nB, b); draw(); }, draw: draw,
-      onView: function (f) { viewHooks.push(f); }, laneOf: function (wave) { var k = Array.prototype.indexOf.call(TL.waves.index, wave); return k < 0 ? null : TL.lanes[waveLane[k]]; } };
+      onView: function (f) { viewHooks.push(f); },
+      pointOf: function (wave) {
+        // where wave's middle is drawn, in window coordinates (null when out of view)
+        var k = Array.prototype.indexOf.call(TL.waves.index, wave);
+        if (k < 0) return null;
+        var r = canvas.getBoundingClientRect(), mid = (wb[k] + we[k]) / 2 / bc;
+        if (mid < view.v0 || mid > view.v1) return null;
+        return { x: r.left + gutter + (mid - view.v0) / (view.v1 - view.v0) * (r.width - gutter), y: r.top + waveLane[k] * laneH + laneH / 2 };
+      },
+      laneOf: function (wave) { var k = Array.prototype.indexOf.call(TL.waves.index, wave); return k < 0 ? null : TL.lanes[waveLane[k]]; } };
   }
 
 
