@@ -331,7 +331,7 @@ def test_sweep_dashboard(open_page, tmp_path):
         assert f"{wgs:,} workgroups × {int(np.prod(s['workgroup'])):,} threads" in kernel
         assert c["duration_us"]["value"] == s["duration_us"] and c["duration_us"]["text"].startswith(f"{s['duration_us']:,.2f} µs")
         assert c["stall_share"]["value"] == s["stall_share"] and f"{_sweep_pct(s['stall_share'])} of latency" in c["stall_share"]["text"]
-        assert f"most: {s['dominant_class']} {_sweep_pct(s['dominant_class_share'])}" in c["stall_share"]["text"]
+        assert f"most: {s['dominant_class']}, {_sweep_pct(s['dominant_class_share'])} of stall" in c["stall_share"]["text"]
         o_ = s["occupancy"]
         assert c["occupancy"]["value"] == o_["theoretical"] and c["occupancy"]["text"].startswith(f"{o_['theoretical']} / {o_['observed']}")
         f = s["top_finding"]

@@ -92,14 +92,25 @@ def scope(dispatch, se_offsets: dict | None, t0: int, t1: int, timeline_bin_cycl
     k = max(1, -(-span // (timeline_bin_cycles * SCOPE_BINS)))
     width = timeline_bin_cycles * k
     n_bins = -(-span // width)
-    b = np.clip((aligned_record_times(dispatch, se_offsets) - t0) // width, 0, n_bins - 1)
-    key = recs.pc.astype(np.int64) * n_bins + b
-    order = np.argsort(key, kind="stable")
-    key_sorted = key[order]
-    cells, first = np.unique(key_sorted, return_index=True)
-    sums = {name: np.add.reduceat(col[order].astype(np.int64), first) if len(first) else np.zeros(0, np.int64)
+    # cells of the pcs that ran, counted with bincount (no sort, no copy of the records per column)
+    ran = np.flatnonzero(np.bincount(recs.pc, minlength=dispatch.code.size))
+    row = np.full(dispatch.code.size, -1, dtype=np.int64)
+    row[ran] = np.arange(len(ran))
+    key = aligned_record_times(dispatch, se_offsets)
+    key -= t0
+    key //= width
+    np.clip(key, 0, n_bins - 1, out=key)
+    key += row[recs.pc] * n_bins
+    size = len(ran) * n_bins
+    hit = np.bincount(key, minlength=size)
+    # float64 sums of integers stay exact below 2**53 cycles
+    sums = {name: np.rint(np.bincount(key, weights=col, minlength=size)).astype(np.int64)
             for name, col in (("latency", recs.duration), ("stall", recs.stall), ("idle", recs.idle))}
-    hit = np.diff(np.r_[first, len(key_sorted)]) if len(first) else np.zeros(0, np.int64)
+    del key
+    nz = np.flatnonzero(hit)
+    cells = ran[nz // n_bins] * n_bins + nz % n_bins
+    hit = hit[nz]
+    sums = {name: v[nz] for name, v in sums.items()}
     return {
         "t0": int(t0),
         "bins": int(n_bins),

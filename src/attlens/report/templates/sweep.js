@@ -91,7 +91,7 @@
         seg.title = c + " " + pct(mix[c]); seg.dataset.cls = c; bar.appendChild(seg);
       });
       td.appendChild(bar);
-      if (s.dominant_class) td.appendChild(sub("most: " + s.dominant_class + " " + pct(s.dominant_class_share)));
+      if (s.dominant_class) td.appendChild(sub("most: " + s.dominant_class + ", " + pct(s.dominant_class_share) + " of stall"));
     } },
     { key: "occupancy", label: "occupancy", num: true, width: "8%", value: function (r) { return nz((sum(r).occupancy || {}).theoretical); }, cell: function (td, r) {
       var o = sum(r).occupancy || {};
