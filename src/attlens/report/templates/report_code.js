@@ -114,15 +114,22 @@
       optional.forEach(function (k, j) { table.classList.toggle("hide-" + k, j < n); });
     }
     function isaMin(n) {
-      // the table's narrowest width with the first n optional columns hidden
-      if (minCache[n] === undefined) {
-        var w0 = table.style.width;
-        hide(n);
+      // the table's narrowest width with the first n optional columns hidden: one
+      // measurement at min-content with every column shown (a column's narrowest
+      // width does not depend on the others'), then minus the hidden ones
+      if (minCache.all === undefined) {
+        var w0 = table.style.width, shown = hidden;
+        hide(0);
         table.style.width = "min-content";
-        minCache[n] = Math.ceil(table.getBoundingClientRect().width + 4);
+        minCache.all = table.getBoundingClientRect().width + 4;
+        minCache.col = {};
+        Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) { minCache.col[th.dataset.key] = th.getBoundingClientRect().width; });
         table.style.width = w0;
+        hide(shown);
       }
-      return minCache[n];
+      var w = minCache.all;
+      for (var j = 0; j < n; j++) w -= minCache.col[optional[j]] || 0;
+      return Math.ceil(w);
     }
     function gapWidth() { return splitter.getBoundingClientRect().width + 2 * (parseFloat(getComputedStyle(grid).columnGap) || 0); }
     var hidden = 0;
@@ -450,12 +457,16 @@
     var g = arrows.svg;
     if (!g) return;
     while (g.firstChild) g.removeChild(g.firstChild);
+    var wanted = arrowPairs();
+    arrows.pairs = [];
+    g.dataset.count = "0";
+    if (!wanted.length) return;  // nothing to draw: no layout read
     var t = arrows.table, tr = t.getBoundingClientRect(), gut = t.tHead.rows[0].cells[0].getBoundingClientRect().width;
     g.setAttribute("width", gut);
     g.setAttribute("height", tr.height);
     g.style.top = t.offsetTop + "px";
     var placed = [], maxCyc = 1, drawn = [];
-    var pairs = arrowPairs().filter(function (p) {
+    var pairs = wanted.filter(function (p) {
       var a = isaRows[rowOfPc[p.producer]], b = isaRows[rowOfPc[p.wait]];
       if (!a || !b || a.hidden || b.hidden) return false;
       var ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
