@@ -88,7 +88,7 @@
   function renderDepsForLine(li) {
     depsPanel.textContent = "";
     var ln = SRC.lines[li];
-    add(depsPanel, el("div", null, el("b", { text: ln.key }), "  " + ln.pcs.length + " instruction(s), " + ln.executed + " executed; stall " + fmtInt(ln.stall) + ", latency " + fmtInt(ln.latency) +
+    add(depsPanel, el("div", null, el("b", { text: ln.key }), "  " + ln.pcs.length + " instruction(s), " + ln.executed + " executed; instruction stall " + fmtInt(ln.stall) + ", latency " + fmtInt(ln.latency) +
       (ln.dominant_class ? ", mostly " + ln.dominant_class : "")));
     (ln.inline_chains || []).forEach(function (c) { depsPanel.appendChild(el("div", { class: "muted", text: "inlined at: " + c })); });
     depsPanel.appendChild(el("div", { class: "muted", text: "Click an instruction for its memory → wait dependencies." }));
@@ -189,7 +189,7 @@
 
     // --- source view
     var left = el("div");
-    var metricSel = el("select", { id: "src-metric" }, el("option", { value: "stall", text: "stall" }), el("option", { value: "latency", text: "latency" }),
+    var metricSel = el("select", { id: "src-metric" }, el("option", { value: "stall", text: "instruction stall" }), el("option", { value: "latency", text: "latency" }),
       SRC.lines.some(function (l) { return l.exposed !== null; }) ? el("option", { value: "exposed", text: "exposed" }) : null);
     var orderSel = el("select", { id: "src-order" }, el("option", { value: "file", text: "file order" }), el("option", { value: "hot", text: "hottest first" }));
     left.appendChild(el("h3", { text: "Source view" }));
@@ -324,7 +324,7 @@
           heat.appendChild(el("div", { class: "b1", style: { width: (100 * lineValue(ln) / maxV) + "%" } }));
           heat.appendChild(el("div", { class: "b2", style: { width: (100 * ln.latency / maxL) + "%" } }));
         }
-        var row = el("div", { class: "src-row" + (ln ? " mapped" : " dim"), title: ln ? ln.key + ": stall " + fmtInt(ln.stall) + ", latency " + fmtInt(ln.latency) + ", " + ln.executed + "/" + ln.pcs.length + " instructions executed" : null },
+        var row = el("div", { class: "src-row" + (ln ? " mapped" : " dim"), title: ln ? ln.key + ": instruction stall " + fmtInt(ln.stall) + ", latency " + fmtInt(ln.latency) + ", " + ln.executed + "/" + ln.pcs.length + " instructions executed" : null },
           heat, el("span", { class: "ln", text: label !== undefined ? label : (lineNo === null ? "" : String(lineNo)) }),
           el("span", { class: "txt", text: text }), el("span", { class: "val", text: ln ? fmtCompact(lineValue(ln)) : "" }));
         if (ln) {
@@ -376,7 +376,7 @@
         var pcs = SRC.lines[li].pcs.slice().sort(function (a, b) { return a - b; });
         pcs.forEach(function (pc) {
           var r = rowOfPc[pc];
-          var line = "pc " + pc + "  " + (ISA.stall[r] ? "stall " + fmtCompact(ISA.stall[r]) : "") + "  " + ISA.text[r];
+          var line = "pc " + pc + "  " + (ISA.stall[r] ? "instruction stall " + fmtCompact(ISA.stall[r]) : "") + "  " + ISA.text[r];
           box.appendChild(el("div", { text: line, title: ISA.text[r], data: { pc: pc }, onclick: function (ev) { ev.stopPropagation(); selectPc(pc, true); } }));
         });
         row.parentNode.insertBefore(box, row.nextSibling);
