@@ -185,6 +185,19 @@
     if (bw.source === "trace" && !streaming) return "≤ " + fmtPct(hi, 0);
     return fmtPct(hi, 0);
   }
+  // PC sampling (docs/pcsampling.md): why the sampled waves did not issue, as
+  // the top three reasons' shares of the stalled samples ([[reason, count]])
+  function reasonMix(pairs, stalled) {
+    if (stalled === null || stalled === undefined) return "(host-trap: no issue bit)";
+    if (!stalled) return pairs.length ? "" : "issued only";
+    pairs.sort(function (a, b) { return b[1] - a[1]; });
+    return pairs.slice(0, 3).map(function (p) { return p[0] + " " + fmtPct(p[1] / stalled, 0); }).join(" · ");
+  }
+  // a source line's (or the dispatch's) pc_samples object: {samples, stalled, reasons: {reason: count}}
+  function lineMix(ps) {
+    if (!ps || !ps.samples) return "";
+    return reasonMix(Object.keys(ps.reasons).map(function (k) { return [k, ps.reasons[k]]; }), ps.stalled);
+  }
 
   // Evidence keys as words: a key's last word says how to show its value.
   var LABELS = { isa: "instruction", pc: "pc", pcs: "pcs", hit: "executions", loop_pcs: "loop pcs", trips_mean: "trips per entry",
@@ -372,9 +385,16 @@
     var dd = P.dispatch || {};
     if (dd.grid_source) facts.push(["grid", (dd.workgroups ? fmtInt(dd.workgroups) + " workgroups of " + dd.workgroup_size + " threads (" + dd.waves_per_workgroup + " waves)" : "unknown") + " — " + dd.grid_source]);
     if (dd.duration_source) facts.push(["duration", fmtNs(dd.duration_ns) + " — " + dd.duration_source]);
+    var pcs = A.pc_sampling;
+    if (pcs) {
+      var jn = pcs.join, sm = pcs.samples;
+      facts.push(["PC samples", jn.mode === "none" ? "not joined: " + jn.reason :
+        fmtInt(sm.joined) + " of " + fmtInt(sm.in_file) + " joined (" + jn.mode + ", scope " + jn.scope + ", confidence " + jn.confidence.toFixed(2) + ")" +
+        (pcs.stalled ? "; stalled: " + lineMix({ samples: sm.joined, stalled: pcs.stalled, reasons: pcs.reasons }) : "")]);
+    }
     var dl = el("dl", { class: "facts", id: "capture-facts" });
     facts.forEach(function (f) { dl.appendChild(el("dt", { text: f[0] })); dl.appendChild(el("dd", { text: f[1] })); });
-    s.appendChild(el("details", { class: "capture-details", id: "capture-details" }, el("summary", { text: "Capture details (target, paths, clock, decoder)" }), dl));
+    s.appendChild(el("details", { class: "capture-details", id: "capture-details" }, el("summary", { text: "Capture details (target, paths, clock, decoder" + (pcs ? ", PC samples" : "") + ")" }), dl));
   }
 
   // ------------------------------------------------------------------ cycles, stalls and occupancy

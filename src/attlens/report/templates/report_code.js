@@ -1,6 +1,18 @@
   // ------------------------------------------------------------------ source + ISA
   var ISA = DATA.isa, SRC = DATA.source, DEPS = DATA.deps;
   var nIsa = ISA.pc.length;
+  // PC sampling (docs/pcsampling.md): per listed instruction the samples and
+  // why the sampled waves stalled, beside the trace's cycles (null: none joined)
+  var PCS = ISA.pc_samples || null;
+  if (PCS) {
+    ISA.pcs_samples = PCS.samples;
+    ISA.pcs_why = PCS.samples.map(function (n, i) {
+      if (!n) return null;  // null sorts last
+      var byr = PCS.by_reason ? PCS.by_reason[i] : [];
+      return reasonMix(byr.map(function (c, k) { return [PCS.reasons[k], c]; }).filter(function (p) { return p[1] > 0; }),
+        PCS.stalled ? PCS.stalled[i] : null);
+    });
+  }
   var rowOfPc = {}, lineOfPc = {};
   for (var ii = 0; ii < nIsa; ii++) rowOfPc[ISA.pc[ii]] = ii;
   SRC.lines.forEach(function (ln, li) { ln.pcs.forEach(function (pc) { lineOfPc[pc] = li; }); });
@@ -105,7 +117,10 @@
   // columns give way, in the order of GIVE_WAY (they are listed above the
   // table), then the source view narrows down to SRC_MIN, then the two stack.
   var SRC_MIN = 320, INS_MIN = 200, INS_MORE = 120, SRC_TEXT_SHARE = 0.45, SRC_REF_SHARE = 0.3;
-  var GIVE_WAY = ["source", "idle", "exposed", "waited_on"];
+  // The sampled reasons (pcs_why, the widest) go before waited on (the arrows
+  // show it too) and stay in the samples cell's tooltip; the sample count
+  // (narrow, the one to sort by) goes last.
+  var GIVE_WAY = ["source", "idle", "exposed", "pcs_why", "waited_on", "pcs_samples"];
   function fitSplit(grid, left, splitter, table, cols, hiddenNote) {
     var userWidth = null, drag = null, minCache = {};
     var optional = GIVE_WAY.filter(function (k) { return cols.some(function (c) { return c.key === k; }); });
@@ -190,7 +205,8 @@
     // --- source view
     var left = el("div");
     var metricSel = el("select", { id: "src-metric" }, el("option", { value: "stall", text: "instruction stall" }), el("option", { value: "latency", text: "latency" }),
-      SRC.lines.some(function (l) { return l.exposed !== null; }) ? el("option", { value: "exposed", text: "exposed" }) : null);
+      SRC.lines.some(function (l) { return l.exposed !== null; }) ? el("option", { value: "exposed", text: "exposed" }) : null,
+      PCS ? el("option", { value: "samples", text: "PC samples" }) : null);
     var orderSel = el("select", { id: "src-order" }, el("option", { value: "file", text: "file order" }), el("option", { value: "hot", text: "hottest first" }));
     left.appendChild(el("h3", { text: "Source view" }));
     left.appendChild(el("div", { class: "controls" }, el("label", null, "value ", metricSel), el("label", null, "order ", orderSel)));
@@ -225,6 +241,10 @@
       { key: "idle", label: "idle", num: 1 }];
     if (hasExposed) cols.push({ key: "exposed", label: "exposed", num: 1, title: "idle + latency not hidden by other waves' work" });
     cols.push({ key: "waited_on", label: "waited on", num: 1, title: "wait cycles other instructions spent waiting for this memory op" });
+    if (PCS) {
+      cols.push({ key: "pcs_samples", label: "samples", num: 1, title: "PC samples at this instruction" });
+      cols.push({ key: "pcs_why", label: "sampled why", title: "why the sampled waves did not issue: share of the stalled samples per reason" });
+    }
     cols.push({ key: "source", label: "source" });
     cols.forEach(function (c) { if (c.key === "stall") c.title = "instruction stall: cycles the instruction waited before it issued (code.json Stall)"; });
     var maxStall = Math.max.apply(null, ISA.stall.concat([1]));
@@ -251,6 +271,13 @@
       tr.appendChild(el("td", { class: "num c-idle", text: fmtInt(ISA.idle[i]) }));
       if (hasExposed) tr.appendChild(el("td", { class: "num c-exposed", text: fmtInt(ISA.exposed[i]) }));
       tr.appendChild(el("td", { class: "num c-waited_on", text: ISA.waited_on[i] ? fmtInt(ISA.waited_on[i]) : "" }));
+      if (PCS) {
+        tr.appendChild(el("td", { class: "num c-pcs_samples", text: ISA.pcs_samples[i] ? fmtInt(ISA.pcs_samples[i]) : "", title: ISA.pcs_why[i] || null }));
+        // one reason per unbreakable piece: the mix wraps between reasons when the pane is narrow
+        tr.appendChild(el("td", { class: "c-pcs_why" }, (ISA.pcs_why[i] || "").split(" · ").map(function (part, j) {
+          return [j ? " · " : "", part ? el("span", { class: "mix", text: part }) : null];
+        })));
+      }
       tr.appendChild(el("td", { class: "src c-source", text: shortSource(ISA.source[i]), title: ISA.source[i] || "" }));
       tr.addEventListener("click", (function (p) { return function () { selectPc(p, false); }; })(pc));
       isaRows.push(tr);
@@ -263,7 +290,7 @@
 
     var sortState = { key: "pc", dir: 1 };
     function sortBy(key) {
-      var dir = sortState.key === key ? -sortState.dir : (key === "pc" || key === "text" || key === "cls" || key === "source" ? 1 : -1);
+      var dir = sortState.key === key ? -sortState.dir : (key === "pc" || key === "text" || key === "cls" || key === "source" || key === "pcs_why" ? 1 : -1);
       sortState = { key: key, dir: dir };
       var col = key === "cls" ? ISA.cls.map(function (c) { return ISA.classes[c]; }) : ISA[key];
       var idx = [];
@@ -309,7 +336,11 @@
     applyFilter();
 
     // source rows
-    function lineValue(ln) { var m = metricSel.value; return ln[m] === null || ln[m] === undefined ? 0 : ln[m]; }
+    function lineValue(ln) {
+      var m = metricSel.value;
+      if (m === "samples") return ln.pc_samples ? ln.pc_samples.samples : 0;
+      return ln[m] === null || ln[m] === undefined ? 0 : ln[m];
+    }
     function buildSource() {
       srcPane.textContent = "";
       srcRowsByLine = {};
@@ -324,7 +355,8 @@
           heat.appendChild(el("div", { class: "b1", style: { width: (100 * lineValue(ln) / maxV) + "%" } }));
           heat.appendChild(el("div", { class: "b2", style: { width: (100 * ln.latency / maxL) + "%" } }));
         }
-        var row = el("div", { class: "src-row" + (ln ? " mapped" : " dim"), title: ln ? ln.key + ": instruction stall " + fmtInt(ln.stall) + ", latency " + fmtInt(ln.latency) + ", " + ln.executed + "/" + ln.pcs.length + " instructions executed" : null },
+        var why = ln && ln.pc_samples ? "; " + fmtInt(ln.pc_samples.samples) + " PC samples" + (lineMix(ln.pc_samples) ? ": " + lineMix(ln.pc_samples) : "") : "";
+        var row = el("div", { class: "src-row" + (ln ? " mapped" : " dim"), title: ln ? ln.key + ": instruction stall " + fmtInt(ln.stall) + ", latency " + fmtInt(ln.latency) + ", " + ln.executed + "/" + ln.pcs.length + " instructions executed" + why : null },
           heat, el("span", { class: "ln", text: label !== undefined ? label : (lineNo === null ? "" : String(lineNo)) }),
           el("span", { class: "txt", text: text }), el("span", { class: "val", text: ln ? fmtCompact(lineValue(ln)) : "" }));
         if (ln) {
@@ -336,7 +368,7 @@
         frag.appendChild(row);
       }
       if (orderSel.value === "hot") {
-        var order = SRC.lines.map(function (l, i) { return i; }).filter(function (i) { return SRC.lines[i].hit > 0; });
+        var order = SRC.lines.map(function (l, i) { return i; }).filter(function (i) { return SRC.lines[i].hit > 0 || lineValue(SRC.lines[i]) > 0; });
         order.sort(function (a, b) { return lineValue(SRC.lines[b]) - lineValue(SRC.lines[a]) || a - b; });
         frag.appendChild(el("div", { class: "src-file", text: "Executed source lines, hottest first (" + metricSel.value + ")" }));
         order.forEach(function (li) { srcRow(li, null, SRC.lines[li].key, String(order.indexOf(li) + 1)); });
@@ -376,7 +408,8 @@
         var pcs = SRC.lines[li].pcs.slice().sort(function (a, b) { return a - b; });
         pcs.forEach(function (pc) {
           var r = rowOfPc[pc];
-          var line = "pc " + pc + "  " + (ISA.stall[r] ? "instruction stall " + fmtCompact(ISA.stall[r]) : "") + "  " + ISA.text[r];
+          var line = "pc " + pc + "  " + (ISA.stall[r] ? "instruction stall " + fmtCompact(ISA.stall[r]) : "") + "  " + ISA.text[r] +
+            (PCS && ISA.pcs_samples[r] ? "  [" + fmtInt(ISA.pcs_samples[r]) + " samples" + (ISA.pcs_why[r] ? ": " + ISA.pcs_why[r] : "") + "]" : "");
           box.appendChild(el("div", { text: line, title: ISA.text[r], data: { pc: pc }, onclick: function (ev) { ev.stopPropagation(); selectPc(pc, true); } }));
         });
         row.parentNode.insertBefore(box, row.nextSibling);
