@@ -255,14 +255,25 @@ def render_waits(ws, console, top: int = 10) -> None:
 
 
 def render_captures(cl, console) -> None:
-    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap"), Col("kernel", "text"), Col("target", "text"),
-                                                              Col("waves"), Col("instructions"), Col("dispatch"), Col("path", "path")])
+    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap"), Col("layout", "text"), Col("kernel", "text"),
+                                                              Col("target", "text"), Col("waves"), Col("instructions"), Col("dispatch"),
+                                                              Col("path", "path")])
     for c in cl.captures:
         status = c.status if c.error is None else f"{c.status}: {c.error}"
-        t.add_row(escape(status), escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions), _n(c.dispatch_id), escape(str(c.path)))
+        t.add_row(escape(status), c.layout or "-", escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions),
+                  _n(c.dispatch_id), escape(str(c.path)))
     console.print(t)
     if not cl.captures:
-        console.print("  no capture (no filenames.json) at or up to four levels below this folder")
+        console.print("  no capture (no filenames.json) at or below this folder")
+    if cl.others:
+        o = FitTable("Other profiler outputs", [Col("layout", "text"), Col("status", "wrap"), Col("target", "text"), Col("files", "wrap"),
+                                                 Col("path", "path")])
+        for x in cl.others:
+            status = x.status if x.error is None else f"{x.status}: {x.error}"
+            o.add_row(x.layout, escape(status), x.target or "-", escape(", ".join(x.files)), escape(str(x.path)))
+        console.print(o)
+    if cl.stopped:
+        console.print(f"  [yellow]![/yellow] {escape(cl.stopped)}")
 
 
 
