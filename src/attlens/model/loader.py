@@ -290,6 +290,7 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     if occupancy is not None and (waves.cu < 0).all():
         warnings.extend(_cu_from_occupancy(waves, occupancy))
     warnings.extend(_stats_cross_check(d, code))
+    warnings.extend(_prologue_note(code, records))
     if layout == LAYOUT_V2 and records.count and not records.stall.any():
         warnings.append(STALL_NOT_RECORDED)
 
@@ -342,6 +343,55 @@ def _cu_from_occupancy(waves: Waves, occupancy) -> list[str]:
     note = (f"wave files carry no CU: the CU of each wave comes from its occupancy.json start event "
             f"({len(sure)} of {waves.count} matched one CU")
     return [note + (f", {unknown} matched none" if unknown else "") + ")"]
+
+
+# AMDGPU kernel-argument preloading: the first 256 bytes of the kernel are a
+# compatibility prologue (load the arguments into SGPRs, wait, branch to entry
+# + 256); firmware that preloads starts the waves at entry + 256 (docs/formats.md).
+PRELOAD_PROLOGUE_BYTES = 256
+
+
+def preload_prologue(code) -> tuple[int, int] | None:
+    """(first pc, first pc after it) of a kernarg-preload prologue at the
+    kernel's entry: only s_load / s_waitcnt / s_nop and an s_branch to entry
+    + 256 in the first 256 bytes; None when the listing has no such prologue."""
+    if not code.has_addresses:
+        return None
+    pcs = np.flatnonzero(code.instruction_mask)
+    if not len(pcs):
+        return None
+    first = int(pcs[0])
+    entry = int(code.vaddr[first])
+    after = entry + PRELOAD_PROLOGUE_BYTES
+    loads = branch = False
+    for pc in pcs.tolist():
+        va = int(code.vaddr[pc])
+        if va >= after:
+            return (first, pc) if loads and branch and va == after else None
+        m = mnemonic(code.isa[pc])
+        if m.startswith("s_load"):
+            loads = True
+        elif m == "s_branch":
+            try:
+                branch = va + 4 + 4 * int(code.isa[pc].split()[1], 0) == after
+            except (IndexError, ValueError):
+                return None
+        elif m not in ("s_waitcnt", "s_nop"):
+            return None
+    return None
+
+
+def _prologue_note(code, records) -> list[str]:
+    span = preload_prologue(code)
+    if span is None:
+        return []
+    a, b = span
+    ran = bool(records.count) and bool(((records.pc >= a) & (records.pc < b)).any())
+    if ran:
+        return []
+    return [f"pcs {a}-{b - 1} are the kernel-argument preload prologue ({PRELOAD_PROLOGUE_BYTES} bytes at the entry: load "
+            f"the arguments, then branch to pc {b}); firmware that preloads arguments starts the waves at pc {b}, so they "
+            "never run: not dead code"]
 
 
 def _stats_cross_check(d: Path, code) -> list[str]:
