@@ -165,11 +165,27 @@ def read_pmc_perf(path: str | Path, *, keep_instances: bool = False) -> dict[int
 
 def _pivot_long(name: str, header: list[str], rows: list[list[str]]) -> dict[int, dict]:
     """The long form of pmc_perf.csv (rocprofiler-compute's rocpd path, ROCm 7):
-    one row per dispatch and counter, the dispatch's fields repeated."""
-    dicts = (dict(zip(header, r)) for r in rows)
+    one row per dispatch and counter, the dispatch's fields repeated. Each
+    counter row carries the Start/End of the pass that collected it; like
+    rocprofiler-compute's merge of per-pass files, Start/End are the means
+    over the passes (the distinct Start/End pairs of the dispatch)."""
+    dicts = [dict(zip(header, r)) for r in rows]
     out = pivot_counter_rows(({**d, "Dispatch_Id": d.get("Dispatch_ID"), "Agent_Id": d.get("GPU_ID")} for d in dicts), source=name)
-    for rec in out.values():
-        rec["timing_unusable"] = _timing_unusable(rec.get("start_cell"), rec.get("end_cell"), rec["start_ns"], rec["end_ns"])
+    spans: dict[int, set] = {}
+    for d in dicts:
+        did = _int(d.get("Dispatch_ID"))
+        if did is not None:
+            spans.setdefault(did, set()).add((d.get("Start_Timestamp"), d.get("End_Timestamp")))
+    for did, rec in out.items():
+        pairs = sorted(spans.get(did, ()), key=str)
+        starts = [_float(s) for s, _ in pairs]
+        ends = [_float(e) for _, e in pairs]
+        bad = next((u for u in (_timing_unusable(s, e, _float(s), _float(e)) for s, e in pairs) if u), None)
+        if len(pairs) > 1 and None not in starts and None not in ends:
+            rec["start_ns"], rec["end_ns"] = _mean_span(starts, ends)
+            rec["notes"] = _duration_note(rec["start_ns"], rec["end_ns"]) + [
+                f"Start/End are the means over the {len(pairs)} passes' timestamps"]
+        rec["timing_unusable"] = bad
     return out
 
 
@@ -225,6 +241,13 @@ def read_counter_collection(path: str | Path) -> dict[int, dict]:
     return pivot_counter_rows(read_rows(p), source=p.name)
 
 
+def _mean_span(starts: list[float], ends: list[float]) -> tuple[float, float]:
+    """(mean Start, mean Start + mean duration): the mean of the durations is
+    exact where a mean of 10^16-ns timestamps in floats would lose nanoseconds."""
+    n = len(starts)
+    return sum(starts) / n, sum(starts) / n + sum(e - s for s, e in zip(starts, ends)) / n
+
+
 _PASS_FILE = re.compile(r"pmc_perf_(\d+)\.csv")
 
 
@@ -250,10 +273,9 @@ def merge_pass_files(files: list[Path]) -> dict[int, dict]:
     merged = merge_passes(passes, run_ids=["workload"] * len(passes))
     for did, rec in merged.items():
         spans = [(p[did]["start_ns"], p[did]["end_ns"]) for p in passes if did in p]
-        starts = [s for s, _ in spans if s is not None]
-        ends = [e for _, e in spans if e is not None]
-        if starts and ends:
-            rec["start_ns"], rec["end_ns"] = sum(starts) / len(starts), sum(ends) / len(ends)
+        spans = [(a, b) for a, b in spans if a is not None and b is not None]
+        if spans:
+            rec["start_ns"], rec["end_ns"] = _mean_span([a for a, _ in spans], [b for _, b in spans])
         bad = [p[did].get("timing_unusable") for p in passes if did in p and p[did].get("timing_unusable")]
         rec["timing_unusable"] = bad[0] if bad else None
         rec["notes"] = _duration_note(rec["start_ns"], rec["end_ns"]) + [
