@@ -633,10 +633,6 @@ def _machine_facts(tgt: PmcTarget, prod: PmcProduct, machine: Mapping | None) ->
         peak, source = known.peak_hbm_gbps, known.peak_source
     elif peak is None:
         peak, source = prod.peak_hbm_gbps, f"{machine.get('product')!r} not tabulated and sysinfo.csv gives no peak: reference product {prod.name}; {prod.peak_source}"
-    elif machine.get("file"):
-        from pathlib import Path
-
-        source = f"{Path(machine['file']).name}: {source}"
     return label, machine.get("xcd"), peak, source
 
 
