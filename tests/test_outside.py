@@ -7,7 +7,6 @@ copied from attlens output."""
 from __future__ import annotations
 
 import csv
-import glob
 import json
 import shutil
 from collections import Counter, defaultdict

@@ -11,10 +11,11 @@ Layouts covered (docs/formats.md "Files beside a capture"):
   ``DIR/<hostname>/<pid>_agent_info.csv`` (and the ``.att`` files), i.e. a
   child folder of the parent that holds run outputs;
 * the folders of ``attlens profile``: ``OUT/att/ui_output_*`` beside
-  ``OUT/discovery/discover_kernel_trace.csv``, i.e. a child folder of the
-  grandparent that holds run outputs.
+  ``OUT/discovery/discover_kernel_trace.csv``, i.e. the grandparent's
+  ``discovery/`` folder (only that name: the grandparent can be a folder of
+  unrelated runs).
 
-At most :data:`MAX_CHILD_FOLDERS` child folders of each are looked at.
+At most :data:`MAX_CHILD_FOLDERS` child folders of the parent are looked at.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def _run_children(base: Path, skip: str) -> list[Path]:
 def search_dirs(capture: Path, rocprof_dir) -> list[Path]:
     """``--rocprof-dir``, then the capture folder, its parent and grandparent,
     each with a ``rocprofv3/`` folder inside, then the child folders of the
-    parent and grandparent that hold run outputs (module doc), that exist
+    parent that hold run outputs and the grandparent's ``discovery/`` (module
+    doc), that exist
     (each once). The capture path is resolved first (symlinks too): a capture
     in the current folder still has a parent and a grandparent, a symlink to a
     capture finds the outputs beside the capture itself, and the files are
@@ -77,8 +79,8 @@ def search_dirs(capture: Path, rocprof_dir) -> list[Path]:
     for base in (capture.parent, capture.parent.parent):
         dirs.append(base)
         dirs.append(base / "rocprofv3")
-    for base, skip in ((capture.parent, str(capture)), (capture.parent.parent, str(capture.parent))):
-        dirs.extend(_run_children(base, skip))
+    dirs.extend(_run_children(capture.parent, str(capture)))  # DIR/<hostname>/ (rocprofv3 -d DIR)
+    dirs.append(capture.parent.parent / "discovery")  # attlens profile: OUT/att/<capture> beside OUT/discovery/
     seen, out = set(), []
     for d in dirs:
         try:
