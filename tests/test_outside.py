@@ -264,8 +264,12 @@ def test_captures_says_where_the_bounded_walk_stopped(tmp_path):
 
 
 def test_pc_sampling_and_legacy_outputs_are_named():
-    a = run_main("analyze", outside() / "rcv-pcsampling")
-    assert a.code == 6 and "PC-sampling" in a.err
+    # the PC-sampling folder is issue 21's to read; here: the thread-trace loader names it, never "corrupt"
+    import attlens
+    from attlens.errors import EmptyCapture
+
+    with pytest.raises(EmptyCapture, match="PC-sampling"):
+        attlens.load(outside() / "rcv-pcsampling", cache=False)
     for p in ("legacy-rocprof-v1", "legacy-rocprof-v1/results.db", "legacy-rocprof-v1/results.json"):
         o = run_main("kernels", outside() / p)
         assert_clean(o)

@@ -111,8 +111,9 @@ def _describe(d: Path) -> CaptureInfo:
         info.kernel = code.labels[0][1] if code.labels else None
         arch, _res, _used = resolve_arch_and_resources(d, None, info.kernel or "", code, index, handle, dispatch_id, [])
         info.target, info.target_source = arch.target, arch.source
-        if info.layout == LAYOUT_PC_SAMPLING:
-            info.status, info.error = "empty", "a PC-sampling directory: per-instruction samples, no wave files (not a thread trace)"
+        if info.layout == LAYOUT_PC_SAMPLING:  # not a shell: rocprof-compute-viewer's PC-sampling listing
+            info.status = "empty"
+            info.error = "PC samples, no thread trace: attlens analyze shows why its instructions stalled (docs/pcsampling.md)"
         elif not index.waves or not info.instructions:
             info.status = "empty"
     except EmptyCapture as exc:
