@@ -22,7 +22,7 @@ from attlens.results import brief_repr
 class AsmRow:
     pc: int
     label: str | None  # label rows: the symbol; instructions: None
-    vaddr: int
+    vaddr: int | None  # None: the layout records no addresses (rocprofv2)
     isa: str
     mnemonic: str
     class_: str  # static taxonomy class (JSON: "class")
@@ -62,6 +62,7 @@ class AsmWindow:
             "last_pc": self.last_pc,
             "rows": [self._row(a) for a in self.rows],
             "sources": [{"source": s.source, "text": s.text} for s in self.sources],
+            "pc_sampling": _join_ref(self.result),
         }
 
     def _row(self, a: AsmRow) -> dict:
@@ -91,7 +92,18 @@ class AsmWindow:
         row["stall_class"] = h.class_ if h is not None else None
         isa = self.result.dispatch.code.isa
         row["waits_on"] = [{"pc": p, "isa": isa[p], "cycles": c} for p, c in a.waits_on]
+        join = getattr(self.result, "pc_sampling", None)
+        if join is not None and join.mode != "none" and a.label is None:
+            row["pc_samples"] = join.row([a.pc])  # sampled even where the traced waves never executed it
         return row
+
+
+def _join_ref(result) -> dict | None:
+    """Where the window's ``pc_samples`` come from (None: no PC samples)."""
+    join = getattr(result, "pc_sampling", None)
+    if join is None:
+        return None
+    return {"source": join.source["path"], "mode": join.mode, "scope": join.scope, "confidence": join.confidence, "reason": join.reason}
 
 
 def asm_window(result, pc: int, around: int = 10, attribution=None) -> AsmWindow:
@@ -131,13 +143,13 @@ def asm_window(result, pc: int, around: int = 10, attribution=None) -> AsmWindow
         if not code.present[p]:
             continue
         if code.is_label[p]:
-            rows.append(AsmRow(p, code.isa[p].lstrip("; ").strip(), int(code.vaddr[p]), code.isa[p], "", "", False, None, [], None))
+            rows.append(AsmRow(p, code.isa[p].lstrip("; ").strip(), code.address(p)[1], code.isa[p], "", "", False, None, [], None))
             continue
         own = st.own_source[p]
         src = str(own) if own else None
         h = hot.get(p)
         waits_on = sorted(att.by_wait_pc.get(p, {}).items(), key=lambda kv: (-kv[1], kv[0]))
-        rows.append(AsmRow(p, None, int(code.vaddr[p]), code.isa[p], st.mnemonic[p], st.cls[p], h is not None, h, waits_on, src))
+        rows.append(AsmRow(p, None, code.address(p)[1], code.isa[p], st.mnemonic[p], st.cls[p], h is not None, h, waits_on, src))
         if own is not None and src not in seen:
             seen.add(src)
             text = None

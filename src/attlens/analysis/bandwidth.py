@@ -27,13 +27,16 @@ Duration: the one the dispatch facts chose (analysis/dispatch_facts.py: the
 median of the run's dispatches of the same name and grid, cross-checked with
 the capture's own span), else the run's kernel_trace.csv
 (``Resources.duration_ns``). Peak: the architecture table (``hbm_peak_gbps``),
-for the capture's product when it is tabulated. bytes / ns = GB/s.
+for the capture's product when it is tabulated (a rocprofiler-compute
+sysinfo.csv beside the capture overrides it). bytes / ns = GB/s.
 
-Nothing physical above its peak: a lower bound above the HBM peak means the
-duration or the grid is wrong (the figure is unavailable, with that reason);
-an upper bound above it (a looping kernel re-reading data from L2) is no HBM
-figure at all: ``achieved_gbps``/``fraction_of_peak`` are then None and
-``requested_gbps`` keeps the requested bytes per ns.
+Nothing physical above its peak: counted (PMC) bytes above the peak in that
+duration are never given as a measurement: the figure is unavailable and
+``reason`` says the timing is unusable (analysis/ceiling.py); so are the
+bytes of a kernel that streams; the requested bytes of a looping kernel above
+the peak (data re-read from L2) are no HBM figure at all:
+``achieved_gbps``/``fraction_of_peak`` are then None and ``requested_gbps``
+keeps the requested bytes per ns.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attlens.analysis.ceiling import CEILING_FRACTION, over_peak
 from attlens.analysis.occupancy import grid_waves
 from attlens.analysis.regs import address_registers, defs_uses, mnemonic_of
 from attlens.model.archdata import hbm_peak
@@ -59,9 +63,6 @@ _WIDTH = (
 _FORMAT = re.compile(r"format_(d16_)?(x|xy|xyz|xyzw)\b")
 _SCALAR = re.compile(r"^s_(buffer_)?(load|store)_(dword|b32)(x(\d+))?")
 
-# What a rule may call "at the bandwidth ceiling" (same threshold as the PMC
-# analysis, analysis/pmc.py CEILING_FRACTION).
-CEILING_FRACTION = 0.70
 
 
 def access_width(mnem: str) -> tuple[str | None, int | None]:
@@ -224,7 +225,8 @@ def _pmc_for(dispatch, pmc):
     force: another kernel's bytes must not become this one's), a PmcCounters,
     a PmcResult or a list of them (by dispatch id, else the one result of
     the same kernel)."""
-    from attlens.analysis.pmc_attach import PmcAttachment, _same_kernel
+    from attlens.analysis.pmc_attach import PmcAttachment
+    from attlens.model.kernelname import same_kernel
 
     if pmc is None:
         return None
@@ -235,7 +237,7 @@ def _pmc_for(dispatch, pmc):
     for p in items:
         if did is not None and getattr(p, "dispatch_id", None) == did:
             return p
-    named = [p for p in items if _same_kernel(getattr(p, "kernel", None), dispatch.kernel_name)]
+    named = [p for p in items if same_kernel(getattr(p, "kernel", None), dispatch.kernel_name)]
     return named[0] if len(named) == 1 else None
 
 
@@ -347,6 +349,12 @@ def compute_bandwidth(result, pmc, loops, duration_ns: int | None = None, durati
     if missing:
         out.reason = "; ".join(missing)
         return out
+    if out.source == "pmc":
+        # counted bytes cannot exceed the peak: then the duration is not this dispatch's (analysis/ceiling.py)
+        why = over_peak(out.bytes_moved, out.duration_ns, out.peak_gbps)
+        if why is not None:
+            out.reason = f"timing unusable ({out.duration_source}): {why}"
+            return out
     out.available = True
     out.requested_gbps = out.achieved_gbps = out.bytes_moved / out.duration_ns  # bytes/ns = GB/s
     out.fraction_of_peak = out.achieved_gbps / out.peak_gbps

@@ -14,7 +14,7 @@ from attlens.serve.roots import Roots
 
 # name -> one-line description (the MCP tool descriptions; docs/agents.md lists the same)
 TOOLS = {
-    "list_captures": "Captures under a folder (up to four levels down): kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave). Same object as `attlens captures PATH --json`.",
+    "list_captures": "Captures under a folder (up to eight levels down): layout generation, kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave, or a PC-sampling folder); other profiler outputs found (rocprofiler-compute workloads, rocprofv3 run files, legacy rocprof v1) under `others`. Same object as `attlens captures PATH --json`.",
     "summary": "Everything about one capture: the plan's verdict (one sentence with its numbers, as `attlens plan` leads with), target, resources, totals, stall by class, top hotspots, occupancy, capture quality, warnings. Same object as `attlens analyze CAPTURE --json --top TOP`, plus `verdict`.",
     "hotspots": "One ranking of a capture: by instruction, source line or opcode; sorted by stall, latency, exposed (not hidden by other waves) or idle cycles. Same object as `attlens analyze CAPTURE --by BY --sort SORT --top TOP --json`.",
     "plan": "The evidence-backed, prioritized optimization plan: each finding with evidence, the change to try and what would prove it wrong. Same object as `attlens plan CAPTURE --json`.",
@@ -27,6 +27,7 @@ TOOLS = {
     "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 when not passed).",
     "kernels": "Kernel table from rocprofv3 outputs (kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder of them): time, calls, ids, resources. Same object as `attlens kernels PATH --json`.",
     "schema": "The JSON Schema (draft 2020-12) of an attlens object, e.g. 'attlens.waits' or 'waits'.",
+    "pc_sampling": "PC samples on their own (a rocprofv3 *_results.json or *_pc_sampling_*.csv, or a rocprof-compute-viewer PC-sampling ui_output folder): per instruction and source line, samples, issued, stalled and the stall reasons; no cycles. Same object as `attlens pcsampling PATH --json`. (summary, hotspots, asm and plan on a capture already carry the samples found beside it.)",
 }
 
 
@@ -64,11 +65,20 @@ class Tools:
         return api.captures(self.roots.check(path)).to_dict()
 
     def summary(self, capture: str, top: int = 10) -> dict:
+        from attlens.io.pcsampling_rcv import is_pc_sampling_dir
+        from attlens.model.locate import resolve_capture_dirs
+
+        d = resolve_capture_dirs(self.roots.check(capture))[0]
+        if is_pc_sampling_dir(d):  # as `attlens analyze`: the sampled stall reasons, no cycles
+            return api.pc_sampling(self.roots.check(d)).to_dict(top)
         e = self._entry(capture)
         out = e.result.to_dict(top)
-        plan = e.memo("plan-object", lambda: api.plan(e.result))
+        plan = e.memo("plan-object", lambda: api.plan(e.result))  # the plan's verdict leads the summary (plan tool: the same object)
         out["verdict"] = plan.verdict.to_dict() if getattr(plan, "verdict", None) is not None else None
         return out
+
+    def pc_sampling(self, path: str, kernel: str | None = None, dispatch: int | None = None, top: int = 20) -> dict:
+        return api.pc_sampling(self.roots.check(path), kernel=kernel, dispatch=dispatch).to_dict(top)
 
     def hotspots(self, capture: str, by: str = "instruction", sort: str = "stall", top: int = 10) -> dict:
         return api.hotspots(self._entry(capture).result, by, sort).to_dict(top)
