@@ -223,32 +223,33 @@ def _kernel_trace(d) -> dict | None:
                                                             "ratio_to_median": round(own["duration_ns"] / med, 2)}}
 
 
-def _aligned_events(d, clock) -> np.ndarray | None:
-    """occupancy.json events with SE clocks aligned: (n, 7) se, time, cu, simd, slot, start, kernel."""
+def _aligned_events(d, clock) -> tuple[np.ndarray | None, bool]:
+    """occupancy.json events, (n, 7) se, time, cu, simd, slot, start, kernel,
+    with SE clocks aligned when realtime.json allows (then True): unaligned,
+    times compare only within one SE."""
     occ = d.occupancy
     if occ is None or not len(occ.events):
-        return None
+        return None, False
     ev = occ.events.copy()
     offsets = clock.se_offsets_cycles if clock is not None else None
     if offsets:
         ev[:, 1] += np.array([offsets.get(int(se), 0) for se in ev[:, 0]], dtype=np.int64)
-    elif len(np.unique(ev[:, 0])) > 1:
-        return None  # SE clocks cannot be compared
-    return ev
+        return ev, True
+    return ev, len(np.unique(ev[:, 0])) == 1
 
 
-def _capture_span(ev, clock) -> dict | None:
-    if ev is None or not len(ev):
-        return None
+def _capture_span(ev, clock, aligned: bool) -> dict | None:
+    if ev is None or not len(ev) or not aligned:
+        return None  # the SEs' clocks cannot be compared
     cycles = int(ev[:, 1].max() - ev[:, 1].min())
     hz = clock.frequency_hz if clock is not None else None
     return {"cycles": cycles, "ns": None if not hz else int(round(cycles / hz * 1e9)), "clock_mhz": None if not hz else round(hz / 1e6, 1),
             "ses": sorted(set(ev[:, 0].tolist())), "from": "occupancy.json, first wave start to last wave end (SE clocks aligned)"}
 
 
-def _duration(d, ev, clock, grid_matches) -> Duration:
+def _duration(d, ev, clock, grid_matches, aligned: bool) -> Duration:
     kt = _kernel_trace(d)
-    span = _capture_span(ev, clock)
+    span = _capture_span(ev, clock, aligned)
     src = (f"{kt['file']}: median End_Timestamp - Start_Timestamp of {kt['dispatches']} dispatch{'es' if kt['dispatches'] != 1 else ''} "
            "of the same name and grid") if kt else None
     span_ns = span["ns"] if span else None
@@ -381,13 +382,20 @@ def _populations(d, lives: np.ndarray) -> Populations:
         early_lifetime_range=rng, working_share=float(share), early_mask=early)
 
 
-def _imbalance(d, lives: np.ndarray) -> Imbalance | None:
+def _span(lives: np.ndarray, aligned: bool) -> int:
+    """First start to last end; per SE (the longest) when the SE clocks are not aligned."""
+    if aligned or not len(lives):
+        return int(lives[:, 1].max() - lives[:, 0].min()) if len(lives) else 0
+    return max(int(lives[lives[:, 2] == se, 1].max() - lives[lives[:, 2] == se, 0].min()) for se in np.unique(lives[:, 2]))
+
+
+def _imbalance(d, lives: np.ndarray, aligned: bool = True) -> Imbalance | None:
     from attlens.analysis.occupancy import grid_waves
 
     if len(lives) < 2:
         return None
     life = lives[:, 1] - lives[:, 0]
-    span = int(lives[:, 1].max() - lives[:, 0].min())
+    span = _span(lives, aligned)
     med = int(np.median(life))
     if span <= 0 or med <= 0:
         return None
@@ -395,7 +403,7 @@ def _imbalance(d, lives: np.ndarray) -> Imbalance | None:
     nl = int(long_.sum())
     wpw = grid_waves(d)[0] or 1
     rest = lives[~long_]
-    without = int(rest[:, 1].max() - rest[:, 0].min()) if len(rest) else None
+    without = _span(rest, aligned) if len(rest) else None
     imbalanced = span / med >= IMBALANCE_RATIO and 0 < nl <= IMBALANCE_FEW * len(lives)
     return Imbalance(int(len(lives)), span, med, span / med, nl, -(-nl // wpw),
                      [int(life[long_].min()), int(life[long_].max())] if nl else None, without, bool(imbalanced))
@@ -410,12 +418,12 @@ def compute_dispatch_facts(result) -> DispatchFacts:
 
     d = result.dispatch
     clock = compute_clock(d) if d.realtime is not None else None
-    ev = _aligned_events(d, clock)
+    ev, aligned = _aligned_events(d, clock)
     cov = _coverage(d, ev)
-    dur = _duration(d, ev, clock, cov.grid_matches)
+    dur = _duration(d, ev, clock, cov.grid_matches, aligned)
     lives = _lifetimes(ev)
     pops = _populations(d, lives)
-    imb = _imbalance(d, lives)
+    imb = _imbalance(d, lives, aligned)
     warnings = [x for x in (dur.warning,) if x]
     if cov.grid_matches is False:
         warnings.append(cov.detail)

@@ -34,7 +34,7 @@ class Verdict:
 
 def _us(ns) -> str:
     if ns is None:
-        return "an unknown time"
+        return "unknown-duration"
     v = ns / 1000
     return f"{v:,.1f} µs" if v >= 10 else f"{v:,.2f} µs"
 
@@ -99,8 +99,9 @@ def _dispatch_verdict(findings, nums) -> Verdict | None:
     if f is not None:
         e = f.evidence
         n = {**nums, "pipe": e["pipe"], "busy_share": e["busy_share"], "bound_ns": f.dispatch_time["bound_ns"]}
-        return Verdict(f"{e['pipe']}-issue-bound: the {e['pipe']} pipe is busy {e['busy_share']:.0%} of the traced window (≥ {_us(f.dispatch_time['bound_ns'])} "
-                       f"of the {_us(nums['duration_ns'])} dispatch); fewer {e['pipe']} instructions, not memory tuning, make it faster.", "issue-bound", n, f.rule)
+        need = (f" (≥ {_us(f.dispatch_time['bound_ns'])} of the {_us(nums['duration_ns'])} dispatch)" if f.dispatch_time.get("bound_ns") is not None else "")
+        return Verdict(f"{e['pipe']}-issue-bound: the {e['pipe']} pipe is busy {e['busy_share']:.0%} of the traced window{need}; "
+                       f"fewer {e['pipe']} instructions, not memory tuning, make it faster.", "issue-bound", n, f.rule)
     return None
 
 

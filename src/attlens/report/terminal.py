@@ -584,6 +584,17 @@ def render_diff(res, console, top: int = 10) -> None:
     for s in res.changed_sites()[:top]:
         site = s.after or s.before
         console.print(f"  {s.kind:<8} {escape(os.path.basename(s.line))}  {escape(site.isa[:60])}  latency {site.latency:,}")
+    pl = getattr(res, "plans", None)
+    if pl:
+        console.print(f"[bold]Plans[/bold]: before — {escape(pl['before']['verdict'] or 'no verdict')}")
+        console.print(f"       after — {escape(pl['after']['verdict'] or 'no verdict')}")
+        for f in pl["resolved"]:
+            console.print(f"  resolved   {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}")
+        for f in pl["new"]:
+            console.print(f"  new        {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}")
+        for f in pl["persisting"]:
+            if f["share_before"] or f["share_after"]:
+                console.print(f"  persisting {escape(f['rule'])}: {f['share_before']:.1%} → {f['share_after']:.1%} of traced wave-cycles at stake")
 
 
 

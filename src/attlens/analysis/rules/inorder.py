@@ -32,6 +32,16 @@ MIN_HEAD_START = 256
 def _resolved_in_order(ctx):
     """Per vmcnt wait pc: the most common set of vector-memory ops one execution
     resolves, oldest first (pcs), with their issue-to-wait distances."""
+    return ctx.memo("resolved_in_order", lambda: _resolved(ctx))
+
+
+def resolved_sets(ctx) -> dict:
+    """{vmcnt wait pc: (resolved pcs oldest first, executions with that set, executions,
+    {pc: [(instructions, cycles) before the wait]})}."""
+    return _resolved_in_order(ctx)
+
+
+def _resolved(ctx):
     from attlens.model.isa import waitcnt_fields
 
     pairs, recs, st = ctx.att.pairs, ctx.d.records, ctx.d.static
@@ -87,6 +97,32 @@ def _consumer(ctx, wpc: int, resolved: list[int]):
             first = q
         needed += hit
     return first, needed
+
+
+def coupled_waits(ctx) -> dict[int, dict]:
+    """Wait pcs whose consumer is held behind older loads it does not read
+    (the pattern in-order-wait names): {wait pc: {needed, coupled, head_start, consumer}}.
+    Other rules charge these waits to the older loads, not the needed one."""
+    def compute():
+        st = ctx.d.static
+        out = {}
+        for wpc, (resolved, _n, _execs, dist) in _resolved_in_order(ctx).items():
+            if len(resolved) < 2 or any(st.mnemonic[p].startswith("flat_") for p in resolved):
+                continue
+            q, needed = _consumer(ctx, wpc, resolved)
+            if q is None:
+                continue
+            oldest_needed = min(resolved.index(p) for p in needed)
+            coupled = [p for p in resolved[:oldest_needed] if p not in needed and access_width(st.mnemonic[p])[0] == "load"]
+            if not coupled:
+                continue
+            med = {p: float(np.median([x[1] for x in dist[p]])) for p in resolved}
+            head = med[coupled[0]] - med[resolved[oldest_needed]]
+            if head >= MIN_HEAD_START:
+                out[wpc] = {"needed": needed, "coupled": coupled, "head_start": head, "consumer": q}
+        return out
+
+    return ctx.memo("coupled_waits", compute)
 
 
 @rule(

@@ -52,16 +52,21 @@ def free_vgprs(ctx) -> tuple[int, int] | None:
 
 
 def load_cycles(ctx):
-    """Wait stall charged to vector *loads*, per (producer pc, wait pc), and the
-    load-to-wait distances (instructions) of the charged pairs, per producer pc.
+    """Wait stall charged to the vector *load* that blocks each wait execution,
+    per (producer pc, wait pc), and the load-to-wait distances (instructions)
+    of the charged pairs, per producer pc.
 
     vmcnt retires in order (gfx9: loads and stores alike, FLAT excepted): a
-    wait for the oldest ``outstanding - N`` ops cannot end before the oldest of
-    them returns, so each wait execution's vector-memory stall is charged to
-    the oldest load it waits for, the one that actually blocks it (moving a
-    younger load earlier changes nothing while the older one is outstanding).
-    Waits on stores only are not load waits; waits that include FLAT ops (out
-    of order) split their stall evenly over their loads."""
+    wait for the oldest ``outstanding - N`` ops ends when the last of them has
+    returned and retired. Loads issued together return in issue order, so the
+    youngest load it waits for blocks it; but where the code after the wait
+    reads only younger loads while an older one with a head start is still
+    outstanding (rules/inorder.py ``coupled_waits``), that older load holds it,
+    and the stall is charged to the oldest load. Waits on stores only are not
+    load waits; waits that include FLAT ops (out of order) split their stall
+    evenly over their loads."""
+    from attlens.analysis.rules.inorder import coupled_waits
+
     pairs = ctx.att.pairs
     recs, st = ctx.d.records, ctx.d.static
     if not len(pairs.prod_rec):
@@ -76,18 +81,22 @@ def load_cycles(ctx):
     first[pairs.first_of_wait] = True
     gid = np.cumsum(first) - 1
     ng = int(gid.max()) + 1
+    wpc = recs.pc[pairs.wait_rec]
     vm_cyc = np.bincount(gid, weights=np.where(is_vm, pairs.stall_share, 0), minlength=ng)
     n_load = np.bincount(gid, weights=is_load, minlength=ng)
     has_flat = np.bincount(gid, weights=flat[ppc] & is_vm, minlength=ng) > 0
-    # the oldest load of each wait execution (smallest record index: issued first in the wave)
+    coupled = np.isin(wpc, np.array(sorted(coupled_waits(ctx)), dtype=np.int64))
+    # the blocking load of each wait execution: the youngest (largest record index), the oldest where coupled
     big = np.iinfo(np.int64).max
-    key = np.where(is_load, pairs.prod_rec.astype(np.int64), big)
+    rec = pairs.prod_rec.astype(np.int64)
     oldest = np.full(ng, big, dtype=np.int64)
-    np.minimum.at(oldest, gid, key)
-    head = is_load & (key == oldest[gid]) & ~has_flat[gid]
+    np.minimum.at(oldest, gid, np.where(is_load, rec, big))
+    youngest = np.full(ng, -1, dtype=np.int64)
+    np.maximum.at(youngest, gid, np.where(is_load, rec, -1))
+    blocker = np.where(coupled, oldest[gid] == rec, youngest[gid] == rec)
+    head = is_load & blocker & ~has_flat[gid]
     even = is_load & has_flat[gid]
     charge = np.where(head, vm_cyc[gid], np.where(even, vm_cyc[gid] / np.maximum(n_load[gid], 1), 0.0))
-    wpc = recs.pc[pairs.wait_rec]
     out: dict[tuple[int, int], float] = defaultdict(float)
     dist: dict[int, list[int]] = defaultdict(list)
     rows = np.flatnonzero((head | even) & (charge > 0))
@@ -95,6 +104,107 @@ def load_cycles(ctx):
         out[(p, w)] += c
         dist[p].append(dd)
     return out, dist
+
+
+def earliest_in_iteration(ctx, pc: int):
+    """Where in its loop iteration the load at ``pc`` could issue, from the ISA:
+    after the last memory result its address (and M0) depend on through
+    register arithmetic (else the top of the iteration), and after the last
+    use of its destination registers (LDS DMA: after the iteration's first
+    s_barrier, which orders the other waves' reads of the LDS it writes).
+    Returns (the pc it could follow, why); the pc is the loop's first pc minus
+    one for the top of the iteration, None when the loop body branches before it."""
+    from attlens.analysis.regs import address_registers
+
+    isa, st = ctx.d.code.isa, ctx.d.static
+    lp = ctx.loops.iterating_loop(pc)
+    if lp is None:
+        return None, "not in a loop that iterated"
+    body = [q for q in range(lp.first_pc, pc) if isa[q]]
+    if any(st.mnemonic[q].startswith(("s_cbranch", "s_branch", "s_setpc")) for q in body):
+        return None, "the loop body branches before it"
+    top = lp.first_pc - 1
+    need = set(address_registers(isa[pc])) | ({("m0", 0)} if is_lds_dma(isa[pc]) else set())
+    addr, addr_why = top, "its address arithmetic needs only values ready at the top of the iteration"
+    for q in reversed(body):
+        w, r = defs_uses(isa[q])
+        if not (w & need):
+            continue
+        m = st.mnemonic[q]
+        if access_width(m)[0] == "load" or m.startswith(("ds_read", "ds_load", "s_load", "s_buffer_load")):
+            # the data is there when the wait that resolves it ends, not when the load issues
+            w_pc = next((w for w in sorted(ctx.att.by_wait_pc) if q < w < pc and q in ctx.att.by_wait_pc[w]), q)
+            addr, addr_why = w_pc, f"its address needs the data pc {q} loads" + (f" (waited at pc {w_pc})" if w_pc != q else "")
+            break
+        need = (need - w) | {x for x in r if x[0] in ("v", "s", "m0")}
+    dst, dst_why = top, "its destination is free from the top"
+    if is_lds_dma(isa[pc]):
+        bar = next((q for q in body if st.cls[q] == "barrier"), None)
+        if bar is not None:
+            dst, dst_why = bar, f"the LDS it writes is free after the s_barrier at pc {bar}"
+    else:
+        regs = defs_uses(isa[pc])[0]
+        last = next((q for q in reversed(body) if (lambda du: (du[0] | du[1]) & regs)(defs_uses(isa[q]))), None)
+        if last is not None:
+            dst, dst_why = last, f"its destination registers are free after pc {last}"
+    return max(addr, dst), f"{addr_why}; {dst_why}"
+
+
+def iteration_gain(ctx, pc: int, after: int) -> float:
+    """Median cycles between the end of the last record at ``after`` before each
+    execution of ``pc`` in the same wave (the start of the iteration's first
+    record when ``after`` is the loop's first pc minus one) and the execution's
+    issue, not counting other vector-memory issue in between (the load would
+    queue behind it)."""
+    recs = ctx.d.records
+    lp = ctx.loops.iterating_loop(pc)
+    top = lp is not None and after == lp.first_pc - 1
+    mark = lp.first_pc if top else after
+    execs = np.flatnonzero(recs.pc == pc)
+    marks = np.flatnonzero(recs.pc == mark)
+    if not len(execs) or not len(marks):
+        return 0.0
+    i = np.searchsorted(marks, execs) - 1
+    ok = (i >= 0) & (recs.wave[marks[np.maximum(i, 0)]] == recs.wave[execs])
+    if not ok.any():
+        return 0.0
+    m = marks[np.maximum(i, 0)][ok]
+    e = execs[ok]
+    is_vmem = np.isin(recs.category, (3, 4))
+    cs = np.cumsum(np.where(is_vmem, recs.duration, 0))
+    since = recs.time[m] if top else recs.time[m] + np.maximum(recs.duration[m], recs.stall[m])
+    gap = (recs.time[e] - since) - (cs[e - 1] - cs[m])
+    return float(np.median(np.maximum(gap, 0)))
+
+
+def late_in_iteration(ctx, pc: int, wait_pc: int) -> dict | None:
+    """The loads issued with ``pc`` (within a head start of it) that the wait at
+    ``wait_pc`` waits for, where in the iteration they could issue instead, and
+    how many cycles earlier that is (the smallest over the burst: all must move)."""
+    from attlens.analysis.rules.inorder import MIN_HEAD_START, resolved_sets
+
+    if ctx.loops.iterating_loop(pc) is None:
+        return None
+    sets = resolved_sets(ctx).get(wait_pc)
+    if sets is None or pc not in sets[0]:
+        burst = [pc]
+        ago = {pc: 0.0}
+    else:
+        resolved, _n, _e, dist = sets
+        ago = {q: float(np.median([x[1] for x in dist[q]])) for q in resolved}
+        burst = [q for q in resolved if access_width(ctx.d.static.mnemonic[q])[0] == "load" and abs(ago[q] - ago[pc]) < MIN_HEAD_START]
+    gains, after_of, why_of = [], {}, {}
+    lp = ctx.loops.iterating_loop(pc)
+    for q in burst:
+        after, why = earliest_in_iteration(ctx, q)
+        gains.append(0.0 if after is None or after >= q - 1 else iteration_gain(ctx, q, after))
+        after_of[q], why_of[q] = after, why
+    after = after_of[pc]
+    top = after is not None and after == lp.first_pc - 1
+    return {"burst": burst, "wait_pc": wait_pc, "issue_after_pc": None if top else after,
+            "issue_after_isa": "the top of the iteration" if top or after is None else ctx.d.code.isa[after],
+            "why": why_of[pc], "gain_cycles_median": rnd(min(gains) if gains else 0.0), "issued_cycles_before_wait": rnd(ago.get(pc)),
+            "loop_pcs": [lp.first_pc, lp.branch_pc]}
 
 
 def address_ready(ctx, pc: int, sources_only: bool = False):
@@ -158,7 +268,7 @@ def address_ready(ctx, pc: int, sources_only: bool = False):
     limits="distance is counted in executed instructions of the same wave; vmcnt retires in order, so each wait execution is charged to the oldest load it waits for (the one that blocks it; FLAT waits are split evenly)",
     preconditions=[
         ("loads", "the waited-on producers are vector loads (stores and atomics are never counted as loads)"),
-        ("room", "in a loop that iterated, the next iteration's load can be issued a whole iteration ahead; in straight-line code the load could have issued ≥ 32 cycles earlier: its address ready and its destination registers free (or free to allocate without losing the waves per SIMD the dispatch gets), not counting time spent issuing other memory ops"),
+        ("room", "in a loop that iterated, the next iteration's load can be issued a whole iteration ahead, or a load issued late in its iteration could issue ≥ 32 cycles earlier there (its address arithmetic depends on nothing loaded later, its destination is free: registers no longer used, LDS after the iteration's barrier); in straight-line code the load could have issued ≥ 32 cycles earlier: its address ready and its destination registers free (or free to allocate without losing the waves per SIMD the dispatch gets), not counting time spent issuing other memory ops"),
         _NOT_AT_CEILING,
         NOT_ISSUE_BOUND,
     ],
@@ -180,15 +290,30 @@ def load_use_distance(ctx):
     no_room = []
     for p, waits in by_p.items():
         ps = prods.get(p)
-        # distance of the waits this load blocks (it is the oldest outstanding one there)
+        # distance of the waits this load blocks
         near = float(np.median(dist[p])) if dist.get(p) else None
-        if ps is None or near is None or near > NEAR_USE_MAX_DISTANCE:
+        if ps is None or near is None:
             continue
         exposed = {w: c * ctx.exposed_fraction(w) for w, c in waits.items()}
         tot = sum(exposed.values())
         if tot / ctx.total < MIN_SHARE / 4:
             continue
         where = ctx.loops.where(p)
+        if near > NEAR_USE_MAX_DISTANCE:
+            # far in instructions, but issued later in its iteration than its address and destination allow
+            late = late_in_iteration(ctx, p, max(waits, key=waits.get))
+            if late is None:
+                continue
+            if late["gain_cycles_median"] < MIN_SLACK_CYCLES:
+                no_room.append(f"pc {p}: in its iteration it could issue only {late['gain_cycles_median']:.0f} cycles earlier "
+                               f"(after {late['issue_after_isa'] if late['issue_after_pc'] is None else 'pc ' + str(late['issue_after_pc'])}: {late['why']})")
+                continue
+            scale = min(1.0, late["gain_cycles_median"] * int(ctx.result.sums.hit[p]) / tot) if tot else 0.0
+            take = {w: c * scale for w, c in exposed.items()}
+            for w, c in take.items():
+                claims[w] += c
+            rows.append((p, ps, sum(take.values()), "earlier-in-iteration", where, late, sorted(waits, key=lambda w: -waits[w]), near))
+            continue
         if ctx.loops.in_loop(p):
             lever, take = "next-iteration", exposed
             extra = {}
@@ -267,6 +392,15 @@ def load_use_distance(ctx):
             f"before it issues, but it reuses registers still in use; {r[5]['extra_vgprs']} more VGPRs cost no occupancy here "
             f"({r[5]['vgprs_free_without_losing_waves']} are free while keeping the {r[5]['resident_waves_per_simd']} waves/SIMD the grid provides)."
         )
+    if "earlier-in-iteration" in levers:
+        r = next(r for r in best if r[3] == "earlier-in-iteration")
+        x = r[5]
+        change.append(
+            f"In the loop at pcs {x['loop_pcs'][0]}–{x['loop_pcs'][1]} the load(s) at pcs {x['burst'][:6]} issue a median {x['issued_cycles_before_wait']:,.0f} cycles "
+            f"before the wait at pc {x['wait_pc']} that waits for them: issue them "
+            + (f"right after pc {x['issue_after_pc']} (`{x['issue_after_isa']}`)" if x["issue_after_pc"] is not None else "at the top of the iteration")
+            + f" ({x['why']}), with the address arithmetic they need, so they are in flight a median {x['gain_cycles_median']:,.0f} cycles longer."
+        )
     if "earlier-in-wave" in levers:
         r = next(r for r in best if r[3] == "earlier-in-wave")
         change.append(
@@ -280,10 +414,13 @@ def load_use_distance(ctx):
     return [
         ctx.finding(
             rid,
-            f"{len(rows)} vector load(s) are consumed {int(min(r[7] for r in best))}–{int(max(r[7] for r in best))} instructions after issue "
-            f"({cycles / ctx.total:.1%} of traced wave-cycles)",
+            (f"{len(rows)} vector load(s) are consumed {int(min(r[7] for r in best))}–{int(max(r[7] for r in best))} instructions after issue "
+             if all(r[3] != "earlier-in-iteration" for r in best) else
+             f"{len({q for r in rows for q in (r[5].get('burst') or [r[0]])})} vector load(s) issue later in their loop iteration than their address "
+             "and destination allow ")
+            + f"({cycles / ctx.total:.1%} of traced wave-cycles)",
             0,
-            0.8 if min(r[7] for r in best) <= 4 else 0.7,
+            0.8 if min(r[7] for r in best) <= 4 else (0.6 if any(r[3] == "earlier-in-iteration" for r in best) else 0.7),
             {
                 "loads": [
                     {**ctx.instr(p), "lever": lever, "loop": where.get("loop"), "trips_mean": where.get("trips_mean"),
@@ -294,7 +431,9 @@ def load_use_distance(ctx):
             },
             " ".join(change),
             "Move the load up by the distance shown; if the wait it feeds does not shrink, the latency is bandwidth- or queue-bound, not distance-bound (check L2/HBM counters).",
-            f"{ctx.d.code.isa[p0[0]].split()[0]} at pc {p0[0]} ({'loop' if p0[3] == 'next-iteration' else 'straight-line'}) used {p0[7]:.0f} instructions after issue, {int(p0[2]):,} cycles recoverable",
+            (f"{ctx.d.code.isa[p0[0]].split()[0]} at pcs {p0[5]['burst'][:4]} could issue {p0[5]['gain_cycles_median']:,.0f} cycles earlier in their iteration, "
+             f"{int(p0[2]):,} cycles recoverable" if p0[3] == "earlier-in-iteration" else
+             f"{ctx.d.code.isa[p0[0]].split()[0]} at pc {p0[0]} ({'loop' if p0[3] == 'next-iteration' else 'straight-line'}) used {p0[7]:.0f} instructions after issue, {int(p0[2]):,} cycles recoverable"),
             claims=list(claims.items()),
         )
     ]
