@@ -878,3 +878,42 @@ def test_barrier_guarding_lds_write_to_read_is_called_required(tmp_path):
     assert "it is required" in f.change and "drop" not in f.change
     (f,) = make_plan(analyze(tmp_path / "free", barrier(100)), only={"barrier-heavy"}).findings
     assert f.evidence["barriers"][0]["guards_lds"] is None and "drop them if they only protected" in f.change
+
+
+def late_load(where: str):
+    """A loop whose top waits (vmcnt(0)) on a load of the previous iteration:
+    ``end``: issued at the end of the iteration though its address (v8, from
+    the prologue) is ready at the top; ``top``: issued right after the wait
+    (the clean twin); ``dependent``: its address comes from data an s_load
+    brings in late in the iteration (no room: the contradiction twin)."""
+    load = op("buffer_load_dwordx4 v[0:3], v8, s[4:7], 0 offen", latency=1500, size=8)
+    work = [op(f"v_exp_f32 v{20 + i}, v30", stall=60) for i in range(8)]
+    use = op("v_add_f32 v9, v0, v1")
+    if where == "top":
+        return kernel([op("s_waitcnt vmcnt(0)"), use, load, *work])
+    if where == "dependent":
+        dep = [op("s_load_dword s10, s[0:1], 0x40", latency=200, size=8), op("s_waitcnt lgkmcnt(0)"), op("v_add_u32_e32 v8, s10, v8")]
+        return kernel([op("s_waitcnt vmcnt(0)"), use, *work, *dep, load, *[op(f"s_mov_b32 s{12 + i}, 0") for i in range(10)]])
+    tail = [op(f"s_mov_b32 s{12 + i}, 0") for i in range(10)]  # > 8 instructions to the next wait: not "near use"
+    return kernel([op("s_waitcnt vmcnt(0)"), use, *work, load, *tail])
+
+
+def test_load_late_in_its_iteration_moves_up_to_where_its_address_and_destination_allow(tmp_path):
+    """Planted: the loop-top wait waits on a load issued at the end of the previous
+    iteration whose address is ready at the top: issue it at the top (the Triton
+    GEMM's case). Clean twin: already at the top. Contradiction twin: its address
+    needs data loaded late in the iteration: no room, silent, the reason named."""
+    k = late_load("end")
+    (f,) = make_plan(analyze(tmp_path / "end", k), only={"load-use-distance"}).findings
+    (load,), wait, (use,) = pcs(k, "buffer_load"), pcs(k, "s_waitcnt vmcnt")[0], pcs(k, "v_add_f32 v9")
+    row = f.evidence["loads"][0]
+    # its destination v[0:3] is free once the previous iteration's data is read (pc `use`), its address from the top
+    assert (row["pc"], row["lever"], row["wait_pc"], row["issue_after_pc"]) == (load, "earlier-in-iteration", wait, use)
+    assert "its address arithmetic needs only values ready at the top" in row["why"] and f"free after pc {use}" in row["why"]
+    assert row["gain_cycles_median"] >= 8 * 60 and f"right after pc {use}" in f.change and "Prefetch" not in f.change
+    assert [c["pc"] for c in f.claims] == [wait] and f.cycles_at_stake <= row["gain_cycles_median"] * 7 * 32  # 8 iterations, 7 waited
+    assert make_plan(analyze(tmp_path / "top", late_load("top")), only={"load-use-distance"}).findings == []
+    plan = make_plan(analyze(tmp_path / "dep", late_load("dependent")), only={"load-use-distance"})
+    assert plan.findings == []
+    (c,) = plan.rules_silenced["load-use-distance"]
+    assert c["id"] == "room" and "its address needs the data pc" in c["detail"]

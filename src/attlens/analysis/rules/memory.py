@@ -308,7 +308,8 @@ def load_use_distance(ctx):
                 no_room.append(f"pc {p}: in its iteration it could issue only {late['gain_cycles_median']:.0f} cycles earlier "
                                f"(after {late['issue_after_isa'] if late['issue_after_pc'] is None else 'pc ' + str(late['issue_after_pc'])}: {late['why']})")
                 continue
-            scale = min(1.0, late["gain_cycles_median"] * int(ctx.result.sums.hit[p]) / tot) if tot else 0.0
+            # moving it up by the gain recovers at most the gain per wait execution it blocks
+            scale = min(1.0, late["gain_cycles_median"] * len(dist[p]) / tot) if tot else 0.0
             take = {w: c * scale for w, c in exposed.items()}
             for w, c in take.items():
                 claims[w] += c
