@@ -382,7 +382,7 @@ def test_output_beside_a_capture_is_fine(cap, tmp_path):
     """Clean twin: writing next to the capture (its parent folder) is allowed."""
     o = run_main("plan", cap, "--format", "md", "-o", cap.parent / "plan.md")
     assert o.code == EXIT_OK, o.describe()
-    assert (cap.parent / "plan.md").read_text().startswith("#")
+    assert (cap.parent / "plan.md").read_text().startswith("**Verdict:** ")
 
 
 def test_output_path_problems_are_clear_errors(cap, tmp_path):

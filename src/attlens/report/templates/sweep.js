@@ -230,7 +230,7 @@
         var ul = node("ul");
         cat.jobs.forEach(function (j) {
           var li = node("li");
-          append(li, node("b", null, j.job), document.createTextNode(" — " + (j.kernel || "") + ": "), node("span", "sev sev-" + j.severity, j.severity),
+          append(li, node("b", null, j.job), document.createTextNode(" — " + (j.kernel || "") + ": "), badge("sev sev-" + j.severity, j.severity, "severity " + j.severity),
             document.createTextNode(" " + j.title + " "), node("code", null, "[" + j.rule + "]"));
           ul.appendChild(li);
         });
