@@ -20,7 +20,7 @@ from attlens.cli import main
 from conftest import REPO, require_shared
 
 if os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
-    pytest.importorskip("mcp", reason="the mcp SDK (pip install 'attlens[mcp]') is not installed")
+    pytest.importorskip("mcp", reason="the mcp SDK (pip install -e '.[mcp]') is not installed")
 
 LAYERNORM = "traces/layernorm/big/ui_output_agent_22257_dispatch_23"
 FLASH_BEFORE = "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
@@ -200,4 +200,4 @@ def test_missing_sdk_is_a_clear_usage_error():
     code = "import sys; sys.modules['mcp'] = None; from attlens.cli import main; raise SystemExit(main(['mcp']))"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert p.returncode == 2
-    assert "pip install 'attlens[mcp]'" in p.stderr and "Traceback" not in p.stderr
+    assert "pip install 'mcp>=2.0'" in p.stderr and "Traceback" not in p.stderr

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-PANDAS_EXTRA = "pip install 'attlens[pandas]'"
+PANDAS_EXTRA = "pip install 'pandas>=2.0' (in the attlens clone: pip install -e '.[pandas]')"
 TEXT_WIDTH = 40  # a string longer than this is shortened in a repr
 SHOWN_ITEMS = 4  # a list, tuple or dict of at most this many short values is shown; a longer one as its length
 

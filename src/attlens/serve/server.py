@@ -39,7 +39,7 @@ def _missing_sdk():
 
     return UsageError(
         "attlens mcp needs the optional MCP support (the official `mcp` Python SDK, version 2 or later)",
-        hint="pip install 'attlens[mcp]'",
+        hint="pip install 'mcp>=2.0' (in the attlens clone: pip install -e '.[mcp]')",
     )
 
 
