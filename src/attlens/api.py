@@ -137,22 +137,29 @@ def plan(result, disable=None, only=None, waves=None, pmc=None):
     return make_plan(result, disable=_ids(disable, "disable"), only=_ids(only, "only"), waves=waves, pmc=pmc)
 
 
-def asm(result, pc: int, around: int = 10, attribution=None):
-    """The ISA window around one pc: an :class:`~attlens.analysis.asm.AsmWindow`
-    (``attlens asm --pc PC --around AROUND --json``)."""
+def _pc(pc):
+    """An instruction index (int) as it is, or address / index text
+    (``"0x1738"``, ``"973"``) for :func:`attlens.analysis.asm.resolve_pc`."""
+    return pc if isinstance(pc, str) else _int(pc, "pc")
+
+
+def asm(result, pc: int | str, around: int = 10, attribution=None):
+    """The ISA window around one pc (an index, or an address as ``"0x…"``
+    text): an :class:`~attlens.analysis.asm.AsmWindow` (``attlens asm --pc PC
+    --around AROUND --json``)."""
     from attlens.analysis.asm import asm_window
 
-    return asm_window(_analysis(result), _int(pc, "pc"), _int(around, "around", 0), attribution=attribution)
+    return asm_window(_analysis(result), _pc(pc), _int(around, "around", 0), attribution=attribution)
 
 
-def deps(result, pc: int | None = None, line: str | None = None, attribution=None):
+def deps(result, pc: int | str | None = None, line: str | None = None, attribution=None):
     """Memory -> wait dependencies, of the whole kernel or of one pc / source
     line: a :class:`~attlens.analysis.deps.DepsResult` (``attlens deps --json``)."""
     from attlens.analysis.deps import select_deps
 
     if line is not None and not isinstance(line, str):
         raise _usage(f"line={line!r}: expected FILE:LINE text")
-    return select_deps(_analysis(result), pc=None if pc is None else _int(pc, "pc"), line=line, attribution=attribution)
+    return select_deps(_analysis(result), pc=None if pc is None else _pc(pc), line=line, attribution=attribution)
 
 
 def waits(result, steady: bool = False, attribution=None):

@@ -6,6 +6,7 @@ from attlens.cli.common import (
     COUNT,
     CYCLE_WINDOW,
     EPILOG,
+    PC,
     POSITIVE,
     ROCPROF_DIR_HELP,
     add_json,
@@ -63,7 +64,7 @@ def register(sub) -> None:
     add_capture_args(p, "attlens.deps")
     sel = p.add_mutually_exclusive_group()
     sel.add_argument("--line", metavar="FILE:LINE", help="only producers and waits on this source line (path suffix is enough)")
-    sel.add_argument("--pc", type=COUNT, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
+    sel.add_argument("--pc", type=PC, metavar="N|0xADDR", help="only this instruction (a wait or a memory op; pc index or 0x address) and its partners")
     p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json); --topk is the same")
     add_no_color(p)
     p.set_defaults(func=cmd_deps)

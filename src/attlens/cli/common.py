@@ -82,6 +82,31 @@ def cycle_window(text: str) -> tuple[int, int]:
 
 
 CYCLE_WINDOW = cycle_window
+
+
+def pc_or_address(text: str) -> int | str:
+    """``--pc``: an instruction index (973) or an address (0x1738, the Vaddr of
+    code.json); the address is kept as text and resolved against the capture
+    (attlens.analysis.asm.resolve_pc)."""
+    t = text.strip()
+    if t.lower().startswith("0x"):
+        try:
+            if int(t, 16) >= 0:
+                return t
+        except ValueError:
+            pass
+        raise argparse.ArgumentTypeError(f"{text!r} is not an address (0x followed by hex digits)")
+    try:
+        value = int(t, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an instruction index (973) nor an address (0x1738)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (>= 0)")
+    return value
+
+
+pc_or_address.__name__ = "pc"
+PC = pc_or_address
 COUNT = int_range(0)  # rows to show (0 = all where documented)
 POSITIVE = int_range(1)
 PERCENT = float_range()  # a signed percentage (finite)

@@ -17,6 +17,46 @@ from attlens.analysis.taxonomy import CLASSES
 from attlens.report.console import Col, FitTable
 from attlens.report.text import finding_detail, header_lines, n as _n, pct as _pct, short_source as _short_source, stake_label
 
+# --------------------------------------------------------------------------- columns
+#
+# The columns every table shares, and the order in which their text gives way
+# when a table is wider than the terminal (docs/commands.md, "Terminal
+# output"): numbers never give way; among text, the lowest rank first — the
+# call site a line was inlined from, descriptions, source locations, lists of
+# partner pcs, class labels, names — and the instruction text last. An
+# instruction is never cut: it wraps between operands and its column is never
+# narrower than its longest word, so a mnemonic is never split. Every table
+# that lists instructions shows both the pc index and the address (code.json
+# ``Vaddr``); ``--pc`` takes either.
+
+GIVE_WAY = {"inlined": 1, "meaning": 2, "source": 3, "list": 4, "class": 5, "name": 6, "status": 7, "instruction": 9}
+
+
+def pc_columns(pc_header: str = "pc") -> list[Col]:
+    """The pc index and the address of an instruction (fill with :func:`pc_cells`)."""
+    return [Col(pc_header), Col("vaddr")]
+
+
+def pc_cells(dispatch, pc: int) -> list[str]:
+    return [str(pc), hex(int(dispatch.code.vaddr[pc]))]
+
+
+def isa_column(header: str = "instruction") -> Col:
+    return Col(header, "isa", give_way=GIVE_WAY["instruction"])
+
+
+def source_column(header: str = "source") -> Col:
+    return Col(header, "path", give_way=GIVE_WAY["source"])
+
+
+def class_column(header: str = "class") -> Col:
+    return Col(header, "wrap", min_width=11, give_way=GIVE_WAY["class"])
+
+
+def list_column(header: str, min_width: int | None = None) -> Col:
+    """Partner pcs with their cycles: numbers, wrapped between entries."""
+    return Col(header, "wrap", min_width=min_width, give_way=GIVE_WAY["list"])
+
 # --------------------------------------------------------------------------- analyze
 
 def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None, sort: str = "stall") -> None:
@@ -54,8 +94,8 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         f"({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)} · idle {_n(b.total_idle)}{hid}"
     )
 
-    t = FitTable("Stall by class", [Col("class", "text", min_width=11), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
-                                    Col("meaning", "wrap", min_width=16)])
+    t = FitTable("Stall by class", [Col("class", "text", min_width=11, give_way=GIVE_WAY["class"]), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
+                                    Col("meaning", "wrap", min_width=16, give_way=GIVE_WAY["meaning"])])
     for c in sorted(CLASSES, key=lambda c: -b.by_class_stall[c]):
         if not (b.by_class_latency[c] or b.by_class_records[c]):
             continue
@@ -67,7 +107,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         order = {"stall": h.by_stall, "latency": h.by_latency, "exposed": h.by_exposed}[sort]
         show_exp = result.hidden is not None
         cols = [Col(c) for c in ("#", "pc", "vaddr", "hit", "latency", "stall", "idle", "stall %") + (("exposed",) if show_exp else ())]
-        t = FitTable(f"Top {topk} instructions by {sort}", cols + [Col("class", "wrap", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
+        t = FitTable(f"Top {topk} instructions by {sort}", cols + [class_column(), isa_column(), source_column()])
         for rank, i in enumerate(order[:topk], 1):
             x = h.instructions[i]
             cls = x.class_
@@ -86,8 +126,9 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             line_order = {"stall": h.lines_by_stall, "latency": h.lines_by_latency, "exposed": h.lines_by_exposed}[sort]
             show_exp = result.hidden is not None
             nums = ("instr", "exec", "hit", "latency", "stall", "stall %") + (("exposed",) if show_exp else ())
-            t = FitTable(f"Top {topk} source lines by {sort}", [Col("#"), Col("source", "path"), *map(Col, nums),
-                                                                 Col("dominant class", "text", min_width=11), Col("inlined from", "path", min_width=10)])
+            t = FitTable(f"Top {topk} source lines by {sort}", [Col("#"), source_column(), *map(Col, nums),
+                                                                 Col("dominant class", "text", min_width=11, give_way=GIVE_WAY["class"]),
+                                                                 Col("inlined from", "path", min_width=10, give_way=GIVE_WAY["inlined"])])
             for rank, i in enumerate(line_order[:topk], 1):
                 ln = h.lines[i]
                 chain = _short_source(ln.inline_chains[0].split(" -> ")[0]) if ln.inline_chains else ""
@@ -174,23 +215,22 @@ def render_hotspots(table, console, top: int = 10) -> None:
     d = r.dispatch
     console.print(f"[bold]attlens analyze[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
     title = f"Top {top} {table.by}s by {table.sort}" if table.by != "opcode" else f"Top {top} opcodes by {table.sort}"
-    first = {"instruction": "pc", "line": "source", "opcode": "opcode"}[table.by]
-    kinds = {"source": "path", "opcode": "text", "class": "text", "instruction": "wrap", "pcs": "wrap", "pc": "num"}
-    cols = [first, "hit", "latency", "stall", "idle", "exposed", "stall share", "class"]
+    first = {"instruction": pc_columns(), "line": [source_column()], "opcode": [Col("opcode", "text", give_way=GIVE_WAY["name"])]}[table.by]
+    cols = first + [*map(Col, ("hit", "latency", "stall", "idle", "exposed", "stall share")), class_column()]
     if table.by == "instruction":
-        cols += ["instruction", "source"]
+        cols += [isa_column(), source_column()]
     elif table.by == "opcode":
-        cols += ["pcs"]
-    t = FitTable(title, [Col(c, kinds.get(c, "num")) for c in cols])
+        cols += [list_column("pcs")]
+    t = FitTable(title, cols)
     for x in table.rows[:top]:
         if table.by == "instruction":
-            key, cls, extra = str(x.pc), x.class_, [escape(x.isa), escape(_short_source(x.source))]
+            key, cls, extra = [str(x.pc), hex(x.vaddr)], x.class_, [escape(x.isa), escape(_short_source(x.source))]
         elif table.by == "line":
-            key, cls, extra = escape(_short_source(x.source) if x.file else x.source), x.dominant_class, []
+            key, cls, extra = [escape(_short_source(x.source) if x.file else x.source)], x.dominant_class, []
         else:
             more = f" +{len(x.pcs) - 6}" if len(x.pcs) > 6 else ""
-            key, cls, extra = escape(x.opcode), x.class_, [", ".join(map(str, x.pcs[:6])) + more]
-        t.add_row(key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra)
+            key, cls, extra = [escape(x.opcode)], x.class_, [", ".join(map(str, x.pcs[:6])) + more]
+        t.add_row(*key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra)
     console.print(t)
 
 
@@ -201,20 +241,20 @@ def render_hotspots(table, console, top: int = 10) -> None:
 def render_asm(win, console) -> None:
     r = win.result
     d = r.dispatch
-    console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ± {win.around} instructions  ({escape(str(d.path))})")
-    t = FitTable(None, [Col("", "text", min_width=1), *map(Col, ("pc", "hit", "latency", "stall", "idle", "exposed", "share")), Col("class", "text"),
-                        Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on (pc: cycles)", "wrap")])
+    console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ({hex(int(d.code.vaddr[win.pc]))}) ± {win.around} instructions  ({escape(str(d.path))})")
+    t = FitTable(None, [Col("", "text", min_width=1, give_way=GIVE_WAY["instruction"]), *pc_columns(), *map(Col, ("hit", "latency", "stall", "idle", "exposed", "share")),
+                        class_column(), isa_column(), source_column(), list_column("waits on (pc: cycles)")])
     for a in win.rows:
         if a.label is not None:
-            t.add_row("", str(a.pc), "", "", "", "", "", "", "", f"[dim]{escape(a.isa)}[/dim]", "", "")
+            t.add_row("", str(a.pc), hex(a.vaddr), "", "", "", "", "", "", "", f"[dim]{escape(a.isa)}[/dim]", "", "")
             continue
         h = a.hotspot
         mark = ">" if a.pc == win.pc else ""
         waits = ", ".join(f"{p}: {c:,}" for p, c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
         if h is None:
-            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
+            t.add_row(mark, str(a.pc), hex(a.vaddr), "0", "-", "-", "-", "-", "-", a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
         else:
-            t.add_row(mark, str(a.pc), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), h.class_,
+            t.add_row(mark, str(a.pc), hex(a.vaddr), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), h.class_,
                       escape(a.isa), escape(_short_source(a.source)), waits)
     console.print(t)
     if win.sources:
@@ -234,11 +274,11 @@ def render_waits(ws, console, top: int = 10) -> None:
     console.print(f"  {len(ws.sites)} wait sites, {_n(ws.executions)} executions ({scope}), {_n(ws.total_wait)} wait cycles"
                   f" = {_pct(ws.total_wait / ws.kernel_stall if ws.kernel_stall else None)} of all stall")
     t = FitTable(f"Wait per execution, top {top} sites by total wait",
-                 [*map(Col, ("pc", "total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max")), Col("class", "text"),
-                  Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on", "wrap")])
+                 [*pc_columns(), *map(Col, ("total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max")), class_column(),
+                  isa_column(), source_column(), list_column("waits on")])
     for s in ws.sites[:top]:
         prods = ", ".join(str(p) for p, _ in s.producers[:3]) + (f" +{len(s.producers) - 3}" if len(s.producers) > 3 else "")
-        t.add_row(str(s.pc), _n(s.total), _pct(s.share_of_stall), _n(s.executions), _n(s.zero_wait_executions), f"{s.mean:,.0f}", f"{s.stddev:,.0f}",
+        t.add_row(*pc_cells(d, s.pc), _n(s.total), _pct(s.share_of_stall), _n(s.executions), _n(s.zero_wait_executions), f"{s.mean:,.0f}", f"{s.stddev:,.0f}",
                   f"{s.p50:,.0f}", f"{s.p90:,.0f}", f"{s.p95:,.0f}", _n(s.max), s.wait_class, escape(s.isa), escape(_short_source(s.source)), prods)
     console.print(t)
     for n in ws.notes:
@@ -249,12 +289,21 @@ def render_waits(ws, console, top: int = 10) -> None:
 # --------------------------------------------------------------------------- captures
 
 
+def _under(path, root) -> str:
+    """``path`` relative to the folder searched (``big/ui_output_…``), so
+    captures that differ only near the end stay apart; whole when outside it."""
+    rel = os.path.relpath(str(path), str(root))
+    return str(path) if rel.startswith("..") else ("." if rel == "." else rel)
+
+
 def render_captures(cl, console) -> None:
-    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap"), Col("kernel", "text"), Col("target", "text"),
-                                                              Col("waves"), Col("instructions"), Col("dispatch"), Col("path", "path")])
+    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap", give_way=GIVE_WAY["status"]), Col("kernel", "text", give_way=GIVE_WAY["name"]),
+                                                              Col("target", "text", give_way=GIVE_WAY["class"]), Col("waves"), Col("instructions"), Col("dispatch"),
+                                                              Col("path", "isa", give_way=GIVE_WAY["instruction"])])
     for c in cl.captures:
         status = c.status if c.error is None else f"{c.status}: {c.error}"
-        t.add_row(escape(status), escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions), _n(c.dispatch_id), escape(str(c.path)))
+        t.add_row(escape(status), escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions), str(c.dispatch_id) if c.dispatch_id is not None else "-",
+                  escape(_under(c.path, cl.path)))
     console.print(t)
     if not cl.captures:
         console.print("  no capture (no filenames.json) at or up to four levels below this folder")
@@ -323,10 +372,10 @@ def render_waves(wa, console, top: int = 10) -> None:
             t.add_row(p, _n(v["records"]), _n(v["stall"]), _n(v["latency"]))
     console.print(t)
     t = FitTable(f"Stall per execution of the top {top} instructions",
-                 [*map(Col, ("pc", "executions", "p50", "p90", "max", "first exec mean", "later mean")), Col("instruction", "wrap", min_width=16)])
+                 [*pc_columns(), *map(Col, ("executions", "p50", "p90", "max", "first exec mean", "later mean")), isa_column()])
     for x in wa.phases.instructions[:top]:
         later = "-" if x.later_execution_stall_mean is None else f"{x.later_execution_stall_mean:,.0f}"
-        t.add_row(str(x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc]))
+        t.add_row(*pc_cells(d, x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc]))
     console.print(t)
     for f in wa.phases.flags:
         console.print(f"  [yellow]![/yellow] {escape(f)}")
@@ -344,24 +393,24 @@ def render_deps(deps, console, top: int = 10) -> None:
     console.print(f"[bold]attlens deps[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]{escape(title)}")
     console.print(f"  {_n(att.total_charged)} wait cycles charged to producers over {len(att.pairs.first_of_wait):,} resolved wait executions ({result.deps.model} counter rules)")
     t = FitTable(f"Top {top} producers by wait cycles caused",
-                 [*map(Col, ("pc", "waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding")),
-                  Col("class", "text", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
+                 [*pc_columns(), *map(Col, ("waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding")),
+                  class_column(), isa_column(), source_column()])
     for p in producers[:top]:
-        t.add_row(str(p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instructions_median:,.0f}/{p.distance_instructions_min}",
+        t.add_row(*pc_cells(d, p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instructions_median:,.0f}/{p.distance_instructions_min}",
                   f"{p.distance_cycles_median:,.0f}", f"{p.outstanding_mean:.1f}", p.wait_class, escape(p.isa), escape(_short_source(p.source)))
     console.print(t)
-    t = FitTable(f"Source lines whose memory ops were waited on (top {top})", [Col("source", "path"), Col("waited on"), Col("share"), Col("producers")])
+    t = FitTable(f"Source lines whose memory ops were waited on (top {top})", [source_column(), Col("waited on"), Col("share"), Col("producers")])
     for src, cyc, n in att.by_producer_line()[:top]:
         t.add_row(escape(_short_source(src) if src != "(no source)" else src), _n(cyc), _pct(cyc / att.total_charged if att.total_charged else None), str(n))
     console.print(t)
     # the producer list is numbers: it wraps between entries, never cut
     t = FitTable(f"Top {top} waits and whom they waited on",
-                 [Col("wait pc"), Col("stall"), Col("charged"), Col("instruction", "wrap", min_width=16), Col("producers (pc: cycles)", "wrap", min_width=14)])
+                 [*pc_columns("wait pc"), Col("stall"), Col("charged"), isa_column(), list_column("producers (pc: cycles)", min_width=14)])
     for wpc, prods in deps.wait_rows()[:top]:
         who = ", ".join(f"{p}: {c:,}" for p, c in sorted(prods.items(), key=lambda kv: -kv[1])[:4])
         if len(prods) > 4:
             who += f", +{len(prods) - 4} more"
-        t.add_row(str(wpc), _n(int(result.sums.stall[wpc])), _n(int(sum(prods.values()))), escape(d.code.isa[wpc]), who)
+        t.add_row(*pc_cells(d, wpc), _n(int(result.sums.stall[wpc])), _n(int(sum(prods.values()))), escape(d.code.isa[wpc]), who)
     console.print(t)
 
 
