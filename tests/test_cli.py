@@ -111,7 +111,7 @@ def test_terminal_modes_on_real_capture(mode):
     shared = require_shared()
     cap = shared / "traces/pa/big/ui_output_agent_10886_dispatch_209"
     p = run("analyze", cap, "--mode", mode, "--topk", "5", "--rocprof-dir", shared / "traces/pa/rocprofv3")
-    assert "Stall by class" in p.stdout and "Occupancy" in p.stdout
+    assert "Instruction stall by class" in p.stdout and "Occupancy" in p.stdout
 
 
 def test_sort_by_latency(tmp_path):

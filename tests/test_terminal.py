@@ -250,7 +250,7 @@ def test_no_color_and_no_color_env_on_a_terminal(toy):
 def test_progress_only_on_a_terminal_stderr(toy):
     err, out, rc = run_tty("analyze", toy, "--no-cache", stdout_tty=False, stderr_tty=True)
     assert rc == 0 and "wave files" in err and "\x1b[" in err, "progress drawn on a terminal's stderr"
-    assert "Stall by class" in out and "\x1b" not in out
+    assert "Instruction stall by class" in out and "\x1b" not in out
     assert run("analyze", toy).stderr == ""
     err, _, _ = run_tty("analyze", toy, "--no-color", stdout_tty=False, stderr_tty=True)
     assert err == "", "--no-color: no progress animation either"

@@ -42,10 +42,20 @@ class AnalysisResult:
 
     @property
     def warnings(self) -> list[str]:
+        """What the reader should act on: input skipped, sums that disagree,
+        no source lines, a location collapse, a grid or kernel that could not
+        be told, metadata that does not describe the code."""
         out = list(self.dispatch.warnings)
         out += self.quality.warnings
-        out += self.dispatch.resources.notes
+        out += self.dispatch.resources.warnings
         return out
+
+    @property
+    def notes(self) -> list[str]:
+        """Expected facts of the target or of the capture layout that qualify
+        a number (gfx950's reported VGPR count is half the allocation; the grid
+        comes from the discovery run's kernel trace): said once, no action."""
+        return list(self.dispatch.resources.notes)
 
     TABLES = ("instructions", "lines", "classes")
 
@@ -168,6 +178,7 @@ class AnalysisResult:
                 "location_collapse": q.location_collapse,
             },
             "warnings": self.warnings,
+            "notes": self.notes,
         }
 
 

@@ -496,5 +496,5 @@ def dispatch_summary(ctx) -> dict:
             "sgprs": res.sgprs,
         },
         "kernel_candidates": res.candidates,
-        "notes": list(res.notes),
+        "notes": list(res.warnings) + list(res.notes),
     }

@@ -119,14 +119,17 @@ def cmd_analyze(args) -> int:
         for i, r in enumerate(results):
             if i:
                 console.rule()
-            findings = None
+            findings = verdict = None
             if not args.no_plan:
                 from attlens.analysis.plan import make_plan
-                from attlens.report.text import top_findings_lines
+                from attlens.report.text import top_findings_lines, verdict_sentence
 
-                findings = top_findings_lines(make_plan(r)) or ["no rule fired"]
+                plan = make_plan(r)
+                verdict = verdict_sentence(plan)
+                findings = top_findings_lines(plan) or ["no rule fired"]
                 findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
-            render_analysis(r, console, topk=max(args.top, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort, findings=findings)
+            render_analysis(r, console, topk=max(args.top, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort,
+                            findings=findings, verdict=verdict)
     return exit_code(results)
 
 

@@ -161,10 +161,12 @@ def cmd_demo(args) -> int:
     console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel (docs/demo.md) written to {escape(str(path))}")
     console.print("The planted hotspot is the global-memory wait at toy_kernel.py:24; the analysis below should rank it first.\n")
     from attlens.analysis.plan import make_plan
-    from attlens.report.text import top_findings_lines
+    from attlens.report.text import top_findings_lines, verdict_sentence
 
-    findings = top_findings_lines(make_plan(result)) + [f"(attlens plan {path} for the evidence and changes)"]
-    render_analysis(result, console, topk=args.top, mode="both", detail=True, context=1, detail_k=2, findings=findings)
+    plan = make_plan(result)
+    findings = top_findings_lines(plan) + [f"(attlens plan {path} for the evidence and changes)"]
+    render_analysis(result, console, topk=args.top, mode="both", detail=True, context=1, detail_k=2, findings=findings,
+                    verdict=verdict_sentence(plan))
     console.print(f"\nNext: attlens analyze {escape(str(path))} --json")
     return 0
 

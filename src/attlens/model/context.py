@@ -245,7 +245,7 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
                 trace_row, trace_file, how = rows[0], f, f"all {len(rows)} dispatches of {kernel_name}{pick_note} share one shape"
                 durations = rows
                 break
-            res.notes.append(f"{f.name}: {len(rows)} dispatches of the kernel with {len(shapes)} different grid shapes; grid unknown")
+            res.warnings.append(f"{f.name}: {len(rows)} dispatches of the kernel with {len(shapes)} different grid shapes; grid unknown")
     if trace_row is not None:
         used.append(str(trace_file))
         src = f"{trace_file.name} ({how})"
@@ -298,7 +298,7 @@ def resolve_arch_and_resources(capture, rocprof_dir, kernel_name, code, index, h
             f"VGPR+AGPR allocation, docs/analysis.md, Occupancy); occupancy uses {res.unified_vgprs} = {res.sources['unified_vgprs']}"
         )
         if isa_unified > reported2:
-            res.notes.append(
+            res.warnings.append(
                 f"the ISA uses {isa_unified} VGPR+AGPR registers, more than 2 x the reported VGPR_Count ({reported2}): "
                 "the metadata does not describe this code object; the ISA scan is used"
             )
@@ -365,7 +365,7 @@ def _record_candidates(res, where, kernel_name, cands, picked, needs, row_key) -
     res.candidates.extend(rows)
     if picked is None:
         fitting = [x for x in rows if not x["misfit"]]
-        res.notes.append(
+        res.warnings.append(
             f"{where}: {len(rows)} kernels are named {kernel_name} and {len(fitting) or 'none'} of them fit the code "
             "(LDS, VGPR and SGPR needs of the listing): their dispatches are not told apart"
         )

@@ -59,42 +59,36 @@ def list_column(header: str, min_width: int | None = None) -> Col:
 
 # --------------------------------------------------------------------------- analyze
 
-def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None, sort: str = "stall") -> None:
+def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None, sort: str = "stall", verdict: str | None = None) -> None:
+    """The story first: the plan's verdict and top findings (when given), the
+    warnings to act on, the numbers, then the capture's metadata and the
+    notes (expected facts, said once)."""
     d = result.dispatch
     q = result.quality
     f = q.facts
     b = result.breakdown
     h = result.hotspots
-    arch = d.arch
 
-    console.print(f"[bold]attlens[/bold] — [bold cyan]{escape(f.kernel or '(unnamed kernel)')}[/bold cyan]")
-    console.print(f"  capture  {escape(f.path)}  (dispatch {_n(f.dispatch_id)}, agent handle {_n(f.agent_handle)})")
-    if arch.target:
-        fam = f" ({arch.facts['family']}{', ' + arch.product if arch.product else ''})" if arch.facts else ""
-        console.print(f"  target   {arch.target}{escape(fam)} — from {arch.source}: {escape(arch.reason)}")
-    else:
-        console.print(f"  target   [yellow]unknown[/yellow] — {escape(arch.reason)}")
-    ses = ",".join(map(str, f.shader_engines))
-    clock = f"; shader clock {f.shader_clock_mhz:,.0f} MHz (realtime.json)" if f.shader_clock_mhz else ""
-    console.print(
-        f"  traced   {f.waves:,} waves on CU {','.join(map(str, f.cus))} of SE {ses}, SIMD {','.join(map(str, f.simds))}; "
-        f"{f.records:,} instruction records{clock}"
-    )
-    mapped = f"{_pct(q.mapped_latency_share)} of cycles on instructions with a source line" if q.has_source_lines else "no source lines"
-    console.print(
-        f"  code     {h.listed:,} instructions listed, {h.executed:,} executed, {h.never_executed:,} never executed; {mapped}"
-    )
-    consistent = "equal" if q.code_json.consistent else "[yellow]DIFFER[/yellow]"
-    console.print(f"  check    code.json sums vs wave files: {consistent}")
+    console.print(f"[bold]attlens[/bold] — [bold cyan]{escape(f.kernel or '(unnamed kernel)')}[/bold cyan]  ({escape(f.path)})")
+    if verdict:
+        console.print(f"[bold]Verdict[/bold]  {escape(verdict)}")
+    if findings:
+        console.print("[bold]Top findings[/bold]")
+        for fnd in findings:
+            console.print(f"  {escape(fnd)}")
+    if result.warnings:
+        console.print("[bold yellow]Warnings[/bold yellow] (act on these)")
+        for w in result.warnings:
+            console.print(f"  [yellow]![/yellow] {escape(w)}")
     hid = ""
     if result.hidden is not None:
         hid = f" · hidden by other waves {_pct(result.hidden.hidden_share)} of idle+latency"
     console.print(
-        f"\n[bold]Totals[/bold]  latency {_n(b.total_latency)} cyc · stall {_n(b.total_stall)} "
-        f"({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)} · idle {_n(b.total_idle)}{hid}"
+        f"\n[bold]Totals[/bold]  latency {_n(b.total_latency)} cyc · instruction stall {_n(b.total_stall)} "
+        f"({_pct(b.total_stall / b.total_latency if b.total_latency else None)} of latency) · issue {_n(b.total_issue)} · idle {_n(b.total_idle)}{hid}"
     )
 
-    t = FitTable("Stall by class", [Col("class", "text", min_width=11, give_way=GIVE_WAY["class"]), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
+    t = FitTable("Instruction stall by class", [Col("class", "text", min_width=11, give_way=GIVE_WAY["class"]), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
                                     Col("meaning", "wrap", min_width=16, give_way=GIVE_WAY["meaning"])])
     for c in sorted(CLASSES, key=lambda c: -b.by_class_stall[c]):
         if not (b.by_class_latency[c] or b.by_class_records[c]):
@@ -165,15 +159,38 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         console.print(f"  grid        {o.workgroups:,} workgroups" + (f"; {o.resident_workgroup_capacity:,} fit at once" if o.resident_workgroup_capacity else ""))
     for e in o.explanation:
         console.print(f"  [cyan]→[/cyan] {escape(e)}")
+    _render_capture_facts(result, console)
 
-    if findings:
-        console.print("[bold]Top findings[/bold]")
-        for fnd in findings:
-            console.print(f"  {escape(fnd)}")
-    if result.warnings:
-        console.print("[bold yellow]Warnings[/bold yellow]")
-        for w in result.warnings:
-            console.print(f"  [yellow]![/yellow] {escape(w)}")
+
+def _render_capture_facts(result, console: Console) -> None:
+    """The capture's metadata, after the story; then the notes, once."""
+    d, q, h = result.dispatch, result.quality, result.hotspots
+    f = q.facts
+    arch = d.arch
+    console.print("[bold]Capture[/bold]")
+    ids = f"dispatch {'n/a' if f.dispatch_id is None else f.dispatch_id}, agent handle {'n/a' if f.agent_handle is None else f.agent_handle}"
+    console.print(f"  capture  {escape(f.path)}  ({ids})")
+    if arch.target:
+        fam = f" ({arch.facts['family']}{', ' + arch.product if arch.product else ''})" if arch.facts else ""
+        console.print(f"  target   {arch.target}{escape(fam)} — from {arch.source}: {escape(arch.reason)}")
+    else:
+        console.print(f"  target   [yellow]unknown[/yellow] — {escape(arch.reason)}")
+    ses = ",".join(map(str, f.shader_engines))
+    clock = f"; shader clock {f.shader_clock_mhz:,.0f} MHz (realtime.json)" if f.shader_clock_mhz else ""
+    console.print(
+        f"  traced   {f.waves:,} waves on CU {','.join(map(str, f.cus))} of SE {ses}, SIMD {','.join(map(str, f.simds))}; "
+        f"{f.records:,} instruction records{clock}"
+    )
+    mapped = f"{_pct(q.mapped_latency_share)} of cycles on instructions with a source line" if q.has_source_lines else "no source lines"
+    console.print(
+        f"  code     {h.listed:,} instructions listed, {h.executed:,} executed, {h.never_executed:,} never executed; {mapped}"
+    )
+    consistent = "equal" if q.code_json.consistent else "[yellow]DIFFER[/yellow]"
+    console.print(f"  check    code.json sums vs wave files: {consistent}")
+    if result.notes:
+        console.print("[bold]Notes[/bold] (expected facts of this target and capture layout; nothing to act on)")
+        for n_ in result.notes:
+            console.print(f"  · {escape(n_)}")
 
 
 def _render_detail(result, console: Console, topk: int, context: int, order) -> None:
@@ -354,6 +371,8 @@ def render_waves(wa, console, top: int = 10) -> None:
         us = clk.cycles_to_us(cyc)
         t.add_row(name, _n(cyc), _pct(st.share[name]), "-" if us is None else f"{us:,.1f} µs·wave")
     console.print(t)
+    console.print("  [dim]the decoder's wave states, shares of wave lifetime; STALL here is not the instruction stall of "
+                  "analyze and plan (cycles instructions waited to issue, a share of latency): docs/analysis.md, Two kinds of stall[/dim]")
     t = FitTable("Per SIMD", [Col(c) for c in ("SE", "CU", "SIMD", "waves", "IDLE", "EXEC", "WAIT", "STALL")])
     for r in st.per_simd:
         tot = max(sum(r[s] for s in ("IDLE", "EXEC", "WAIT", "STALL")), 1)
@@ -418,32 +437,40 @@ def render_deps(deps, console, top: int = 10) -> None:
 
 
 def render_plan(plan, console, max_findings: int | None = None) -> None:
-    """``attlens plan``: a :class:`~attlens.analysis.plan.Plan` (with the analysis it was made from)."""
+    """``attlens plan``: a :class:`~attlens.analysis.plan.Plan` (with the analysis it was made from).
+    The story first — the verdict and the priority list, one line per finding —
+    then the dispatch facts every finding stands on, then each finding's
+    evidence, change and falsifier, then the ledger and the silenced rules."""
     from attlens.analysis.plan import stall_summary
+    from attlens.report.text import verdict_sentence
 
     result = plan.result
     d = result.dispatch
     console.print(f"[bold]attlens plan[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
+    console.print(f"[bold]Verdict[/bold]  {escape(verdict_sentence(plan))}")
+    fs = plan.findings if max_findings is None else plan.findings[:max_findings]
+    if fs:
+        console.print("[bold]Priorities[/bold]")
+        for i, f in enumerate(fs, 1):
+            console.print(f"  {i:>2}. {f.severity:<4} {escape(f.title)}  {escape('[' + f.rule + ']')} · {stake_label(f)}")
+    else:
+        console.print("No rule fired: no pattern above its threshold (see `attlens rules`).")
+    console.print("")
     for line in header_lines(plan):
         console.print(escape(line))
-    console.print("[bold]Stall summary[/bold]")
-    for c, s, sh in stall_summary(result)[:6]:
-        console.print(f"  {c:<16} {s:>14,} cycles  {sh:6.1%}")
-    fs = plan.findings if max_findings is None else plan.findings[:max_findings]
-    if not fs:
-        console.print("\nNo rule fired: no pattern above its threshold (see `attlens rules`).")
+    console.print("[bold]Instruction stall by class[/bold]")
+    for c, s_, sh in stall_summary(result)[:6]:
+        console.print(f"  {c:<16} {s_:>14,} cycles  {sh:6.1%}")
     for i, f in enumerate(fs, 1):
         color = {"HIGH": "red", "MED": "yellow", "LOW": "green", "INFO": "blue"}[f.severity]
         tag = escape("[" + f.rule + "]")
         console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {tag} · {stake_label(f)} · confidence {f.confidence:.2f}")
+        console.print(f"   [bold]why:[/bold] {escape(f.rationale)}")
         for line in finding_detail(f):
             console.print(f"     {escape(line)}")
         console.print(f"   [bold]change:[/bold] {escape(f.change)}")
         console.print(f"   [bold]would prove it wrong:[/bold] {escape(f.falsify)}")
     if fs:
-        console.print("\n[bold]Priorities[/bold]")
-        for f in fs:
-            console.print(f"  {f.severity:<4} {f.rule:<22} {escape(f.rationale)}")
         console.print(f"\nCycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake ({plan.cycles_at_stake / max(plan.total_cycles, 1):.1%}); no pc claimed twice.")
     for y in plan.yielded:
         console.print(f"  {escape(y['rule'])} yielded all its cycles to {escape(', '.join(y['held_by']))}")

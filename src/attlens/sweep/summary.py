@@ -133,7 +133,7 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
         "findings": [_finding(f) for f in plan.findings],
         "bandwidth_fraction": _r(bw),
         "bandwidth_source": bw_src,
-        "health": {"status": "bad" if bad else ("warn" if issues else "ok"), "issues": issues, "notes": list(result.warnings)},
+        "health": {"status": "bad" if bad else ("warn" if issues else "ok"), "issues": issues, "notes": list(result.warnings) + list(result.notes)},
     }
 
 
