@@ -70,9 +70,6 @@ async def measure(cap: Path) -> list[dict]:
                 text = "".join(getattr(c, "text", "") for c in res.content)
                 rows.append({"call": label, "bytes": len(text.encode()), "error": bool(res.is_error),
                              "structured_bytes": len(json.dumps(res.structured_content)) if res.structured_content is not None else 0})
-    for r in rows:
-        if r["bytes"] is not None:
-            r["tokens"], r["method"] = tokens("x" * r["bytes"]) if r["call"] == "tools/list" else (None, None)
     return rows
 
 
@@ -81,13 +78,13 @@ def main() -> None:
 
     cap = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     rows = anyio.run(measure, cap.resolve())
-    print(f"{'call':<22} {'text bytes':>11} {'~tokens':>8}  structured bytes")
+    _n, method = tokens("")
+    print(f"{'call':<22} {'text bytes':>11} {'~tokens':>8}  ({method})")
     for r in rows:
         if r["bytes"] is None:
-            print(f"{r['call']:<22} {'(no such tool/argument)':>20}")
+            print(f"{r['call']:<22} {'(no such tool or argument)':>30}")
             continue
-        tok = (r["bytes"] + 3) // 4
-        print(f"{r['call']:<22} {r['bytes']:>11,} {tok:>8,}  {r.get('structured_bytes', ''):>}" + ("  (error)" if r.get("error") else ""))
+        print(f"{r['call']:<22} {r['bytes']:>11,} {(r['bytes'] + 3) // 4:>8,}" + ("  (error)" if r.get("error") else ""))
 
 
 if __name__ == "__main__":

@@ -137,6 +137,19 @@ def plan(result, disable=None, only=None, waves=None, pmc=None):
     return make_plan(result, disable=_ids(disable, "disable"), only=_ids(only, "only"), waves=waves, pmc=pmc)
 
 
+def summary(result, top: int = 5, detail: str = "brief", plan=None):
+    """The one-screen summary: the plan's verdict and top findings, then the
+    numbers behind them (one ranking of instructions and one of lines), warnings
+    and notes: a :class:`~attlens.analysis.summary.Summary` (``attlens analyze
+    --summary --json``; ``detail="full"`` adds the whole ``attlens.analyze``
+    object). ``plan``: a plan already made of the same analysis, to reuse."""
+    from attlens.analysis.summary import make_summary
+
+    if not isinstance(detail, str):
+        raise _usage(f"detail={detail!r}: expected 'brief' or 'full'")
+    return make_summary(_analysis(result), plan=plan, top=_int(top, "top", 1), detail=detail)
+
+
 def _pc(pc):
     """An instruction index (int) as it is, or address / index text
     (``"0x1738"``, ``"973"``) for :func:`attlens.analysis.asm.resolve_pc`."""
@@ -258,7 +271,7 @@ def pmc(path, target: str | None = None, ideal_bytes: float | None = None, durat
     pivot, source = read_pmc_outputs(p)
     target = target or detect_target(p)
     if not target:
-        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950 (in Python: target=...)")
+        raise UsageError(f"{path}: cannot tell the GPU target; give target (gfx942, gfx950, MI300X, MI350X ...)")
     durations = {d: duration_us * 1000 for d in pivot} if duration_us else None
     return PmcCounters(analyze_dispatches(pivot, target, ideal_bytes=ideal_bytes, durations_ns=durations), source, target)
 

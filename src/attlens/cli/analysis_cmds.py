@@ -37,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
     p.add_argument("--context", type=COUNT, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-plan", action="store_true", help="skip the short 'top findings' block")
+    p.add_argument("--summary", action="store_true", help="one screen: the verdict, top findings and the numbers behind them (--json: attlens.summary, the MCP summary tool's object)")
     add_no_color(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -94,6 +95,23 @@ def cmd_analyze(args) -> int:
         from attlens.errors import UsageError
 
         raise UsageError("--sort idle ranks one table: add --by instruction|line|opcode")
+    if args.summary and (args.by or args.all or args.no_plan):
+        from attlens.errors import UsageError
+
+        raise UsageError("--summary is one capture's verdict and numbers: drop --by, --all and --no-plan")
+    if args.summary:
+        from attlens.api import summary
+
+        results = load_analyzed(args, dirs, exposed=not args.no_exposed)
+        sm = summary(results[0], top=max(args.top, 1))
+        if args.json:
+            emit_json(sm.to_dict())
+        else:
+            from attlens.report.console import make_console
+            from attlens.report.terminal import render_summary
+
+            render_summary(sm, make_console(args.no_color))
+        return exit_code(results)
     if args.json and not args.all:
         if args.by:
             from attlens.analysis.hotspots import hotspot_table

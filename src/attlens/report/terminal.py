@@ -46,7 +46,8 @@ def isa_column(header: str = "instruction") -> Col:
 
 
 def source_column(header: str = "source") -> Col:
-    return Col(header, "path", give_way=GIVE_WAY["source"])
+    # file.py:line is rarely longer than 24: kept whole before the instruction wraps further
+    return Col(header, "path", min_width=24, give_way=GIVE_WAY["source"])
 
 
 def class_column(header: str = "class") -> Col:
@@ -222,6 +223,44 @@ def _render_detail(result, console: Console, topk: int, context: int, order) -> 
             console.print(
                 f"     pc {p:>5} stall {int(result.sums.stall[p]):>12,} hit {int(result.sums.hit[p]):>8,}  {escape(d.code.isa[p][:70])}"
             )
+
+
+# --------------------------------------------------------------------------- analyze --summary
+
+
+def render_summary(sm, console) -> None:
+    """``attlens analyze --summary``: an :class:`~attlens.analysis.summary.Summary`, one screen."""
+    doc = sm.to_dict()
+    r = sm.result
+    c, t = doc["capture"], doc["totals"]
+    console.print(f"[bold]attlens[/bold] — [bold cyan]{escape(c['kernel'])}[/bold cyan]  ({escape(c['path'])})")
+    console.print(f"[bold]Verdict[/bold]  {escape(doc['verdict']['sentence'])}")
+    for f in doc["findings"]:
+        stake = f" — {f['share_of_cycles']:.1%} of cycles at stake" if f["kind"] == "performance" else ""
+        console.print(f"  {f['rank']:>2}. {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}{stake}")
+    if doc["findings_total"] > len(doc["findings"]):
+        console.print(f"      … {doc['findings_total'] - len(doc['findings'])} more: attlens plan {escape(c['path'])}")
+    for w in doc["warnings"]:
+        console.print(f"  [yellow]![/yellow] {escape(w)}")
+    hid = "" if t["hidden_share"] is None else f" · hidden by other waves {_pct(t['hidden_share'])}"
+    console.print(f"[bold]Totals[/bold]  latency {_n(t['latency'])} · instruction stall {_n(t['stall'])} ({_pct(t['stall_share_of_latency'])} of latency)"
+                  f" · idle {_n(t['idle'])}{hid}")
+    console.print("  stall by class: " + " · ".join(f"{x['class']} {_pct(x['stall_share'])}" for x in doc["stall_by_class"][:6]))
+    t1 = FitTable(f"Top {len(doc['instructions'])} instructions by stall", [*pc_columns(), Col("stall"), Col("share"), Col("exposed"), class_column(), isa_column(), source_column()])
+    for x in doc["instructions"]:
+        t1.add_row(str(x["pc"]), hex(x["vaddr"]), _n(x["stall"]), _pct(x["stall_share"]), _n(x["exposed"]), x["class"], escape(x["isa"]), escape(x["source"] or "-"))
+    console.print(t1)
+    if doc["lines"] and r.quality.has_source_lines:
+        t2 = FitTable(f"Top {len(doc['lines'])} source lines by stall", [source_column(), Col("stall"), Col("share"), Col("exposed"), class_column("dominant class")])
+        for x in doc["lines"]:
+            t2.add_row(escape(x["source"]), _n(x["stall"]), _pct(x["stall_share"]), _n(x["exposed"]), x["dominant_class"] or "-")
+        console.print(t2)
+    o = doc["occupancy"]
+    if o["theoretical_waves_per_simd"] is not None:
+        console.print(f"[bold]Occupancy[/bold]  {o['theoretical_waves_per_simd']} waves/SIMD theoretical (limited by {', '.join(o['limiters']) or '-'}), "
+                      f"{_n(o['observed_max_waves_per_simd_traced_cu'])} observed on the traced CU")
+    for n_ in doc["notes"]:
+        console.print(f"  [dim]· {escape(n_)}[/dim]")
 
 
 # --------------------------------------------------------------------------- analyze --by

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from attlens import __version__
 from attlens.errors import AttlensError
-from attlens.serve.tools import TOOLS, Tools
+from attlens.serve.tools import TITLES, TOOLS, Tools
 
 log = logging.getLogger("attlens.serve")
 
@@ -24,9 +24,10 @@ INSTRUCTIONS = (
     "attlens answers questions about AMD GPU thread traces (rocprofv3 ATT captures: ui_output_agent_*_dispatch_* "
     "directories). Start with list_captures(path) to find captures, then summary or plan on one of them; drill down with "
     "hotspots, asm (the ISA around a pc), deps and waits (who waits on what, and how long per execution), waves and "
-    "occupancy; compare a re-capture with diff and gate it with check. Every result is a versioned JSON object (schema "
-    "field; schema(name) returns its JSON Schema); null means unavailable, never zero. Paths must be inside the server's "
-    "roots. The attlens skill (`attlens skill`) explains the workflow and the traps."
+    "occupancy; compare a re-capture with diff and gate it with check; rules lists what the plan checks. Every result is a "
+    "versioned JSON object (schema field; each tool's outputSchema is its JSON Schema, schema(name) returns one); null "
+    "means unavailable, never zero. Paths must be inside the server's roots. The attlens skill (`attlens skill`) explains "
+    "the workflow and the traps."
 )
 
 
@@ -43,19 +44,42 @@ def _missing_sdk():
     )
 
 
+# tool -> the shipped JSON Schema of its result (its outputSchema); schema's result is a JSON Schema itself
+OUTPUT_SCHEMAS = {
+    "list_captures": "captures", "summary": "summary", "hotspots": "hotspots", "plan": "plan", "asm": "asm", "deps": "deps",
+    "waits": "waits", "waves": "waves", "occupancy": "occupancy", "diff": "diff", "check": "check", "kernels": "kernels",
+    "rules": "rules", "schema": None,
+}
+SCHEMA_OF_A_SCHEMA = {"type": "object", "description": "a JSON Schema (draft 2020-12) of an attlens object, with the schemas it references embedded"}
+
+
+def output_schema(tool: str) -> dict:
+    """The outputSchema a tool declares: the bundled, self-contained schema of its object."""
+    from attlens import schemas
+
+    name = OUTPUT_SCHEMAS[tool]
+    return dict(SCHEMA_OF_A_SCHEMA) if name is None else schemas.bundle(name)
+
+
 def build_server(tools: Tools):
-    """An ``MCPServer`` with every attlens tool registered."""
+    """An ``MCPServer`` with every attlens tool registered: read-only
+    annotations, and the shipped JSON Schema of its result as outputSchema."""
     try:
         from mcp.server.mcpserver import MCPServer
-        from mcp.types import CallToolResult, TextContent
-        from pydantic import Field
+        from mcp.server.mcpserver.tools import Tool
+        from mcp.types import CallToolResult, TextContent, ToolAnnotations
+        from pydantic import BaseModel, ConfigDict, Field
     except ImportError as exc:
         raise _missing_sdk() from exc
     import orjson
 
-    from attlens.jsondoc import dumps
+    from attlens.textsafe import dumps_json
 
-    server = MCPServer(name="attlens", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    class _Shipped(BaseModel):
+        """The SDK checks structured content against a model; the shipped JSON
+        Schema (outputSchema) is the contract, checked by the tests and the client."""
+
+        model_config = ConfigDict(extra="allow")
 
     def answer(fn, *args) -> CallToolResult:
         try:
@@ -66,18 +90,27 @@ def build_server(tools: Tools):
             log.exception("tool %s failed", getattr(fn, "__name__", fn))
             err = InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it").to_dict()
         else:
-            text = dumps(obj)
-            # structuredContent is the printed text parsed back: the same keys and values as --json.
+            # compact JSON: the same object as --json, without the indentation an agent pays tokens for
+            text = dumps_json(obj, orjson.OPT_NON_STR_KEYS).decode()
+            # structuredContent is the text parsed back: the same keys and values as --json.
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=orjson.loads(text))
-        text = dumps(err)
+        text = dumps_json(err).decode()
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=err, is_error=True)
 
     Capture = Annotated[str, Field(description="a capture directory (ui_output_agent_*_dispatch_*) or a folder holding one capture; inside the server's roots")]
     Top = Annotated[int, Field(description="rows to return (0 = all)")]
-    Pc = Annotated[int, Field(description="pc index of an instruction (as in hotspots, deps, plan)")]
+    Pc = Annotated[int | str, Field(description="the instruction: its pc index (as in hotspots, deps, plan), or its address as text '0x1738' (code.json Vaddr)")]
+    registered: list = []
 
     def register(fn):
-        server.add_tool(fn, name=fn.__name__, description=TOOLS[fn.__name__], structured_output=False)
+        name = fn.__name__
+        tool = Tool.from_function(fn, name=name, title=TITLES[name], description=TOOLS[name], structured_output=False,
+                                  annotations=ToolAnnotations(title=TITLES[name], read_only_hint=True, destructive_hint=False,
+                                                              idempotent_hint=True, open_world_hint=False))
+        # the result's contract is the shipped schema (a permissive model keeps the SDK's own check out of the way)
+        tool.fn_metadata.output_model = _Shipped
+        tool.fn_metadata.output_schema = output_schema(name)
+        registered.append(tool)
         return fn
 
     @register
@@ -85,8 +118,12 @@ def build_server(tools: Tools):
         return answer(tools.list_captures, path)
 
     @register
-    def summary(capture: Capture, top: Top = 10) -> CallToolResult:
-        return answer(tools.summary, capture, top)
+    def summary(
+        capture: Capture,
+        top: Annotated[int, Field(description="findings, instructions and source lines to return (at least 1)")] = 10,
+        detail: Annotated[Literal["brief", "full"], Field(description="brief: the summary (~2-3k tokens); full: with the whole attlens.analyze object (every ranking, TOP rows each)")] = "brief",
+    ) -> CallToolResult:
+        return answer(tools.summary, capture, top, detail)
 
     @register
     def hotspots(
@@ -108,7 +145,7 @@ def build_server(tools: Tools):
     @register
     def deps(
         capture: Capture,
-        pc: Annotated[int | None, Field(description="only this instruction (a wait or a memory op) and its partners")] = None,
+        pc: Annotated[int | str | None, Field(description="only this instruction (a wait or a memory op; pc index or '0x…' address) and its partners")] = None,
         line: Annotated[str | None, Field(description="only this source line, FILE:LINE (a path suffix is enough)")] = None,
         top: Top = 10,
     ) -> CallToolResult:
@@ -157,15 +194,19 @@ def build_server(tools: Tools):
     @register
     def kernels(
         path: Annotated[str, Field(description="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")],
-        exclude: Annotated[str | None, Field(description="regex of runtime-helper kernels to flag (default: docs/capture.md)")] = None,
+        exclude: Annotated[str | None, Field(description="regex of runtime-helper kernels to flag (default: HIP blits, PyTorch elementwise/copy/fill/random/reduce)")] = None,
     ) -> CallToolResult:
         return answer(tools.kernels, path, exclude)
+
+    @register
+    def rules() -> CallToolResult:
+        return answer(tools.rules)
 
     @register
     def schema(name: Annotated[str, Field(description="object name, e.g. 'attlens.waits' or 'waits'")]) -> CallToolResult:
         return answer(tools.schema, name)
 
-    return server
+    return MCPServer(name="attlens", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", tools=registered)
 
 
 def serve(roots: list[str], cache_size: int = 4) -> None:
