@@ -70,14 +70,16 @@ def register(sub) -> None:
     add_no_color(p)
     p.set_defaults(func=cmd_deps)
 
-    p = sub.add_parser("export", help="export a capture as a Chrome/Perfetto trace (ui.perfetto.dev)", epilog=EPILOG)
+    p = sub.add_parser("export", help="export a capture as a Perfetto trace (protobuf, every wave, memory -> wait flows) or Chrome JSON", epilog=EPILOG)
     p.add_argument("path", help="a capture directory")
-    p.add_argument("-o", "--output", "--perfetto", dest="output", required=True, metavar="OUT.json", help="the Chrome/Perfetto JSON trace file to write (atomically); --perfetto is the same")
+    p.add_argument("-o", "--output", "--perfetto", dest="output", required=True, metavar="OUT",
+                   help="the trace file to write (atomically): OUT.pftrace a Perfetto protobuf trace, OUT.json a Chrome/Perfetto JSON trace; --perfetto is the same")
+    p.add_argument("--format", choices=("proto", "json"), help="proto: Perfetto protobuf (needs the perfetto extra); json: Chrome JSON for chrome://tracing (default: json for a .json file, else proto)")
     p.add_argument("--rocprof-dir", metavar="DIR", help=ROCPROF_DIR_HELP)
     p.add_argument("--max-waves", type=POSITIVE, metavar="N", help="export only the first N waves (by start time)")
     p.add_argument("--window", type=CYCLE_WINDOW, metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
     p.add_argument("--max-events", type=COUNT, default=None, metavar="N",
-                   help="stop adding waves before the trace passes N events (default 1,000,000, ~140 MB; 0 = no limit)")
+                   help="stop adding waves before the trace passes N events (json default 1,000,000, ~140 MB; proto default: no limit; 0 = no limit)")
     p.add_argument("--json", action="store_true", help="print what was written (attlens.export; attlens schema attlens.export)")
     add_cache_args(p)
     p.set_defaults(func=cmd_export)
@@ -322,23 +324,38 @@ def cmd_export(args) -> int:
     from attlens.jsondoc import header
     from attlens.report.perfetto import DEFAULT_MAX_EVENTS, stream_trace
 
-    max_events = DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events
+    fmt = args.format or ("json" if str(args.output).lower().endswith(".json") else "proto")
+    if fmt == "proto":
+        from attlens.report.perfetto_proto import _builder
+
+        _builder()  # the perfetto package, before any work
+    max_events = (DEFAULT_MAX_EVENTS if fmt == "json" else 0) if args.max_events is None else args.max_events
     d = resolve_capture_dirs(args.path)[0]
     check_output(args.output, [d])
-    # The trace needs the dispatch only, not the analyses: load and stream.
+    # The trace needs the dispatch (and, for the flows, the wait pairs), not the other analyses.
     r = SimpleNamespace(dispatch=load(d, rocprof_dir=args.rocprof_dir))
     check_output(args.output, [d, *input_files([r])])
     clock = compute_clock(r.dispatch)
-    meta = stream_trace(r, clock, args.output, max_waves=args.max_waves, window=args.window, max_events=max_events)
+    if fmt == "proto":
+        from attlens.analysis.stalls import compute_pc_sums
+        from attlens.report.perfetto_proto import stream_proto
+
+        pairs = compute_pc_sums(r.dispatch)[3]
+        meta = stream_proto(r, clock, args.output, pairs=pairs, max_waves=args.max_waves, window=args.window, max_events=max_events)
+    else:
+        meta = stream_trace(r, clock, args.output, max_waves=args.max_waves, window=args.window, max_events=max_events)
+        meta["format"], meta["flows"] = "json", 0
     cut = meta["waves_cut_by_max_events"]
     if args.json:
-        emit_json({**header("attlens.export"), "output": str(args.output), "bytes": meta["bytes"],
-                   "events": meta["events"], "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
+        emit_json({**header("attlens.export"), "output": str(args.output), "format": meta["format"], "bytes": meta["bytes"],
+                   "events": meta["events"], "flows": meta["flows"], "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
                    "waves_cut_by_max_events": cut, "max_events": meta["max_events"], "time_unit": meta["time_unit"]})
     else:
-        say(f"wrote {args.output}: {meta['events']:,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
-            f"{meta['bytes'] / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
+        flows = f", {meta['flows']:,} memory → wait flows" if meta["flows"] else ""
+        say(f"wrote {args.output} ({'Perfetto protobuf' if fmt == 'proto' else 'Chrome JSON'}): {meta['events']:,} events{flows}, "
+            f"{meta['waves_exported']} of {meta['waves_total']} waves, {meta['bytes'] / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
     if cut:
         say(f"attlens: note: the {max_events:,}-event limit left out the {cut} latest-starting of the "
-            f"{meta['waves_selected']} selected waves; pass --max-events 0 for all, or --window/--max-waves to choose")
+            f"{meta['waves_selected']} selected waves; pass --max-events 0 for all, or --window/--max-waves to choose"
+            + ("; the protobuf form (-o trace.pftrace) holds every wave" if fmt == "json" else ""))
     return exit_code([r])
