@@ -21,7 +21,7 @@ Everything heavy is imported on first use.
 
 from __future__ import annotations
 
-__all__ = ["load", "analyze", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
+__all__ = ["load", "analyze", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
            "captures", "pmc", "rules"]
 
 

@@ -66,11 +66,12 @@ class AnalysisResult:
         source line with an executed instruction: ``lines_by_stall``) or
         ``classes`` (``stall_by_class``)."""
         from attlens.errors import UsageError
-        from attlens.results import dataframe
+        from attlens.results import dataframe, flat, spread_zero
 
         h = self.hotspots
         if table == "instructions":
-            return dataframe([h.instructions[i].to_dict() for i in h.by_stall])
+            # the stall per class becomes columns class_stall.<class> (0 where a class holds none)
+            return spread_zero(dataframe([flat(h.instructions[i].to_dict(), "class_stall") for i in h.by_stall]), "class_stall")
         if table == "lines":
             return dataframe([h.lines[i].to_dict() for i in h.lines_by_stall])
         if table == "classes":

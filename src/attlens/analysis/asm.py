@@ -64,6 +64,22 @@ class AsmWindow:
             "sources": [{"source": s.source, "text": s.text} for s in self.sources],
         }
 
+    def to_pandas(self):
+        """The window as a DataFrame: one row per listed instruction or label in
+        listing order, one column per key of ``rows`` in ``to_dict()``; the
+        memory ops a wait waited on as two aligned columns, ``waits_on_pcs`` and
+        ``waits_on_cycles`` (empty lists for other rows)."""
+        from attlens.results import dataframe
+
+        out = []
+        for a in self.rows:
+            row = self._row(a)
+            ws = row.pop("waits_on")
+            row["waits_on_pcs"] = [w["pc"] for w in ws]
+            row["waits_on_cycles"] = [w["cycles"] for w in ws]
+            out.append(row)
+        return dataframe(out)
+
     def _row(self, a: AsmRow) -> dict:
         h = a.hotspot
         row = {
