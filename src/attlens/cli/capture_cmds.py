@@ -30,7 +30,7 @@ def _capture_opts(p) -> None:
     p.add_argument("--rocprofv3", metavar="PATH", help="rocprofv3 executable (default: from PATH)")
     p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S", help="per rocprofv3 run (default 3600 s)")
     p.add_argument("--no-noise-check", action="store_true", help="capture one dispatch, not two")
-    p.add_argument("--no-source-env", action="store_true", help="do not set the line-info/JIT-cache environment (docs/capture.md)")
+    p.add_argument("--no-source-env", action="store_true", help="do not set the line-info environment (FlyDSL debug info on, fresh FlyDSL and Triton JIT caches)")
     add_json(p, "attlens.profile")
     add_no_color(p)
 
@@ -39,7 +39,7 @@ def register(sub) -> None:
     p = sub.add_parser("profile", help="discover kernels, capture a steady-state dispatch with rocprofv3 --att, analyze it",
                        usage="attlens profile [options] -- PROGRAM [ARGS ...]", epilog=EPILOG)
     p.add_argument("--kernel", metavar="REGEX", help="kernel to trace (default: the largest total time, runtime helpers excluded)")
-    p.add_argument("--exclude", metavar="REGEX", help="kernels never picked by default (default: docs/capture.md)")
+    p.add_argument("--exclude", metavar="REGEX", help="kernels never picked by default (default: HIP runtime blits and PyTorch elementwise/copy/fill/random/reduce kernels)")
     _capture_opts(p)
     p.set_defaults(func=cmd_profile)
 
@@ -51,7 +51,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("kernels", help="kernel table (time, calls, ids, resources) from rocprofv3 outputs", epilog=EPILOG)
     p.add_argument("path", nargs="+", help="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")
-    p.add_argument("--exclude", metavar="REGEX", help="flag these kernels as runtime helpers (default: docs/capture.md; '' flags none)")
+    p.add_argument("--exclude", metavar="REGEX", help="flag these kernels as runtime helpers (default: HIP runtime blits and PyTorch elementwise/copy/fill/random/reduce kernels; '' flags none)")
     p.add_argument("--top", type=COUNT, default=20, metavar="N", help="rows shown (default 20; --json has all)")
     add_json(p, "attlens.kernels")
     add_no_color(p)

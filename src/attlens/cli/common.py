@@ -13,7 +13,10 @@ import math
 import os
 import sys
 
-EPILOG = "Exit codes: docs/exit-codes.md. JSON schema: docs/json-schema.md."
+# --help names nothing a pip install lacks: the exit codes themselves, and the command that prints the schemas
+EPILOG = ("Exit codes: 0 ok, 2 usage, 3 not found, 4 not a capture, 5 several captures, 6 empty capture, 7 corrupt input, "
+          "8 partial input, 9 output refused, 10-14 capture workflow, 20 regression, 21 not comparable, 30-33 sweeps. "
+          "--json objects: attlens schema NAME prints their JSON Schema.")
 
 
 # --------------------------------------------------------------------------- option validators
