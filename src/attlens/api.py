@@ -137,7 +137,7 @@ def plan(result, disable=None, only=None, waves=None, pmc=None):
     return make_plan(result, disable=_ids(disable, "disable"), only=_ids(only, "only"), waves=waves, pmc=pmc)
 
 
-def summary(result, top: int = 5, detail: str = "brief", plan=None):
+def summary(result, top: int = 10, detail: str = "brief", plan=None):
     """The one-screen summary: the plan's verdict and top findings, then the
     numbers behind them (one ranking of instructions and one of lines), warnings
     and notes: a :class:`~attlens.analysis.summary.Summary` (``attlens analyze

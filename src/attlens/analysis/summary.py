@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from attlens.results import brief_repr
 
 SUMMARY_SCHEMA = "attlens.summary"
-DEFAULT_TOP = 5
+DEFAULT_TOP = 10
 DETAILS = ("brief", "full")
 
 
