@@ -114,6 +114,7 @@ def check_numbers(md: str, a: dict, wa, result) -> None:
     assert len(instrs) == len(want)
     for r, h in zip(instrs, want):
         assert int(r[1]) == h["pc"] and _unspan(r[2]) == h["isa"] and _num(r[4]) == h["hit"] and _num(r[6]) == h["stall"]
+        assert int(r[10], 16) == h["vaddr"]  # the address beside the pc index
 
     # pc ranges cover every listed instruction once, with all the stall
     ranges = pc_ranges(result)

@@ -201,10 +201,11 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     instrs = a["hotspots"]["instructions_by_stall"][:TOP_INSTRUCTIONS]
     L += [f"## Top {len(instrs)} instructions by stall", ""]
     L += _table(
-        ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source"],
-        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _n(h["stall"]), _pct(h["stall_share"]), _n(h["idle"]), _code(short_source(h["source"]), True)]
+        ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source", "vaddr"],
+        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _n(h["stall"]), _pct(h["stall_share"]), _n(h["idle"]),
+          _code(short_source(h["source"]), True), f"0x{h['vaddr']:x}"]
          for i, h in enumerate(instrs, 1)],
-        "rrllrrrrrl",
+        "rrllrrrrrlr",
     ) + [""]
     listed = [p for p in range(d.code.size) if d.code.instruction_mask[p]]
     pos = {p: i for i, p in enumerate(listed)}
@@ -212,7 +213,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         k = pos.get(h["pc"])
         if k is None:
             continue
-        L += [f"### {i}. pc {h['pc']} — {_code(h['isa'])}", ""]
+        L += [f"### {i}. pc {h['pc']} (0x{h['vaddr']:x}) — {_code(h['isa'])}", ""]
         waits = _waited_on(waves, h["pc"])
         body = []
         for p in listed[max(0, k - CONTEXT): k + CONTEXT + 1]:
