@@ -153,7 +153,7 @@ def test_hotspot_context_and_recommendations(toy_bundle):
     r, plan, wa, md, js, out = toy_bundle
     top = js["hotspots"]["instructions_by_stall"][0]
     assert top["isa"] == "s_waitcnt vmcnt(0)" and top["source"].endswith("toy_kernel.py:24")  # the planted hotspot
-    block = md[md.index(f"### 1. pc {top['pc']} — `s_waitcnt vmcnt(0)`"):]
+    block = md[md.index(f"### 1. pc {top['pc']} (0x{top['vaddr']:x}) — `s_waitcnt vmcnt(0)`"):]
     fence = block[block.index("```asm"): block.index("```\n", block.index("```asm") + 3)]
     marked = [ln for ln in fence.splitlines() if ln.startswith(">>")]
     assert len(marked) == 1 and f" {top['pc']} " in marked[0] and "s_waitcnt vmcnt(0)" in marked[0]
