@@ -53,6 +53,9 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         ("check", "check", {"capture": fa, "baseline": fb, "max_regression": 1.0}, ["check", fa, "--baseline", fb, "--max-regression", "1.0"]),
         ("kernels", "kernels", {"path": str((shared / "traces/layernorm/rocprofv3").resolve())}, ["kernels", str((shared / "traces/layernorm/rocprofv3").resolve())]),
         ("schema", "schema", {"name": "attlens.waits"}, None),
+        # PC samples: the viewer's PC-sampling folder (a copy under a root)
+        ("pc_sampling", "pc_sampling", {"path": str(tmp / "rcv"), "top": 5}, ["pcsampling", str(tmp / "rcv"), "--top", "5"]),
+        ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--summary", "--top", "3"]),
         # refusals and errors
         ("outside", "summary", {"capture": "/etc"}, None),
         ("dotdot", "summary", {"capture": str(tmp / ".." / "..")}, None),
@@ -80,6 +83,7 @@ def session(tmp_path_factory):
     (tmp / "broken" / "filenames.json").write_text('{"wave_filenames": [1, 2')
     os.symlink("/", tmp / "link-out")
     shutil.copytree(shared / LAYERNORM, tmp / "copy")
+    shutil.copytree(shared / "outside/rcv-pcsampling", tmp / "rcv")
     qs = questions(shared, tmp)
     env = {"PYTHONPATH": str(REPO / "src"), "ATTLENS_SHARED": str(shared)}
     params = StdioServerParameters(command=sys.executable, args=["-m", "attlens", "mcp", "--root", str(shared / "traces"), "--root", str(tmp)], env=env)
@@ -133,7 +137,8 @@ def test_initialize_and_list_tools(session):
     a = session["answers"]
     assert a["init"].server_info.name == "attlens"
     names = {t.name for t in a["tools"]}
-    assert names >= {"list_captures", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels", "schema"}
+    assert names >= {"list_captures", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels", "schema",
+                     "pc_sampling"}
     hot = next(t for t in a["tools"] if t.name == "hotspots")
     props = hot.input_schema["properties"]
     assert props["by"]["enum"] == ["instruction", "line", "opcode"]
@@ -141,15 +146,17 @@ def test_initialize_and_list_tools(session):
     assert hot.input_schema["required"] == ["capture"]
     # every tool: read-only annotations and the shipped JSON Schema of its result as outputSchema
     from attlens import schemas
-    from attlens.serve.server import OUTPUT_SCHEMAS
+    from attlens.serve.server import OUTPUT_SCHEMAS, output_schema
 
     assert names == set(OUTPUT_SCHEMAS) and "rules" in names
     for t in a["tools"]:
         ann = t.annotations
         assert ann.read_only_hint is True and ann.destructive_hint is False and ann.idempotent_hint is True and ann.open_world_hint is False, t.name
         assert t.output_schema["type"] == "object"
-        if OUTPUT_SCHEMAS[t.name] is not None:
+        if isinstance(OUTPUT_SCHEMAS[t.name], str):
             assert t.output_schema == schemas.bundle(OUTPUT_SCHEMAS[t.name]), t.name
+        else:
+            assert t.output_schema == output_schema(t.name), t.name  # summary: attlens.summary, or attlens.pc_sampling on a PC-sampling folder
     summ = next(t for t in a["tools"] if t.name == "summary")
     assert summ.input_schema["properties"]["detail"]["enum"] == ["brief", "full"]
 
@@ -180,7 +187,8 @@ def test_asm_takes_an_address(session):
 
 
 @pytest.mark.parametrize("key", ["list_captures", "summary", "rules", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
-                                 "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels"])
+                                 "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels",
+                                 "pc_sampling", "summary_pcs"])
 def test_tool_equals_cli_json(session, key, capsys):
     _k, tool, _args, cli = session["questions"][key]
     res = session["answers"][key]

@@ -68,13 +68,14 @@ class Summary:
                        "hidden_share": None if r.hidden is None else round(r.hidden.hidden_share, 4)},
             "stall_by_class": [{"class": c["class"], "stall": c["stall"], "stall_share": round(c["stall_share"], 4)}
                                for c in b.class_rows() if c["stall"] > 0],
-            "instructions": [self._instruction(h.instructions[i]) for i in h.by_stall[:k]],
+            "instructions": [self._instruction(h.instructions[i], self._samples_of) for i in h.by_stall[:k]],
             "lines": [self._line(h.lines[i]) for i in h.lines_by_stall[:k]],
             "occupancy": {"theoretical_waves_per_simd": o.theoretical_waves_per_simd, "limiters": list(o.limiters or []),
                           "observed_max_waves_per_simd_traced_cu": o.observed_max_waves_per_simd_traced_cu,
                           "workgroups": o.workgroups, "resident_workgroup_capacity": o.resident_workgroup_capacity},
             "quality": {"code_json_consistent": q.code_json.consistent, "has_source_lines": q.has_source_lines,
                         "mapped_latency_share": round(q.mapped_latency_share, 4)},
+            "pc_sampling": self._sampling(),
             "warnings": r.warnings,
             "notes": r.notes,
             "detail": self.detail,
@@ -82,10 +83,27 @@ class Summary:
         }
         return doc
 
+    def _joined(self):
+        join = getattr(self.result, "pc_sampling", None)
+        return join if join is not None and join.mode != "none" else None
+
+    def _samples_of(self, pc: int):
+        join = self._joined()
+        return None if join is None else join.row([pc])
+
+    def _sampling(self) -> dict | None:
+        """Why waves stalled, from the PC samples joined to the capture (null: none)."""
+        join = getattr(self.result, "pc_sampling", None)
+        if join is None:
+            return None
+        d = join.to_dict()
+        return {"mode": d["join"]["mode"], "reason": d["join"]["reason"], "joined": d["samples"]["joined"], "issued": d["issued"],
+                "stalled": d["stalled"], "reason_shares": d["reason_shares"]}
+
     @staticmethod
-    def _instruction(x) -> dict:
+    def _instruction(x, samples) -> dict:
         return {"pc": x.pc, "vaddr": x.vaddr, "isa": x.isa, "class": x.class_, "hit": x.hit, "latency": x.latency, "stall": x.stall,
-                "stall_share": round(x.stall_share, 4), "exposed": x.exposed, "source": _short(x.source)}
+                "stall_share": round(x.stall_share, 4), "exposed": x.exposed, "source": _short(x.source), "pc_samples": samples(x.pc)}
 
     @staticmethod
     def _line(ln) -> dict:

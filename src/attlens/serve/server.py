@@ -24,10 +24,11 @@ INSTRUCTIONS = (
     "attlens answers questions about AMD GPU thread traces (rocprofv3 ATT captures: ui_output_agent_*_dispatch_* "
     "directories). Start with list_captures(path) to find captures, then summary or plan on one of them; drill down with "
     "hotspots, asm (the ISA around a pc), deps and waits (who waits on what, and how long per execution), waves and "
-    "occupancy; compare a re-capture with diff and gate it with check; rules lists what the plan checks. Every result is a "
-    "versioned JSON object (schema field; each tool's outputSchema is its JSON Schema, schema(name) returns one); null "
-    "means unavailable, never zero. Paths must be inside the server's roots. The attlens skill (`attlens skill`) explains "
-    "the workflow and the traps."
+    "occupancy; compare a re-capture with diff and gate it with check; rules lists what the plan checks; pc_sampling reads "
+    "PC samples (why instructions stall; summary, hotspots, asm and plan carry the samples found beside a capture). Every "
+    "result is a versioned JSON object (schema field; each tool's outputSchema is its JSON Schema, schema(name) returns "
+    "one); null means unavailable, never zero. Paths must be inside the server's roots. The attlens skill (`attlens "
+    "skill`) explains the workflow and the traps."
 )
 
 
@@ -45,20 +46,33 @@ def _missing_sdk():
 
 
 # tool -> the shipped JSON Schema of its result (its outputSchema); schema's result is a JSON Schema itself
+# (summary on a PC-sampling-only folder answers as `attlens analyze` does there: attlens.pcsampling)
 OUTPUT_SCHEMAS = {
-    "list_captures": "captures", "summary": "summary", "hotspots": "hotspots", "plan": "plan", "asm": "asm", "deps": "deps",
-    "waits": "waits", "waves": "waves", "occupancy": "occupancy", "diff": "diff", "check": "check", "kernels": "kernels",
-    "rules": "rules", "schema": None,
+    "list_captures": "captures", "summary": ("summary", "pc_sampling"), "hotspots": "hotspots", "plan": "plan", "asm": "asm",
+    "deps": "deps", "waits": "waits", "waves": "waves", "occupancy": "occupancy", "diff": "diff", "check": "check",
+    "kernels": "kernels", "rules": "rules", "pc_sampling": "pc_sampling", "schema": None,
 }
 SCHEMA_OF_A_SCHEMA = {"type": "object", "description": "a JSON Schema (draft 2020-12) of an attlens object, with the schemas it references embedded"}
 
 
 def output_schema(tool: str) -> dict:
-    """The outputSchema a tool declares: the bundled, self-contained schema of its object."""
+    """The outputSchema a tool declares: the bundled, self-contained schema of
+    its object (of either object, when a tool answers with one of two)."""
     from attlens import schemas
 
     name = OUTPUT_SCHEMAS[tool]
-    return dict(SCHEMA_OF_A_SCHEMA) if name is None else schemas.bundle(name)
+    if name is None:
+        return dict(SCHEMA_OF_A_SCHEMA)
+    if isinstance(name, str):
+        return schemas.bundle(name)
+    defs = {}
+    for n in name:
+        for dep in (n, *schemas.dependencies(n)):
+            doc = schemas.load(dep)
+            doc.pop("$schema", None)
+            defs[schemas.PREFIX + dep] = doc
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "description": " or ".join(f"attlens.{n}" for n in name), "anyOf": [{"$ref": schemas.PREFIX + n} for n in name], "$defs": defs}
 
 
 def build_server(tools: Tools):
@@ -205,6 +219,15 @@ def build_server(tools: Tools):
     @register
     def schema(name: Annotated[str, Field(description="object name, e.g. 'attlens.waits' or 'waits'")]) -> CallToolResult:
         return answer(tools.schema, name)
+
+    @register
+    def pc_sampling(
+        path: Annotated[str, Field(description="*_results.json, *_pc_sampling_stochastic.csv / *_pc_sampling_host_trap.csv, or a PC-sampling ui_output folder")],
+        kernel: Annotated[str | None, Field(description="only samples of this kernel (a name or part of one)")] = None,
+        dispatch: Annotated[int | None, Field(description="only samples of this dispatch id")] = None,
+        top: Annotated[int, Field(description="rows per table (0 = all)")] = 20,
+    ) -> CallToolResult:
+        return answer(tools.pc_sampling, path, kernel, dispatch, top)
 
     return MCPServer(name="attlens", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", tools=registered)
 

@@ -28,6 +28,7 @@ TOOLS = {
     "kernels": "Kernel table from rocprofv3 outputs (kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder of them): time, calls, ids, resources. Same object as `attlens kernels PATH --json`.",
     "rules": "Every rule of the plan: its trigger, the preconditions its advice assumes, its evidence and limits. Same object as `attlens rules --json`.",
     "schema": "The JSON Schema (draft 2020-12) of an attlens object, e.g. 'attlens.waits' or 'waits'.",
+    "pc_sampling": "PC samples on their own (a rocprofv3 *_results.json or *_pc_sampling_*.csv, or a rocprof-compute-viewer PC-sampling ui_output folder): per instruction and source line, samples, issued, stalled and the stall reasons; no cycles. Same object as `attlens pcsampling PATH --json`. (summary, hotspots, asm and plan on a capture already carry the samples found beside it.)",
 }
 
 # name -> human-readable title (MCP tool title and annotations)
@@ -35,7 +36,7 @@ TITLES = {
     "list_captures": "List captures", "summary": "Capture summary", "hotspots": "Hotspot ranking", "plan": "Optimization plan",
     "asm": "ISA window", "deps": "Memory-to-wait dependencies", "waits": "Wait statistics", "waves": "Wave states and pipes",
     "occupancy": "Occupancy", "diff": "Compare two captures", "check": "Regression gate", "kernels": "Kernel table",
-    "rules": "Plan rules", "schema": "JSON Schema of an object",
+    "rules": "Plan rules", "schema": "JSON Schema of an object", "pc_sampling": "PC samples",
 }
 
 
@@ -81,8 +82,17 @@ class Tools:
         return api.captures(self.roots.check(path)).to_dict()
 
     def summary(self, capture: str, top: int = 10, detail: str = "brief") -> dict:
+        from attlens.io.pcsampling_rcv import is_pc_sampling_dir
+        from attlens.model.locate import resolve_capture_dirs
+
+        d = resolve_capture_dirs(self.roots.check(capture))[0]
+        if is_pc_sampling_dir(d):  # as `attlens analyze --summary`: the sampled stall reasons, no cycles
+            return api.pc_sampling(self.roots.check(d)).to_dict(top)
         e = self._entry(capture)
         return api.summary(e.result, top=top, detail=detail, plan=self._plan(e)).to_dict()
+
+    def pc_sampling(self, path: str, kernel: str | None = None, dispatch: int | None = None, top: int = 20) -> dict:
+        return api.pc_sampling(self.roots.check(path), kernel=kernel, dispatch=dispatch).to_dict(top)
 
     def hotspots(self, capture: str, by: str = "instruction", sort: str = "stall", top: int = 10) -> dict:
         return api.hotspots(self._entry(capture).result, by, sort).to_dict(top)
