@@ -57,22 +57,51 @@ SCHEMA_OF_A_SCHEMA = {"type": "object", "description": "a JSON Schema (draft 202
 
 def output_schema(tool: str) -> dict:
     """The outputSchema a tool declares: the bundled, self-contained schema of
-    its object (of either object, when a tool answers with one of two)."""
+    its object (of either object, when a tool answers with one of two), with
+    only the shared definitions it reaches (every tool would otherwise carry
+    all of defs.schema.json in tools/list)."""
     from attlens import schemas
 
     name = OUTPUT_SCHEMAS[tool]
     if name is None:
         return dict(SCHEMA_OF_A_SCHEMA)
     if isinstance(name, str):
-        return schemas.bundle(name)
+        return _prune_shared(schemas.bundle(name))
     defs = {}
     for n in name:
         for dep in (n, *schemas.dependencies(n)):
             doc = schemas.load(dep)
             doc.pop("$schema", None)
             defs[schemas.PREFIX + dep] = doc
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-            "description": " or ".join(f"attlens.{n}" for n in name), "anyOf": [{"$ref": schemas.PREFIX + n} for n in name], "$defs": defs}
+    return _prune_shared({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+                          "description": " or ".join(f"attlens.{n}" for n in name), "anyOf": [{"$ref": schemas.PREFIX + n} for n in name],
+                          "$defs": defs})
+
+
+def _prune_shared(doc: dict) -> dict:
+    """Drop the definitions of the embedded shared schema (``defs``) that no
+    reference reaches; nothing else changes."""
+    import json
+    import re
+
+    from attlens import schemas
+
+    key = schemas.PREFIX + schemas.DEFS
+    shared = doc.get("$defs", {}).get(key)
+    if not shared:
+        return doc
+    pattern = re.compile(re.escape(key) + r"#/\$defs/([A-Za-z0-9_]+)")
+    outside = {k: v for k, v in doc.items() if k != "$defs"} | {"$defs": {k: v for k, v in doc["$defs"].items() if k != key}}
+    todo = set(pattern.findall(json.dumps(outside)))
+    keep: set[str] = set()
+    while todo:
+        n = todo.pop()
+        if n in keep or n not in shared["$defs"]:
+            continue
+        keep.add(n)
+        todo |= set(pattern.findall(json.dumps(shared["$defs"][n]))) | set(re.findall(r'"#/\$defs/([A-Za-z0-9_]+)"', json.dumps(shared["$defs"][n])))
+    shared["$defs"] = {k: v for k, v in shared["$defs"].items() if k in keep}
+    return doc
 
 
 def build_server(tools: Tools):
