@@ -53,6 +53,7 @@ class Summary:
         r, plan = self.result, self.plan
         d, b, h, o, q = r.dispatch, r.breakdown, r.hotspots, r.occupancy, r.quality
         k = max(int(self.top), 1)
+        recorded = getattr(d, "stall_recorded", True)
         doc = {
             **header(SUMMARY_SCHEMA),
             "capture": {"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,
@@ -63,8 +64,10 @@ class Summary:
                           "confidence": f.confidence, "change": f.change}
                          for i, f in enumerate(plan.findings[:k], 1)],
             "findings_total": len(plan.findings),
-            "totals": {"latency": b.total_latency, "stall": b.total_stall, "idle": b.total_idle, "issue": b.total_issue,
-                       "stall_share_of_latency": rounded_share(b.total_stall, b.total_latency),
+            # a profiler that records no stall (rocprofv2): unavailable, not 0
+            "totals": {"latency": b.total_latency, "stall": b.total_stall if recorded else None, "idle": b.total_idle,
+                       "issue": b.total_issue if recorded else None,
+                       "stall_share_of_latency": rounded_share(b.total_stall, b.total_latency) if recorded else None,
                        "hidden_share": None if r.hidden is None else round(r.hidden.hidden_share, 4)},
             "stall_by_class": [{"class": c["class"], "stall": c["stall"], "stall_share": round(c["stall_share"], 4)}
                                for c in b.class_rows() if c["stall"] > 0],

@@ -14,7 +14,7 @@ from attlens.serve.roots import Roots
 
 # name -> one-line description (the MCP tool descriptions; docs/agents.md lists the same)
 TOOLS = {
-    "list_captures": "Captures under a folder (up to four levels down): kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave). Same object as `attlens captures PATH --json`.",
+    "list_captures": "Captures under a folder (up to eight levels down): layout generation, kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave, or a PC-sampling folder); other profiler outputs found (rocprofiler-compute workloads, rocprofv3 run files, legacy rocprof v1) under `others`. Same object as `attlens captures PATH --json`.",
     "summary": "Start here: one capture on one screen (~2-3k tokens): the plan's verdict and top findings, then the numbers behind them (totals, stall by class, the top instructions and source lines by stall with latency and exposed cycles), occupancy, capture quality, warnings (act on these) and notes (expected facts). detail='full' adds the whole attlens.analyze object. Same object as `attlens analyze CAPTURE --summary --json --top TOP`.",
     "hotspots": "One ranking of a capture: by instruction, source line or opcode; sorted by stall, latency, exposed (not hidden by other waves) or idle cycles. Same object as `attlens analyze CAPTURE --by BY --sort SORT --top TOP --json`.",
     "plan": "The evidence-backed, prioritized optimization plan: each finding with evidence, the change to try and what would prove it wrong. Same object as `attlens plan CAPTURE --json`.",
