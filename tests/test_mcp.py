@@ -20,7 +20,7 @@ from attlens.cli import main
 from conftest import REPO, require_shared
 
 if os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
-    pytest.importorskip("mcp", reason="the mcp SDK (pip install 'attlens[mcp]') is not installed")
+    pytest.importorskip("mcp", reason="the mcp SDK (pip install -e '.[mcp]') is not installed")
 
 LAYERNORM = "traces/layernorm/big/ui_output_agent_22257_dispatch_23"
 FLASH_BEFORE = "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
@@ -33,7 +33,10 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
     folder = str((shared / "traces/layernorm").resolve())
     return [
         ("list_captures", "list_captures", {"path": folder}, ["captures", folder]),
-        ("summary", "summary", {"capture": lay}, ["analyze", lay]),
+        ("summary", "summary", {"capture": lay}, ["analyze", lay, "--summary"]),
+        ("summary_full", "summary", {"capture": lay, "top": 3, "detail": "full"}, None),
+        ("asm_addr", "asm", {"capture": lay, "pc": "0x200c", "around": 1}, None),
+        ("rules", "rules", {}, ["rules"]),
         ("hotspots_opcode", "hotspots", {"capture": lay, "by": "opcode", "sort": "latency", "top": 5}, ["analyze", lay, "--by", "opcode", "--sort", "latency", "--topk", "5"]),
         ("hotspots_line", "hotspots", {"capture": lay, "by": "line", "sort": "exposed", "top": 3}, ["analyze", lay, "--by", "line", "--sort", "exposed", "--topk", "3"]),
         ("hotspots_instr", "hotspots", {"capture": lay, "sort": "idle", "top": 0}, ["analyze", lay, "--by", "instruction", "--sort", "idle", "--topk", "0"]),
@@ -52,7 +55,7 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         ("schema", "schema", {"name": "attlens.waits"}, None),
         # PC samples: the viewer's PC-sampling folder (a copy under a root)
         ("pc_sampling", "pc_sampling", {"path": str(tmp / "rcv"), "top": 5}, ["pcsampling", str(tmp / "rcv"), "--top", "5"]),
-        ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--top", "3"]),
+        ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--summary", "--top", "3"]),
         # refusals and errors
         ("outside", "summary", {"capture": "/etc"}, None),
         ("dotdot", "summary", {"capture": str(tmp / ".." / "..")}, None),
@@ -141,9 +144,51 @@ def test_initialize_and_list_tools(session):
     assert props["by"]["enum"] == ["instruction", "line", "opcode"]
     assert props["sort"]["enum"] == ["stall", "latency", "exposed", "idle"]
     assert hot.input_schema["required"] == ["capture"]
+    # every tool: read-only annotations and the shipped JSON Schema of its result as outputSchema
+    from attlens import schemas
+    from attlens.serve.server import OUTPUT_SCHEMAS, output_schema
+
+    assert names == set(OUTPUT_SCHEMAS) and "rules" in names
+    for t in a["tools"]:
+        ann = t.annotations
+        assert ann.read_only_hint is True and ann.destructive_hint is False and ann.idempotent_hint is True and ann.open_world_hint is False, t.name
+        assert t.output_schema["type"] == "object"
+        # the shipped schema (summary: attlens.summary, or attlens.pc_sampling on a PC-sampling folder), bundled with the
+        # shared definitions it reaches; the SDK client checks every result below against it
+        assert t.output_schema == output_schema(t.name), t.name
+        if isinstance(OUTPUT_SCHEMAS[t.name], str):
+            shipped = schemas.bundle(OUTPUT_SCHEMAS[t.name])
+            assert {k: v for k, v in t.output_schema.items() if k != "$defs"} == {k: v for k, v in shipped.items() if k != "$defs"}
+    summ = next(t for t in a["tools"] if t.name == "summary")
+    assert summ.input_schema["properties"]["detail"]["enum"] == ["brief", "full"]
 
 
-@pytest.mark.parametrize("key", ["list_captures", "summary", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
+def test_summary_fits_an_agents_budget(session):
+    """~4k tokens at most (bytes / 4) with the default arguments, where the old
+    summary (attlens.analyze) cost ~20k on softmax; one ranking of each kind,
+    not three; detail='full' adds the attlens.analyze object."""
+    from attlens import schemas
+
+    res = session["answers"]["summary"]
+    text = res.content[0].text
+    assert len(text.encode()) / 4 <= 4000
+    doc = json.loads(text)
+    schemas.validate(doc)
+    assert doc["schema"] == "attlens.summary" and doc["analysis"] is None and doc["verdict"]["sentence"]
+    assert {"instructions", "lines"} <= set(doc) and not any(k.startswith("instructions_by") for k in doc)
+    full = result_object(session["answers"]["summary_full"])
+    schemas.validate(full)
+    assert full["detail"] == "full" and full["analysis"]["schema"] == "attlens.analyze" and len(full["instructions"]) == 3
+    assert full["analysis"]["hotspots"]["topk"] == 3
+
+
+def test_asm_takes_an_address(session):
+    got = result_object(session["answers"]["asm_addr"])
+    center = [r for r in got["rows"] if r["center"]]
+    assert len(center) == 1 and center[0]["vaddr"] == 0x200C and got["pc"] == center[0]["pc"] == 392
+
+
+@pytest.mark.parametrize("key", ["list_captures", "summary", "rules", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
                                  "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels",
                                  "pc_sampling", "summary_pcs"])
 def test_tool_equals_cli_json(session, key, capsys):
@@ -206,4 +251,4 @@ def test_missing_sdk_is_a_clear_usage_error():
     code = "import sys; sys.modules['mcp'] = None; from attlens.cli import main; raise SystemExit(main(['mcp']))"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert p.returncode == 2
-    assert "pip install 'attlens[mcp]'" in p.stderr and "Traceback" not in p.stderr
+    assert "pip install 'mcp>=2.0'" in p.stderr and "Traceback" not in p.stderr

@@ -345,12 +345,15 @@ def test_plan_cli_outputs(shared, tmp_path):
     md = tmp_path / "plan.md"
     run("plan", cap, "--format", "md", "-o", md)
     text = md.read_text()
-    for section in ("## Stall summary", "## Findings", "## Priorities", "**Change:**", "**Would prove it wrong:**", "Cycle ledger:"):
-        assert section in text
+    order = ("**Verdict:**", "## Priorities", "## Instruction stall by class", "## Findings", "**Change:**", "**Would prove it wrong:**", "Cycle ledger:")
+    pos = [text.find(section) for section in order]
+    assert -1 not in pos and pos == sorted(pos), pos  # the verdict and the priorities first
     for f in doc["findings"]:
         assert f"{f['cycles_at_stake']:,}" in text or f["kind"] != "performance"
     txt = run("plan", cap, "--no-color").stdout
-    assert "{" not in txt.split("Stall summary")[1]  # evidence as rows, never raw dicts
+    assert "{" not in txt.split("Instruction stall by class")[1]  # evidence as rows, never raw dicts
+    # the story first (verdict, priorities), the dispatch facts after, then each finding
+    assert txt.index("\nVerdict  ") < txt.index("\nPriorities\n") < txt.index("\nDispatch   ") < txt.index("\n1. ")
     assert not re.search(r"\d\.\d{5,}", txt)  # no 16-digit floats
     off = json.loads(run("plan", cap, "--json", "--disable", "occupancy-limit").stdout)
     assert "occupancy-limit" not in {f["rule"] for f in off["findings"]}

@@ -21,7 +21,7 @@ Everything heavy is imported on first use.
 
 from __future__ import annotations
 
-__all__ = ["load", "analyze", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
+__all__ = ["load", "analyze", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
            "captures", "pmc", "rules", "pc_samples", "pc_sampling"]
 
 
@@ -171,22 +171,42 @@ def plan(result, disable=None, only=None, waves=None, pmc=None):
     return make_plan(result, disable=_ids(disable, "disable"), only=_ids(only, "only"), waves=waves, pmc=pmc)
 
 
-def asm(result, pc: int, around: int = 10, attribution=None):
-    """The ISA window around one pc: an :class:`~attlens.analysis.asm.AsmWindow`
-    (``attlens asm --pc PC --around AROUND --json``)."""
+def summary(result, top: int = 10, detail: str = "brief", plan=None):
+    """The one-screen summary: the plan's verdict and top findings, then the
+    numbers behind them (one ranking of instructions and one of lines), warnings
+    and notes: a :class:`~attlens.analysis.summary.Summary` (``attlens analyze
+    --summary --json``; ``detail="full"`` adds the whole ``attlens.analyze``
+    object). ``plan``: a plan already made of the same analysis, to reuse."""
+    from attlens.analysis.summary import make_summary
+
+    if not isinstance(detail, str):
+        raise _usage(f"detail={detail!r}: expected 'brief' or 'full'")
+    return make_summary(_analysis(result), plan=plan, top=_int(top, "top", 1), detail=detail)
+
+
+def _pc(pc):
+    """An instruction index (int) as it is, or address / index text
+    (``"0x1738"``, ``"973"``) for :func:`attlens.analysis.asm.resolve_pc`."""
+    return pc if isinstance(pc, str) else _int(pc, "pc")
+
+
+def asm(result, pc: int | str, around: int = 10, attribution=None):
+    """The ISA window around one pc (an index, or an address as ``"0x…"``
+    text): an :class:`~attlens.analysis.asm.AsmWindow` (``attlens asm --pc PC
+    --around AROUND --json``)."""
     from attlens.analysis.asm import asm_window
 
-    return asm_window(_analysis(result), _int(pc, "pc"), _int(around, "around", 0), attribution=attribution)
+    return asm_window(_analysis(result), _pc(pc), _int(around, "around", 0), attribution=attribution)
 
 
-def deps(result, pc: int | None = None, line: str | None = None, attribution=None):
+def deps(result, pc: int | str | None = None, line: str | None = None, attribution=None):
     """Memory -> wait dependencies, of the whole kernel or of one pc / source
     line: a :class:`~attlens.analysis.deps.DepsResult` (``attlens deps --json``)."""
     from attlens.analysis.deps import select_deps
 
     if line is not None and not isinstance(line, str):
         raise _usage(f"line={line!r}: expected FILE:LINE text")
-    return select_deps(_analysis(result), pc=None if pc is None else _int(pc, "pc"), line=line, attribution=attribution)
+    return select_deps(_analysis(result), pc=None if pc is None else _pc(pc), line=line, attribution=attribution)
 
 
 def waits(result, steady: bool = False, attribution=None):
@@ -287,7 +307,7 @@ def pmc(path, target: str | None = None, ideal_bytes: float | None = None, durat
     pivot, source, machine = read_counter_run(p)
     target = target or (machine or {}).get("target") or detect_target(p)
     if not target:
-        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950|gfx90a|gfx908 (in Python: target=...)")
+        raise UsageError(f"{path}: cannot tell the GPU target; give target (gfx942, gfx950, gfx90a, gfx908, MI300X, MI350X ...)")
     if machine and machine.get("target") and machine["target"] != target.strip().lower().split(":")[0]:
         machine = None  # the caller named another GPU: sysinfo.csv does not describe it
     durations = {d: duration_us * 1000 for d in pivot} if duration_us else None

@@ -324,7 +324,7 @@ def diff(a: Side, b: Side, force: bool = False, noise_floor: float | None = None
     blocking = [c for c in comp if c["blocking"]]
     if blocking and not force:
         what = "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking)
-        raise Incomparable(f"the captures are not comparable ({what})", hint="pass --force to diff anyway")
+        raise Incomparable(f"the captures are not comparable ({what})", hint="force them to be compared (--force; force=True in Python and the MCP tools)")
     wa, wb = max(a.waves, 1), max(b.waves, 1)
 
     classes = []
@@ -455,15 +455,15 @@ def metric_value(side: Side, metric: str) -> float:
     if metric.startswith("class:"):
         name = metric[6:]
         if name not in CLASSES and name != WAIT:
-            raise UsageError(f"--metric {metric}: unknown class (see docs/taxonomy.md)")
+            raise UsageError(f"metric {metric}: unknown class (attlens analyze lists the classes)")
         return side.class_stall.get(name, 0) / w
     if metric.startswith("line:"):
         query = metric[5:]
         hits = [k for k in side.line_sites if k == query or k.endswith("/" + query.lstrip("/"))]
         if not hits:
-            raise UsageError(f"--metric {metric}: no such source line in {side.label}")
+            raise UsageError(f"metric {metric}: no such source line in {side.label}")
         return sum(s.latency for k in hits for s in side.line_sites[k]) / w
-    raise UsageError(f"--metric {metric}: expected total, stall, class:NAME or line:FILE:LINE")
+    raise UsageError(f"metric {metric}: expected total, stall, class:NAME or line:FILE:LINE")
 
 
 @brief_repr("kernel", "metric", "baseline", "current", "change_percent", "max_regression_percent", "passed")
@@ -497,7 +497,7 @@ def check(cur: Side, base: Side, metric: str = "total", max_regression: float = 
     """Gate ``cur`` against ``base``: passed when ``metric`` grew by at most ``max_regression`` %."""
     blocking = [c for c in comparability(base, cur) if c["blocking"]]
     if blocking and not force:
-        raise Incomparable("not comparable: " + "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking), hint="pass --force")
+        raise Incomparable("not comparable: " + "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking), hint="force them to be compared (--force; force=True in Python and the MCP tools)")
     before, after = metric_value(base, metric), metric_value(cur, metric)
     change = (after - before) / before * 100 if before else (0.0 if after == 0 else None)
     passed = change is not None and change <= max_regression

@@ -411,7 +411,7 @@ def hotspot_table(result, by: str = "instruction", sort: str = "stall") -> Hotsp
     if sort not in HOTSPOT_SORTS:
         raise UsageError(f"sort={sort!r}: expected one of {', '.join(HOTSPOT_SORTS)}")
     if sort == "exposed" and result.hidden is None:
-        raise UsageError("sorting by exposed cycles needs the hidden-latency model: drop --no-exposed")
+        raise UsageError("sorting by exposed cycles needs the hidden-latency model, which this analysis skipped (analyze with it)")
     hot = result.hotspots
     items = {"instruction": hot.instructions, "line": hot.lines}.get(by)
     if items is None:

@@ -53,7 +53,8 @@ KINDS = ("capture", "dispatch", "performance", "note")
 _GROUP = {"capture": 1, "dispatch": 2, "performance": 3, "note": 4}
 PLAN_SCHEMA = "attlens.plan"
 PLAN_SCHEMA_VERSION = 2
-FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims", "ledger",
+FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims",
+                   "ledger.requested_cycles", "ledger.granted_cycles", "ledger.shared",
                    "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale"]
 
 
@@ -298,9 +299,9 @@ class Plan:
         """The findings as a DataFrame, one row each in the plan's order, one
         column per key of ``findings`` in ``to_dict()`` (evidence, claims,
         ledger, ... stay objects)."""
-        from attlens.results import dataframe
+        from attlens.results import dataframe, flat
 
-        return dataframe([f.to_dict() for f in self.findings], FINDING_COLUMNS)
+        return dataframe([flat(f.to_dict(), "ledger") for f in self.findings], FINDING_COLUMNS)
 
     def to_dict(self) -> dict:
         """The ``attlens.plan`` object (``attlens plan --json``)."""
@@ -508,5 +509,5 @@ def dispatch_summary(ctx) -> dict:
             "sgprs": res.sgprs,
         },
         "kernel_candidates": res.candidates,
-        "notes": list(res.notes),
+        "notes": list(res.warnings) + list(res.notes),
     }

@@ -6,7 +6,7 @@ from attlens.cli.common import EPILOG, POSITIVE
 
 
 def register(sub) -> None:
-    p = sub.add_parser("mcp", help="serve attlens to AI agents: a Model Context Protocol server on stdio (needs attlens[mcp])", epilog=EPILOG)
+    p = sub.add_parser("mcp", help="serve attlens to AI agents: a Model Context Protocol server on stdio (needs the mcp extra)", epilog=EPILOG)
     p.add_argument("--root", action="append", default=[], metavar="DIR",
                    help="a folder the tools may read (repeatable; default: the current directory). Paths outside every root are refused")
     p.add_argument("--cache", type=POSITIVE, default=4, metavar="N", help="analyzed captures kept in memory (default 4, least recently used out)")

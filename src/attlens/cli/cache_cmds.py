@@ -6,7 +6,7 @@ from attlens.cli.common import EPILOG, emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("cache", help="show or clear the digests of decoded captures (docs/cache.md)", epilog=EPILOG)
+    p = sub.add_parser("cache", help="show or clear the digests of decoded captures (kept per user, rebuilt when a capture changes)", epilog=EPILOG)
     csub = p.add_subparsers(dest="cache_command", metavar="ACTION")
     for name, helptext, func in (
         ("info", "where digests are kept, their size and the captures they belong to", cmd_cache_info),

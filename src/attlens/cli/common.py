@@ -13,7 +13,10 @@ import math
 import os
 import sys
 
-EPILOG = "Exit codes: docs/exit-codes.md. JSON schema: docs/json-schema.md."
+# --help names nothing a pip install lacks: the exit codes themselves, and the command that prints the schemas
+EPILOG = ("Exit codes: 0 ok, 2 usage, 3 not found, 4 not a capture, 5 several captures, 6 empty capture, 7 corrupt input, "
+          "8 partial input, 9 output refused, 10-14 capture workflow, 20 regression, 21 not comparable, 30-33 sweeps. "
+          "--json objects: attlens schema NAME prints their JSON Schema.")
 
 
 # --------------------------------------------------------------------------- option validators
@@ -82,6 +85,31 @@ def cycle_window(text: str) -> tuple[int, int]:
 
 
 CYCLE_WINDOW = cycle_window
+
+
+def pc_or_address(text: str) -> int | str:
+    """``--pc``: an instruction index (973) or an address (0x1738, the Vaddr of
+    code.json); the address is kept as text and resolved against the capture
+    (attlens.analysis.asm.resolve_pc)."""
+    t = text.strip()
+    if t.lower().startswith("0x"):
+        try:
+            if int(t, 16) >= 0:
+                return t
+        except ValueError:
+            pass
+        raise argparse.ArgumentTypeError(f"{text!r} is not an address (0x followed by hex digits)")
+    try:
+        value = int(t, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an instruction index (973) nor an address (0x1738)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (>= 0)")
+    return value
+
+
+pc_or_address.__name__ = "pc"
+PC = pc_or_address
 COUNT = int_range(0)  # rows to show (0 = all where documented)
 POSITIVE = int_range(1)
 PERCENT = float_range()  # a signed percentage (finite)

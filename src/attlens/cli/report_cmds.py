@@ -36,7 +36,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
-    p.add_argument("-o", "--output", "--out", dest="out", metavar="DIR", help="write the capture here (default: a new temporary directory); --out is the same")
+    p.add_argument("-o", "--output", "--out", dest="out", metavar="DIR", help="write the capture here (default: one folder reused by every run, $XDG_CACHE_HOME/attlens-demo); --out is the same")
     p.add_argument("--json", action="store_true", help="print what was written and the analysis as JSON (attlens.demo)")
     p.add_argument("--top", "--topk", dest="top", type=POSITIVE, default=8, metavar="N", help="rows per ranking (default 8); --topk is the same")
     p.add_argument("--force", action="store_true", help="write into --out even if it is not empty (files of an earlier demo are replaced)")
@@ -139,15 +139,13 @@ def cmd_report(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    import tempfile
-
     from attlens.analysis.analyze import analyze
     from attlens.model.loader import load
     from attlens.synth import write_capture
 
     if args.out:
         _check_demo_out(args.out, args.force)
-    out = args.out or tempfile.mkdtemp(prefix="attlens-demo-")
+    out = args.out or _demo_home()
     path = write_capture(out)
     result = analyze(load(path))
     if args.json:
@@ -162,15 +160,35 @@ def cmd_demo(args) -> int:
     from attlens.report.terminal import render_analysis
 
     console = make_console(args.no_color)
-    console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel (docs/demo.md) written to {escape(str(path))}")
+    console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel written to {escape(str(path))}")
     console.print("The planted hotspot is the global-memory wait at toy_kernel.py:24; the analysis below should rank it first.\n")
     from attlens.analysis.plan import make_plan
-    from attlens.report.text import top_findings_lines
+    from attlens.report.text import top_findings_lines, verdict_sentence
 
-    findings = top_findings_lines(make_plan(result)) + [f"(attlens plan {path} for the evidence and changes)"]
-    render_analysis(result, console, topk=args.top, mode="both", detail=True, context=1, detail_k=2, findings=findings)
+    plan = make_plan(result)
+    findings = top_findings_lines(plan) + [f"(attlens plan {path} for the evidence and changes)"]
+    render_analysis(result, console, topk=args.top, mode="both", detail=True, context=1, detail_k=2, findings=findings,
+                    verdict=verdict_sentence(plan))
     console.print(f"\nNext: attlens analyze {escape(str(path))} --json")
     return 0
+
+
+def _demo_home() -> str:
+    """The default demo folder: one per user, reused by every run (the same
+    files are written again), never a new temporary folder per run."""
+    import os
+    from pathlib import Path
+
+    from attlens.errors import OutputRefused
+
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    home = (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "attlens-demo"
+    if home.is_symlink() or (home.exists() and not home.is_dir()):
+        raise OutputRefused(f"{home}: exists and is not a plain directory; the demo will not write there",
+                            hint="remove it, or pass --out DIR")
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    check_output(str(home), (), directory=True)
+    return str(home)
 
 
 def _check_demo_out(out: str, force: bool) -> None:

@@ -24,7 +24,7 @@ def register(sub) -> None:
     q.add_argument("sweep", help="the sweep file (TOML or YAML; attlens sweep init writes an example)")
     q.add_argument("-o", "--output", "--out", dest="out", required=True, metavar="DIR", help="the sweep folder: manifest, one folder per job (re-run to resume); --out is the same")
     q.add_argument("--engine", choices=ENGINES, default="local", help="local (default): this machine's GPUs; ray: a Ray cluster; slurm: a job array")
-    q.add_argument("--gpus", metavar="LIST", help="local/ray: GPUs to use, e.g. 0,1,2,3 or 0-7 (default: discovered, docs/sweep.md)")
+    q.add_argument("--gpus", metavar="LIST", help="local/ray: GPUs to use, e.g. 0,1,2,3 or 0-7 (default: discovered: ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, else the GPUs the driver lists)")
     q.add_argument("--only", metavar="NAMES", help="run only these jobs (comma-separated names)")
     q.add_argument("--timeout", type=SECONDS, metavar="S", help="seconds per job (overrides the sweep file)")
     q.add_argument("--retries", type=COUNT, metavar="N", help="retries of a transient failure (overrides the sweep file)")
@@ -131,7 +131,7 @@ def cmd_run(args) -> int:
         except ValueError as exc:
             raise UsageError(f"--gpus: {exc}") from None
         if not gpus:
-            raise EngineUnavailable(f"no GPU to run on: {source}", hint="pass --gpus 0,1,... (docs/sweep.md says how GPUs are found)")
+            raise EngineUnavailable(f"no GPU to run on: {source}", hint="pass --gpus 0,1,...")
     overrides = {"timeout": args.timeout, "retries": args.retries, "backoff": args.backoff}
     _stop_on_sigterm()
     s = open_session(args.out, sweep, args.engine, overrides, only)

@@ -208,7 +208,12 @@ class Resources:
     # kernels sharing the traced kernel's name that were considered, with why one was picked
     candidates: list[dict] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
+    # notes: expected facts of the target or the capture layout, said once
+    # (gfx950's halved VGPR count, a grid read from the discovery run);
+    # warnings: what the reader should act on (grid unknown, a code object the
+    # metadata does not describe, kernels that cannot be told apart)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def threads_per_workgroup(self) -> int | None:

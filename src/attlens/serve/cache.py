@@ -36,7 +36,7 @@ class Entry:
     def __init__(self, result):
         self.result = result
         self._memo: dict = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a memo may build on another (the plan's JSON on the plan)
 
     def memo(self, name: str, make: Callable):
         with self._lock:
