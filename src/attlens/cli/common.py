@@ -130,6 +130,7 @@ def add_cache_args(p: argparse.ArgumentParser) -> None:
     """--cache-dir / --no-cache of every command that reads captures (docs/cache.md)."""
     p.add_argument("--cache-dir", metavar="DIR", help="where capture digests are kept (default $XDG_CACHE_HOME/attlens)")
     p.add_argument("--no-cache", action="store_true", help="read the capture afresh; neither use nor write its digest")
+    p.set_defaults(key_scope=True)  # each capture's digest key is computed once per command (cache.keys.command_scope)
 
 
 def configure_cache(args) -> None:
