@@ -31,6 +31,7 @@ EXIT_PROFILER_FAILED = 14  # rocprofv3 (or the program under it) failed or timed
 # diff / check
 EXIT_REGRESSION = 20  # attlens check: the metric regressed beyond --max-regression
 EXIT_INCOMPARABLE = 21  # the two captures cannot be compared meaningfully (use --force)
+EXIT_GATE_PARTIAL = 22  # attlens check: a capture was partly read (skipped input); the gate does not pass on damaged input
 # sweeps (attlens sweep)
 EXIT_SWEEP_FILE = 30  # the sweep file is missing, unreadable or does not follow its schema
 EXIT_SWEEP_INCOMPLETE = 31  # the sweep ran, but some job failed (see attlens sweep status)

@@ -181,4 +181,6 @@ def analyze(dispatch, exposed: bool = True) -> AnalysisResult:
     occ = compute_occupancy(dispatch)
     occ.capture = capture_ref(dispatch)
     qual = compute_quality(dispatch, sums, hot)
-    return AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden)
+    result = AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden)
+    occ.warnings = result.warnings  # attlens.occupancy carries them as every one-capture object does
+    return result
