@@ -13,6 +13,8 @@ import math
 import os
 import sys
 
+from attlens.limits import MAX_CACHED_CAPTURES, MAX_COUNT, MAX_RETRIES, MAX_SECONDS, MAX_WORKERS
+
 EPILOG = "Exit codes: docs/exit-codes.md. JSON schema: docs/json-schema.md."
 
 
@@ -82,12 +84,18 @@ def cycle_window(text: str) -> tuple[int, int]:
 
 
 CYCLE_WINDOW = cycle_window
-COUNT = int_range(0)  # rows to show (0 = all where documented)
-POSITIVE = int_range(1)
+# Every integer option has an upper bound too (attlens.limits): --top 2**64
+# reached the JSON writer and ended in an internal error.
+COUNT = int_range(0, MAX_COUNT)  # rows to show (0 = all where documented), pc indices, events
+POSITIVE = int_range(1, MAX_COUNT)
+RETRIES = int_range(0, MAX_RETRIES)
+WORKERS = int_range(1, MAX_WORKERS)
+CACHED_CAPTURES = int_range(1, MAX_CACHED_CAPTURES)
 PERCENT = float_range()  # a signed percentage (finite)
 NONNEG_NUMBER = float_range(0.0)
 POSITIVE_NUMBER = float_range(0.0, lo_open=True)
-SECONDS = float_range(0.0, lo_open=True)
+SECONDS = float_range(0.0, MAX_SECONDS, lo_open=True)  # a timeout
+BACKOFF_SECONDS = float_range(0.0, MAX_SECONDS)
 # ATT parameters, ranges from rocprofv3-interfaces.md §2.4: target CU 0-15 in
 # each SE; SE mask: one bit per SE (32 SEs on MI300X/MI350X); SIMD select: a
 # 4-bit mask (gfx9) or a SIMD id (gfx10+); buffer 1 MB-2 GB.
