@@ -145,6 +145,15 @@ class SweepFileError(AttlensError):
     exit_code = EXIT_SWEEP_FILE
 
 
+class SweepDamaged(AttlensError):
+    """A sweep folder's own state is damaged: its manifest is truncated, empty,
+    not SQLite or misses a table, a recorded value is not what attlens wrote,
+    or its lock file is not a regular file. Never repaired silently: a sweep
+    run would otherwise start afresh and profile every finished job again."""
+
+    exit_code = EXIT_CORRUPT
+
+
 class SweepIncomplete(AttlensError):
     exit_code = EXIT_SWEEP_INCOMPLETE
 

@@ -13,12 +13,13 @@ Paths are stored relative to DIR, so the folder can be moved.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 
 from attlens import __version__
-from attlens.errors import InputNotFound, UsageError
+from attlens.errors import InputNotFound, SweepDamaged, UsageError
 
 FILE = "manifest.sqlite"
 SCHEMA_VERSION = 1
@@ -88,20 +89,49 @@ CREATE TABLE IF NOT EXISTS slurm_tasks (
 """
 
 _JSON_COLUMNS = ("spec", "summary")
+# The tables and columns this attlens reads (a manifest missing one is damaged).
+_REQUIRED = {
+    "meta": {"key", "value"},
+    "jobs": {"job_id", "position", "spec", "spec_hash", "state", "attempts", "summary", "attempt_dir"},
+    "attempts": {"job_id", "attempt", "outcome", "started_at"},
+    "slurm_arrays": {"array_id", "tasks"},
+    "slurm_tasks": {"task", "array_id", "job_id", "folded"},
+}
 
 
-def _row(cur, row) -> dict:
+def repair_hint(p: Path) -> str:
+    """How to get a sweep going again from a damaged manifest: the finished
+    jobs' results are in their folders, and a new manifest takes them from
+    there (Manifest.open + run.rebuild), so nothing done is profiled again."""
+    return (f"move it aside (mv {p} {p}.damaged) and run the same attlens sweep run again: "
+            f"jobs whose result is in {p.parent / 'jobs'} are taken from there, not run again")
+
+
+def damaged(p: Path, why: str) -> SweepDamaged:
+    return SweepDamaged(f"{p}: the sweep manifest is damaged ({why})", hint=repair_hint(p))
+
+
+def _row(cur, row, where: Path | None = None) -> dict:
     d = {c[0]: v for c, v in zip(cur.description, row)}
     for k in _JSON_COLUMNS:
         if k in d and d[k] is not None:
-            d[k] = json.loads(d[k])
+            try:
+                d[k] = json.loads(d[k])
+            except (TypeError, ValueError):
+                d[k] = _BAD
+            if d[k] is _BAD or (k == "spec" and not isinstance(d[k], dict)) or (k == "summary" and not isinstance(d[k], dict)):
+                raise damaged(where or Path(FILE), f"job {str(d.get('job_id'))[:100]!r}: its {k} is not the JSON object attlens wrote")
     return d
+
+
+_BAD = object()
 
 
 class Manifest:
     def __init__(self, conn: sqlite3.Connection, root: Path):
         self.conn = conn
         self.root = root
+        self.created = False  # made by this open (a new sweep, or one whose manifest was moved aside)
 
     # ------------------------------------------------------------ open/close
     @classmethod
@@ -114,35 +144,65 @@ class Manifest:
 
     @classmethod
     def open(cls, root: Path, create: bool = False) -> Manifest:
+        """The manifest of ``root`` (``create``: a new one when there is none).
+        One that exists is checked before anything is written to it: empty,
+        truncated, not SQLite, a table or column missing, or not a regular file
+        is :class:`~attlens.errors.SweepDamaged` with a repair hint — never
+        replaced by a fresh manifest, which would run every finished job again."""
         root = Path(root)
         p = cls.path(root)
-        if not p.is_file():
+        exists = os.path.lexists(p)
+        if exists and not p.is_file():
+            raise damaged(p, "not a regular file")
+        if not exists:
             if not create:
                 raise InputNotFound(f"{root}: not a sweep folder (no {FILE})",
                                     hint="give the --out folder of attlens sweep run; for a folder of captures use attlens sweep report")
             root.mkdir(parents=True, exist_ok=True)
+        elif p.stat().st_size == 0:
+            raise damaged(p, "an empty file")
+        conn = None
         try:
             conn = sqlite3.connect(str(p), timeout=30.0, isolation_level=None)
             conn.execute("PRAGMA busy_timeout = 30000")
+            m = cls(conn, root)
+            if exists:
+                m._check(p)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")  # a committed "done" survives a power cut
             conn.execute("PRAGMA foreign_keys = ON")
-            if create:
+            if not exists:
                 conn.executescript(_SCHEMA)
-            m = cls(conn, root)
-            version = m.meta("schema_version")
-            if version is None and create:
                 m.set_meta(schema_version=str(SCHEMA_VERSION), created_at=str(time.time()), attlens_version=__version__)
-            elif version is None or not version.isdigit():
-                conn.close()
-                raise InputNotFound(f"{p}: not an attlens sweep manifest (no schema version)")
-            elif int(version) > SCHEMA_VERSION:
-                conn.close()
-                raise UsageError(f"{p}: manifest schema version {version} is newer than this attlens ({__version__}) reads",
-                                 hint="use the attlens that wrote it")
         except sqlite3.DatabaseError as exc:
-            raise InputNotFound(f"{p}: not a usable SQLite manifest: {exc}") from None
+            if conn is not None:
+                conn.close()
+            raise damaged(p, f"not a usable SQLite manifest: {exc}") from None
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+        m.created = not exists
         return m
+
+    def _check(self, p: Path) -> None:
+        """An existing manifest is whole and attlens': its integrity, its
+        tables and columns, its schema version."""
+        ok = self.conn.execute("PRAGMA quick_check").fetchone()
+        if not ok or ok[0] != "ok":
+            raise damaged(p, f"SQLite says: {str(ok[0] if ok else 'no answer')[:200]}")
+        for table, cols in _REQUIRED.items():
+            have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+            if not have:
+                raise damaged(p, f"no {table} table")
+            if not cols <= have:
+                raise damaged(p, f"the {table} table lacks {', '.join(sorted(cols - have))}")
+        version = self.meta("schema_version")
+        if version is None or not version.isdigit():
+            raise damaged(p, "no schema version: not an attlens sweep manifest")
+        if int(version) > SCHEMA_VERSION:
+            raise UsageError(f"{p}: manifest schema version {version} is newer than this attlens ({__version__}) reads",
+                             hint="use the attlens that wrote it")
 
     def close(self) -> None:
         self.conn.close()
@@ -188,14 +248,14 @@ class Manifest:
 
     def jobs(self) -> list[dict]:
         cur = self.conn.execute("SELECT * FROM jobs ORDER BY position")
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [_row(cur, r, self.path(self.root)) for r in cur.fetchall()]
 
     def attempts(self, job_id: str | None = None) -> list[dict]:
         if job_id is None:
             cur = self.conn.execute("SELECT * FROM attempts ORDER BY job_id, attempt")
         else:
             cur = self.conn.execute("SELECT * FROM attempts WHERE job_id = ? ORDER BY attempt", (job_id,))
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [_row(cur, r, self.path(self.root)) for r in cur.fetchall()]
 
     def counts(self) -> dict:
         out = {s: 0 for s in JOB_STATES}
@@ -294,8 +354,11 @@ class Manifest:
         cur = self.conn.execute("SELECT * FROM slurm_arrays ORDER BY submitted_at")
         out = []
         for r in cur.fetchall():
-            d = _row(cur, r)
-            d["tasks"] = json.loads(d["tasks"])
+            d = _row(cur, r, self.path(self.root))
+            try:
+                d["tasks"] = json.loads(d["tasks"])
+            except (TypeError, ValueError):
+                raise damaged(self.path(self.root), f"Slurm array {str(d.get('array_id'))[:50]}: its task list is not JSON") from None
             out.append(d)
         return out
 
