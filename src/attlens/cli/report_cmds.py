@@ -148,7 +148,15 @@ def cmd_demo(args) -> int:
     if args.out:
         _check_demo_out(args.out, args.force)
     out = args.out or tempfile.mkdtemp(prefix="attlens-demo-")
-    path = write_capture(out)
+    from attlens.fsutil import make_dirs
+
+    make_dirs(out)
+    try:
+        path = write_capture(out)
+    except OSError as exc:
+        from attlens.errors import OutputRefused
+
+        raise OutputRefused(f"cannot write the demo capture into {out}: {exc.strerror or exc}", hint="choose another --out folder") from None
     result = analyze(load(path))
     if args.json:
         from attlens.jsondoc import header

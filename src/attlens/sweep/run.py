@@ -37,7 +37,9 @@ class FolderLock:
         self.fd: int | None = None
 
     def acquire(self, wait: bool = False) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from attlens.fsutil import make_dirs
+
+        make_dirs(self.path.parent)  # a sweep folder that cannot be made: exit 9
         try:
             # never through a symlink, never blocking on a FIFO; a folder or device in its place is refused
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
