@@ -776,6 +776,78 @@ def test_json_ctrl_c_while_writing_waits_for_the_whole_document(real, monkeypatc
     assert json.loads(b"".join(chunks))["n"][-1] == 999
 
 
+def _child_env() -> dict:
+    from conftest import REPO
+
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
+
+def _pipe_holds(fd: int) -> int:
+    import array
+    import fcntl
+    import termios
+
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf)
+    return buf[0]
+
+
+@pytest.mark.parametrize("answer", ["computed", "stored"])
+def test_ctrl_c_while_json_fills_a_pipe_never_cuts_the_document(answer, tmp_path):
+    """Row 15: `analyze --json` into a pipe nobody reads yet: the writer blocks
+    after 64 KiB; a Ctrl-C then used to cut stdout at exactly 65,536 (or
+    131,072) bytes. Now the document is whole, the exit 130, one line on
+    stderr (a real process, a real pipe, a real signal)."""
+    cap = require_shared() / "traces/layernorm/big/ui_output_agent_22257_dispatch_23"
+    env = {**_child_env(), "ATTLENS_CACHE_DIR": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "attlens", "analyze", str(cap), "--json", "--top", "0"]
+    if answer == "stored":
+        subprocess.run(argv, env=env, capture_output=True, timeout=300, check=True)
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    while _pipe_holds(p.stdout.fileno()) < 65536 and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert p.poll() is None, "the document fits the pipe: nothing to interrupt"
+    time.sleep(0.05)  # blocked in write()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert b"Traceback" not in err and p.returncode == 130, err.decode()[-2000:]
+    doc = json.loads(out)
+    assert doc["schema"] == "attlens.analyze" and len(out) > 65536
+    assert err.decode().strip().splitlines()[-1] == "attlens: interrupted"
+
+
+def test_ctrl_c_at_any_moment_is_never_a_traceback():
+    """Row 15: a Ctrl-C from the first line attlens runs (a quiet handler is
+    installed before the command line is imported), through the analysis,
+    to the end: exit 130 and one line, stdout empty or one whole document.
+    (What Python does before that — its own start-up, site-packages hooks —
+    is not attlens'.)"""
+    import random
+
+    cap = require_shared() / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    child = ("import os, sys; fd = int(sys.argv[1]); os.write(fd, b'r'); os.close(fd); sys.argv = ['attlens', *sys.argv[2:]]; "
+             "from attlens.__main__ import entry; raise SystemExit(entry())")
+    rng = random.Random(23)
+    delays = [0.002, 0.005, 0.01, 0.02, 0.04] + [rng.uniform(0.05, 0.4) for _ in range(5)]
+    for delay in delays:
+        r, w = os.pipe()
+        p = subprocess.Popen([sys.executable, "-c", child, str(w), "analyze", str(cap), "--json", "--no-cache"], env=_child_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(w,))
+        os.close(w)
+        assert os.read(r, 1) == b"r"
+        os.close(r)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        assert b"Traceback" not in err, (delay, err.decode()[-2000:])
+        assert p.returncode in (0, 130), (delay, p.returncode, err.decode()[-500:])
+        if p.returncode == 130:
+            assert err.decode().strip().splitlines()[-1] == "attlens: interrupted", (delay, err.decode())
+        if out.strip():
+            assert json.loads(out)["schema"] == "attlens.analyze"
+
+
 def test_json_stdout_carries_nothing_else(real, monkeypatch):
     """Whatever a command prints while it runs goes to stderr under --json."""
     from attlens.analysis import analyze as analyze_mod

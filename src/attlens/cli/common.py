@@ -359,34 +359,80 @@ def json_text(obj) -> str:
 
 
 def emit_json(obj) -> None:
-    """Write ``obj`` as one JSON document (and a newline) to stdout, whole:
-    a Ctrl-C arriving meanwhile is held until the write is complete (the
-    Python handler runs in the main thread whichever thread the signal hits),
-    then raised."""
+    """Write ``obj`` as one JSON document (and a newline) to stdout, whole.
+
+    The document is serialized first, then written with Ctrl-C blocked at the
+    system level (``pthread_sigmask``) straight to the file descriptor, so no
+    write is cut short: into a slow pipe, an interrupted buffered write
+    returned after the first 64 KiB and the rest was lost. A Ctrl-C that
+    arrived meanwhile is delivered when the document is complete (then the
+    command exits 130 with the whole document on stdout)."""
     global _json_emitted
     import signal
     import threading
 
     data = (json_text(obj) + "\n").encode("utf-8")
     out = _json_stdout if _json_stdout is not None else sys.stdout
+    out.flush()
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (pytest's capture, an in-memory stream)
+        fd = None
+    # Held twice: the Python handler only notes the signal (whichever thread
+    # the kernel gives it to), and the system mask keeps it from interrupting
+    # the write itself.
     held: list[int] = []
     hold = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum)) if hold else None
     try:
-        out.flush()
-        buf = getattr(out, "buffer", None)
-        if buf is not None:
-            buf.write(data)
-            buf.flush()
-        else:  # a text stream without bytes (pytest's capture)
-            out.write(data.decode("utf-8"))
-            out.flush()
-        _json_emitted = True
+        with _sigint_blocked():
+            if fd is not None:
+                _write_all(fd, data)
+            elif getattr(out, "buffer", None) is not None:
+                out.buffer.write(data)
+                out.buffer.flush()
+            else:
+                out.write(data.decode("utf-8"))
+                out.flush()
+            _json_emitted = True
     finally:
         if hold:
             signal.signal(signal.SIGINT, old)
     if held:
         raise KeyboardInterrupt
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    import select
+
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:  # a non-blocking stdout the caller set up: wait until it takes more
+            select.select([], [fd], [])
+            continue
+        view = view[n:]
+
+
+class _sigint_blocked:
+    """SIGINT held pending in this thread while the block runs (no-op where
+    the platform has no pthread_sigmask)."""
+
+    def __enter__(self):
+        import signal
+
+        self.old = None
+        if hasattr(signal, "pthread_sigmask"):
+            self.old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)  # a pending Ctrl-C is raised from here
+        return False
 
 
 def print_error(exc, as_json: bool) -> None:
