@@ -937,3 +937,121 @@ def test_huge_source_line_number_is_not_a_line(tmp_path):
     assert own.line is None and own.file == "/k/numeric.py:18446744073709551616"
     assert chain[0].line == 12
     assert parse_source("/k/a.py:872")[0].line == 872
+
+
+# --------------------------------------------------------------- row 14 of issue 23: the last silent cases
+
+
+def _edit(path: Path, fn) -> None:
+    doc = json.loads(path.read_text())
+    doc = fn(doc) or doc
+    path.write_text(json.dumps(doc))
+
+
+def test_code_json_header_that_does_not_describe_its_rows(real):
+    """A header reordered to start with "Source" (the rows unchanged) read
+    source paths as instructions: exit 0, "(unnamed kernel)", 100 % class
+    'other', no warning. Now exit 7 naming the header."""
+    _edit(real / "code.json", lambda d: d.__setitem__("header", "Source, _, LineNumber, ISA, Codeobj, Vaddr, Hit, Latency, Stall, Idle"))
+    o = run_main("analyze", real, "--json")
+    assert_clean(o)
+    assert o.code == errors.EXIT_CORRUPT and "the header does not describe the rows" in o.err, o.describe()
+
+
+def test_code_json_header_in_another_order_that_matches_its_rows(real):
+    """The twin: columns really in another order, the header saying so: read by name, same analysis."""
+    want = run_main("analyze", real, "--json", "--no-cache").json()
+
+    def swap(d):
+        d["header"] = "Source, _, LineNumber, ISA, Codeobj, Vaddr, Hit, Latency, Stall, Idle"
+        for row in d["code"]:
+            row[0], row[3] = row[3], row[0]
+
+    _edit(real / "code.json", swap)
+    o = run_main("analyze", real, "--json", "--no-cache")
+    assert o.code == 0 and o.json()["totals"] == want["totals"] and o.json()["capture"]["kernel"] == want["capture"]["kernel"]
+
+
+def test_no_label_row_and_no_known_mnemonic_are_warned(real):
+    """Without the kernel's label row the name is unknown, and a listing whose
+    instructions no mnemonic rule knows has no stall classes: both said."""
+    def strip(d):
+        d["code"] = [r for r in d["code"] if not r[0].startswith(";")]
+        for r in d["code"]:
+            r[0] = "zz_" + r[0]
+
+    _edit(real / "code.json", strip)
+    o = run_main("analyze", real, "--json", "--no-cache")
+    assert_clean(o)
+    ws = o.json()["warnings"]
+    assert any("no kernel label row" in w for w in ws) and any("no executed instruction has a known mnemonic" in w for w in ws), ws
+
+
+@pytest.mark.parametrize("freq", [1e-300, 0, -5, "100MHz", 1e300, None])
+def test_realtime_frequency_that_is_no_clock_is_warned(real, freq):
+    """frequency = 1e-300 gave a "0.0 MHz" shader clock without a word."""
+    def put(d):
+        if freq is None:
+            del d["metadata"]["frequency"]
+        else:
+            d["metadata"]["frequency"] = freq
+
+    _edit(real / "realtime.json", put)
+    o = run_main("waves", real, "--json", "--no-cache")
+    assert_clean(o)
+    doc = o.json()
+    assert doc["clock"]["shader_clock_mhz"] is None
+    assert any("realtime.json" in w and "frequency" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_renamed_shader_engine_keys_are_warned(real):
+    """Every SE key of realtime.json and occupancy.json renamed: the clock was
+    null and the occupancy dropped, silently. Now a warning each (exit 8)."""
+    _edit(real / "realtime.json", lambda d: {("X" + k if k.startswith("SE") else k): v for k, v in d.items()})
+    _edit(real / "occupancy.json", lambda d: {("se" + k if k.isdigit() else k): v for k, v in d.items()})
+    o = run_main("analyze", real, "--json", "--no-cache")
+    assert_clean(o)
+    ws = o.json()["warnings"]
+    assert o.code == EXIT_PARTIAL and o.json()["capture"]["partial"] is True
+    assert any(w.startswith("realtime.json: no 'SE<n>' sample list") for w in ws) and any(w.startswith("occupancy.json: no shader-engine") for w in ws), ws
+
+
+def test_pristine_capture_has_none_of_the_row_14_warnings(real):
+    """The clean twin of every case above."""
+    o = run_main("analyze", real, "--json", "--no-cache")
+    assert o.code == 0
+    for needle in ("realtime.json", "occupancy.json", "label row", "known mnemonic", "header"):
+        assert not any(needle in w for w in o.json()["warnings"]), o.json()["warnings"]
+
+
+def test_a_rocpd_table_without_its_columns_is_refused(tmp_path):
+    """A rocpd_kernel_dispatch(a int) table read as one kernel named ""; now exit 7."""
+    import sqlite3
+
+    db = tmp_path / "x_results.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE rocpd_kernel_dispatch (a INTEGER)")
+    con.execute("INSERT INTO rocpd_kernel_dispatch VALUES (1)")
+    con.commit()
+    con.close()
+    o = run_main("kernels", db, "--json")
+    assert_clean(o)
+    assert o.code == errors.EXIT_CORRUPT and "rocpd_kernel_dispatch has no dispatch_id" in o.err, o.describe()
+
+
+def test_a_counter_row_cut_inside_a_quoted_field_is_noted(tmp_path):
+    """The last row of a counter_collection.csv cut inside a quoted field was
+    dropped silently; every dispatch now says a counter may be missing. The
+    twin, the whole file, has no such note."""
+    shared = require_shared()
+    src = shared / "rocprofv3-samples/gfx1151-sys-trace/decode_fetch_counter_collection.csv"
+    whole, cut = tmp_path / "whole_counter_collection.csv", tmp_path / "cut_counter_collection.csv"
+    raw = src.read_bytes()
+    whole.write_bytes(raw)
+    last = raw.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    cut.write_bytes(raw[: raw.rindex(last) + last.index(b'"') + 3])  # inside the first quoted field
+    for path, noted in ((cut, True), (whole, False)):
+        o = run_main("pmc", path, "--target", "gfx942", "--json")
+        assert_clean(o)
+        notes = [n for d in o.json()["dispatches"] for n in d["notes"] if "row(s) skipped" in n]
+        assert bool(notes) is noted, o.describe()

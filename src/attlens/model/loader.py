@@ -200,6 +200,8 @@ def read_capture(d: Path, progress=None) -> CaptureData:
         raise CorruptCapture(f"{d.name}: filenames.json lists {len(index.waves)} waves but code.json is missing")
     code = read_code_json(code_path)
     n_pc = code.size
+    if not code.labels:
+        warnings.append("code.json: no kernel label row ('; <symbol>'): the kernel's name is unknown")
 
     if progress is not None:
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
