@@ -167,6 +167,7 @@ class DigestStore:
         self.root = Path(root)
         self._warned_write = False
         self._problem: str | bool | None = False  # not looked at yet
+        self._total: int | None = None  # bytes in the cache at the last scan, plus what this process wrote since
 
     @property
     def top(self) -> Path:
@@ -244,7 +245,7 @@ class DigestStore:
         try:
             private.make_dirs(self.root, [_TOP, folder.name])
             os.mkdir(tmp, 0o700)
-            _write_record(tmp, "capture", arrays, meta)
+            written = _write_record(tmp, "capture", arrays, meta)
             private.touch(tmp / "used")
             try:
                 os.rename(tmp, target)
@@ -264,7 +265,7 @@ class DigestStore:
         except BaseException:
             _remove(tmp)  # a record that cannot be serialized (or Ctrl-C) leaves no hidden folder the eviction never sees
             raise
-        self.evict(keep=target)
+        self.evict(keep=target, added=written)
         try:
             return Digest(self, capture, target, _Record(target, "capture"))
         except (OSError, DamagedDigest):
@@ -276,7 +277,10 @@ class DigestStore:
             note(f"cannot write to the cache directory {self.root} ({exc.strerror or exc}); continuing without a digest")
 
     # -- management ---------------------------------------------------------
-    def entries(self) -> list[dict]:
+    def entries(self, with_capture: bool = True) -> list[dict]:
+        """Every digest: folder, bytes, last use and (``with_capture``) the
+        capture it belongs to, read from its record — eviction, after every
+        write, needs only sizes and use times and reads no record."""
         out = []
         for folder in _children(self.top):
             for d in _children(folder):
@@ -294,21 +298,29 @@ class DigestStore:
                 except OSError:
                     last = 0.0
                 capture = None
-                try:
-                    capture = _Record(d, "capture").meta.get("capture")
-                except (OSError, DamagedDigest, AttributeError):
-                    pass
+                if with_capture:
+                    try:
+                        capture = _Record(d, "capture").meta.get("capture")
+                    except (OSError, DamagedDigest, AttributeError):
+                        pass
                 out.append({"folder": str(d), "capture": capture if isinstance(capture, str) else None, "bytes": size,
                             "last_used": last})
         out.sort(key=lambda e: -e["last_used"])
         return out
 
-    def evict(self, keep: Path | None = None) -> int:
+    def evict(self, keep: Path | None = None, added: int = 0) -> int:
         """Remove least recently used digests until the total is under the cap
-        (and temporary leftovers of killed commands)."""
-        self._remove_stale_temps()
+        (and temporary leftovers of killed commands). The cache is scanned once
+        per store; later writes of this process (``added`` bytes) are counted
+        on that total, and it is scanned again only when they may pass the cap
+        (a scan after every derived result made a busy cache quadratic)."""
         cap = max_bytes()
-        entries = self.entries()
+        if self._total is not None:
+            self._total += added
+            if self._total <= cap:
+                return 0
+        self._remove_stale_temps()
+        entries = self.entries(with_capture=False)
         total = sum(e["bytes"] for e in entries)
         removed = 0
         for e in reversed(entries):  # oldest first
@@ -319,6 +331,7 @@ class DigestStore:
             _remove(Path(e["folder"]))
             total -= e["bytes"]
             removed += 1
+        self._total = total
         return removed
 
     def _remove_stale_temps(self) -> None:
@@ -337,7 +350,7 @@ class DigestStore:
     def clear(self) -> dict:
         """Remove every digest; returns what was really removed:
         ``{"removed": n, "bytes": freed, "left": n, "errors": [why, ...]}``."""
-        entries = self.entries()
+        entries = self.entries(with_capture=False)
         removed = freed = 0
         errors: list[str] = []
         for e in entries:
@@ -398,11 +411,11 @@ class Digest:
             return
         arrays, meta = codec.encode(value)
         try:
-            _write_record(self.folder, f"derived-{_safe(name)}", arrays, meta)
+            written = _write_record(self.folder, f"derived-{_safe(name)}", arrays, meta)
         except OSError as exc:
             self.store.cannot_write(exc)
         else:
-            self.store.evict(keep=self.folder)
+            self.store.evict(keep=self.folder, added=written)
 
 
 def _safe(name: str) -> str:
