@@ -498,7 +498,7 @@ def test_the_cache_is_created_private(capture, tmp_path):
         assert mode == (0o700 if p.is_dir() else 0o600), (p, oct(mode))
 
 
-def _forge_answer(cache: Path, exit_code: int = 99) -> Path:
+def _forge_answer(cache: Path, exit_code: int = 8) -> Path:
     """Edit the stored answer (exit code, kernel name) and write a matching CRC-32."""
     import zlib
 
@@ -547,7 +547,7 @@ def test_a_forged_answer_in_a_private_folder_is_what_the_user_wrote(capture, tmp
     _analyze(capture, cache)
     _forge_answer(cache)
     code, out, err = run("analyze", capture, "--json", "--topk", "0", "--cache-dir", cache)
-    assert code == 99 and "FORGED" in out and "note" not in err
+    assert code == 8 and "FORGED" in out and "note" not in err
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can plant another user's file")

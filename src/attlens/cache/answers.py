@@ -51,6 +51,20 @@ def _name(capture: Path, rocprof_dir, question) -> str:
     return "answer-" + hashlib.blake2b(key, digest_size=12).hexdigest() + ".json"
 
 
+def _plausible(doc, code) -> bool:
+    """What attlens stores: one attlens result object and the exit code its
+    command gave (0, or 8 for a partly read capture). Anything else was not
+    written by attlens (a CRC is no signature: docs/cache.md)."""
+    if not (isinstance(doc, dict) and isinstance(doc.get("schema"), str) and doc["schema"].startswith("attlens.")
+            and doc["schema"] != "attlens.error" and type(code) is int and code in (0, 8)):
+        return False
+    try:
+        orjson.dumps(doc)  # what --json prints must be printable (a 1,000-deep value is not)
+    except TypeError:
+        return False
+    return True
+
+
 def answer(capture: Path, rocprof_dir, question, build) -> tuple[dict, int]:
     """``(document, exit code)`` answering ``question`` about ``capture``:
     the stored answer, or ``build()`` (which loads the capture, so its digest
@@ -81,7 +95,10 @@ def answer(capture: Path, rocprof_dir, question, build) -> tuple[dict, int]:
             try:
                 if len(head) == 8 and int(head, 16) == zlib.crc32(body):
                     stored = orjson.loads(body)
-                    return stored["document"], int(stored["exit_code"])
+                    doc, code = stored["document"], stored["exit_code"]
+                    if _plausible(doc, code):
+                        return doc, code
+                    why = "not an answer attlens wrote"
             except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
                 why = "not a stored answer"
             note(f"{capture}: a stored answer is damaged ({why}); computing it again")

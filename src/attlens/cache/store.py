@@ -444,7 +444,64 @@ class DataclassCodec:
         return arrays, meta
 
     def decode(self, arrays, meta):
-        return self.cls(**arrays, **meta)
+        return self.cls(**checked_fields(self.cls, {**arrays, **meta}))
+
+
+def checked_fields(cls, values: dict) -> dict:
+    """``values`` for the dataclass ``cls``, each checked against its field's
+    annotation (one level into lists, tuples and dicts). A record whose CRC
+    matches but whose content attlens did not write (edited, or from a bug)
+    is refused here — a ``DamagedDigest``, dropped and recomputed — instead
+    of failing later, deep in an analysis."""
+    import typing
+
+    if not isinstance(values, dict):
+        raise DamagedDigest(f"{cls.__name__}: not an object")
+    names = {f.name for f in dataclasses.fields(cls)}
+    if set(values) - names:
+        raise DamagedDigest(f"{cls.__name__}: unknown field(s) {', '.join(sorted(set(values) - names))[:80]}")
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation that cannot be resolved here: the names are still checked
+        hints = {}
+    for name, v in values.items():
+        if name in hints and not _fits(v, hints[name]):
+            raise DamagedDigest(f"{cls.__name__}.{name}: {type(v).__name__} where {hints[name]} is expected")
+    return values
+
+
+def _fits(v, hint, depth: int = 0) -> bool:
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is typing.Any or hint is object or depth > 3:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(v, a, depth) for a in args)
+    if hint is type(None):
+        return v is None
+    if hint is bool:
+        return isinstance(v, (bool, np.bool_))
+    if hint is int:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+    if hint is float:
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+    if origin in (list, tuple, set, frozenset):
+        if not isinstance(v, (list, tuple)):
+            return False
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            return len(v) == len(args) and all(_fits(x, a, depth + 1) for x, a in zip(v, args))
+        return not args or all(_fits(x, args[0], depth + 1) for x in v)
+    if origin is dict:
+        if not isinstance(v, dict):
+            return False
+        return not args or all(_fits(x, args[1], depth + 1) for x in v.values())
+    if isinstance(hint, type):
+        if hint in (list, tuple):
+            return isinstance(v, (list, tuple))
+        return isinstance(v, hint)
+    return True  # a type this check does not know: not refused
 
 
 class TupleCodec:

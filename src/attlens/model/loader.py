@@ -296,11 +296,17 @@ class _ContextCodec:
 
         from attlens.model.dispatch import ArchInfo, Resources
 
+        from attlens.cache.store import DamagedDigest, checked_fields
+
         res = dict(meta["resources"])
         for f in dataclasses.fields(Resources):
             if "tuple" in str(f.type) and isinstance(res.get(f.name), list):
                 res[f.name] = tuple(res[f.name])
-        return ArchInfo(**meta["arch"]), Resources(**res), list(meta["used"]), list(meta["warnings"])
+        used, added = meta["used"], meta["warnings"]
+        if not (isinstance(used, list) and isinstance(added, list) and all(isinstance(x, str) for x in used + added)):
+            raise DamagedDigest("context: files or warnings are not lists of text")
+        return (ArchInfo(**checked_fields(ArchInfo, dict(meta["arch"]))), Resources(**checked_fields(Resources, res)), list(used),
+                list(added))
 
 
 def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest):

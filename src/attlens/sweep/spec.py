@@ -305,11 +305,14 @@ def load_sweep(path: str | Path) -> Sweep:
         raw = p.read_bytes()
     except OSError as exc:
         raise SweepFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    doc = _parse(p, raw)
-    if not isinstance(doc, dict):
-        raise SweepFileError(f"{p}: the top level must be a table/mapping with a jobs list", hint="see docs/sweep.md")
-    validate(doc, p)
-    jobs = normalize(doc, p.resolve().parent, str(p))
+    try:
+        doc = _parse(p, raw)
+        if not isinstance(doc, dict):
+            raise SweepFileError(f"{p}: the top level must be a table/mapping with a jobs list", hint="see docs/sweep.md")
+        validate(doc, p)
+        jobs = normalize(doc, p.resolve().parent, str(p))
+    except RecursionError:  # the parsers and the schema walk nesting recursively
+        raise SweepFileError(f"{p}: values nested too deeply", hint="see docs/sweep.md for the format") from None
     return Sweep(path=p.resolve(), jobs=jobs, sha256=hashlib.sha256(raw).hexdigest())
 
 
