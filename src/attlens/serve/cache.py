@@ -57,10 +57,13 @@ class CaptureCache:
         self.misses = 0
 
     def get(self, directory: Path) -> Entry:
+        from attlens.model.pcsampling import sources_state
+
         state = fingerprint(directory)
         if state is None:  # not even stat-able: never cached (the loader says what is wrong)
             return Entry(self._loader(directory))
-        key = (str(directory), state)
+        # the PC samples beside a capture are part of its answers (docs/pcsampling.md)
+        key = (str(directory), state, repr(sources_state(directory)))
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
