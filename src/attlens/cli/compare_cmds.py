@@ -60,8 +60,9 @@ def cmd_diff(args) -> int:
         floor, source = noise_between(load_side(args.noise[0]), load_side(args.noise[1])), f"--noise {args.noise[0]} {args.noise[1]}"
     res = diff(a, b, force=args.force, noise_floor=floor, noise_source=source)
     code = EXIT_PARTIAL if res.partial else EXIT_OK  # as analyze: 8 when some input was skipped
-    if not args.json:
-        for w in side_warnings(res.before, res.after):  # as analyze gives them (JSON: the warnings key)
+    if not args.json and res.partial:
+        # what was skipped, as analyze says it (every warning is in the JSON's warnings key)
+        for w in side_warnings(res.before, res.after):
             say(f"attlens: warning: {w}")
     if args.json:
         doc = res.to_dict(args.top)
