@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -469,3 +470,34 @@ def test_notebook_views_and_the_new_dataframes(lay):
     assert {"ledger.requested_cycles", "ledger.granted_cycles"} <= set(pdf.columns) and "ledger" not in pdf.columns
     assert list(pdf["ledger.granted_cycles"]) == list(pdf.cycles_at_stake)
     assert isinstance(pd.DataFrame, type)
+
+
+def test_wrong_types_and_huge_values_are_usage_errors(lay, tmp_path):
+    """Row 16 (and row 9 through the API): load(None), kernels(5), a flag given
+    as text (analyze(exposed="no") analyzed *with* the model), waits(steady=
+    "yes"), plan(pmc="x"), to_dict(2**70), around=2**70: UsageError, never a
+    raw TypeError or a silently wrong answer. The twins: bytes paths, numpy
+    booleans and the bound itself are taken."""
+    import numpy as np
+
+    from attlens.errors import UsageError
+
+    path, r = lay
+    bad = [
+        lambda: api.load(None), lambda: api.load(3), lambda: api.load("a\0b"), lambda: api.load(path, cache=5),
+        lambda: api.kernels(5), lambda: api.kernels([]), lambda: api.kernels([path, 7]), lambda: api.kernels(path, exclude=3),
+        lambda: api.analyze(path, exposed="no"), lambda: api.waits(r, steady="yes"), lambda: api.plan(r, pmc="x"),
+        lambda: api.plan(r, pmc=[1]), lambda: r.to_dict(2**70), lambda: api.hotspots(r).to_dict(2**64),
+        lambda: api.deps(r).to_dict(2**64), lambda: api.waits(r).to_dict(2**70), lambda: api.asm(r, 392, around=2**70),
+        lambda: api.asm(r, 2**70), lambda: api.waves(r, top=2**64), lambda: api.diff(path, path, force="yes"),
+        lambda: api.check(path, path, force=1), lambda: api.captures(b"x\0y"), lambda: api.pmc(path, target=5),
+        lambda: api.pmc(path, ideal_bytes=float("nan")),
+    ]
+    for i, call in enumerate(bad):
+        with pytest.raises(UsageError):
+            call()
+    # twins
+    assert api.load(os.fsencode(path)).kernel_name == r.dispatch.kernel_name
+    assert api.analyze(path, exposed=np.bool_(False)).hidden is None
+    assert api.waits(r, steady=np.bool_(True)).steady is True
+    assert r.to_dict(1_000_000_000)["hotspots"]["instructions_by_stall"] == r.to_dict(0)["hotspots"]["instructions_by_stall"]

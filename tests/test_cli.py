@@ -155,3 +155,43 @@ def test_help_cites_nothing_a_pip_user_lacks():
     for t in texts:
         assert "docs/" not in t, t[:200]  # (report.md, FINDINGS.md, SKILL.md are files attlens writes or ships)
     assert "8 partial input" in sub.choices["analyze"].format_help() and "attlens schema NAME" in sub.choices["analyze"].format_help()
+
+
+# --------------------------------------------------------------------------- every integer option is bounded (issue 23)
+
+HUGE = str(2**64)
+
+
+@pytest.mark.parametrize("argv", [
+    ["analyze", "CAP", "--top", HUGE, "--json"], ["analyze", "CAP", "--context", HUGE], ["asm", "CAP", "--pc", "5", "--around", HUGE],
+    ["asm", "CAP", "--pc", HUGE], ["deps", "CAP", "--pc", HUGE], ["waits", "CAP", "--top", HUGE, "--json"],
+    ["waves", "CAP", "--top", HUGE], ["export", "CAP", "--max-waves", HUGE, "-o", "OUT"], ["export", "CAP", "--max-events", HUGE, "-o", "OUT"],
+    ["diff", "CAP", "CAP", "--top", HUGE, "--json"], ["demo", "--top", HUGE, "-o", "OUT"],
+    ["mcp", "--cache", HUGE], ["kernels", "CAP", "--top", HUGE], ["profile", "--iteration", HUGE, "--", "true"],
+    ["capture", "--timeout", "1e300", "--", "true"], ["check", "CAP", "--baseline", "CAP", "--max-regression", "nan"],
+])
+def test_integer_options_past_their_bound_are_usage_errors(argv, tmp_path):
+    """Row 9: --top, --around, --max-events (and every other count) of 2**64:
+    exit 2 with one line naming the option (they reached the JSON writer and
+    ended in exit 1); nothing is read or written."""
+    from clirun import assert_clean, run_main
+
+    shared = require_shared()
+    cap = shared / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    args = [str(cap) if a == "CAP" else str(tmp_path / "out.x") if a == "OUT" else a for a in argv]
+    o = run_main(*args)
+    assert_clean(o)
+    assert o.code == 2, o.describe()
+    opt = next(a for a in argv if a.startswith("--") and a not in ("--json", "--"))
+    assert opt in o.err and ("out of range" in o.err or "must be <=" in o.err or "is not a finite" in o.err), o.describe()
+    assert not (tmp_path / "out.x").exists()
+
+
+def test_integer_options_at_their_bound_are_taken():
+    """The twin: the largest accepted value works (every row)."""
+    from clirun import run_main
+
+    shared = require_shared()
+    cap = shared / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    big, every = run_main("waits", cap, "--top", "1000000000", "--json"), run_main("waits", cap, "--top", "0", "--json")
+    assert big.code == every.code == 0 and big.json()["sites"] == every.json()["sites"] and big.json()["topk"] == 1000000000

@@ -68,6 +68,26 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         ("unknown_schema", "schema", {"name": "nope"}, None),
         ("stale_1", "summary", {"capture": str(tmp / "copy")}, None),
         ("stale_2", "summary", {"capture": str(tmp / "copy")}, None),  # after the copy's filenames.json is rewritten
+        # issue 23: a wave file rewritten in place, same size and mtime, under the running server
+        ("inplace_1", "summary", {"capture": str(tmp / "copy2")}, None),
+        ("inplace_same", "summary", {"capture": str(tmp / "copy2")}, None),  # the clean twin: nothing changed
+        ("inplace_2", "summary", {"capture": str(tmp / "copy2")}, None),
+        # issue 23: bounds and paths checked before use: a usage error, never an internal one
+        ("top_huge", "summary", {"capture": lay, "top": 2**64}, None),
+        ("around_huge", "asm", {"capture": lay, "pc": 392, "around": 2**70}, None),
+        ("waves_huge", "waves", {"capture": lay, "top": 2**64}, None),
+        ("deps_huge", "deps", {"capture": lay, "top": 2**64}, None),
+        ("diff_huge", "diff", {"before": fb, "after": fa, "top": 2**64}, None),
+        ("path_nul", "summary", {"capture": lay + "\x00x"}, None),
+        ("path_long", "summary", {"capture": "/" + "a" * 5000}, None),
+        ("path_long_name", "list_captures", {"path": str(tmp / ("n" * 300))}, None),
+        ("after_bad_args", "occupancy", {"capture": lay}, None),
+        # issue 23: a partly read capture: every tool's result carries analyze's warnings
+        ("partial_summary", "summary", {"capture": str(tmp / "partial")}, None),
+        ("partial_plan", "plan", {"capture": str(tmp / "partial")}, None),
+        ("partial_deps", "deps", {"capture": str(tmp / "partial")}, None),
+        ("partial_asm", "asm", {"capture": str(tmp / "partial"), "pc": 392}, None),
+        ("partial_check", "check", {"capture": str(tmp / "partial"), "baseline": str(tmp / "copy2"), "max_regression": 1000.0}, None),
     ]
 
 
@@ -83,9 +103,13 @@ def session(tmp_path_factory):
     (tmp / "broken" / "filenames.json").write_text('{"wave_filenames": [1, 2')
     os.symlink("/", tmp / "link-out")
     shutil.copytree(shared / LAYERNORM, tmp / "copy")
+    shutil.copytree(shared / LAYERNORM, tmp / "copy2")
+    shutil.copytree(shared / LAYERNORM, tmp / "partial")
+    victim = sorted((tmp / "partial").glob("se*_wv*.json"))[0]
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
     shutil.copytree(shared / "outside/rcv-pcsampling", tmp / "rcv")
     qs = questions(shared, tmp)
-    env = {"PYTHONPATH": str(REPO / "src"), "ATTLENS_SHARED": str(shared)}
+    env = {"PYTHONPATH": str(REPO / "src"), "ATTLENS_SHARED": str(shared), "ATTLENS_CACHE_DIR": os.environ["ATTLENS_CACHE_DIR"]}
     params = StdioServerParameters(command=sys.executable, args=["-m", "attlens", "mcp", "--root", str(shared / "traces"), "--root", str(tmp)], env=env)
     out: dict = {}
 
@@ -100,6 +124,8 @@ def session(tmp_path_factory):
                         doc = json.loads(fn.read_text())
                         del doc["wave_filenames"]["0"]  # drop shader engine 0's waves
                         fn.write_text(json.dumps(doc))
+                    if key == "inplace_2":
+                        rewrite_in_place(sorted((tmp / "copy2").glob("se*_wv*.json"))[0])
                     out[key] = await s.call_tool(tool, arguments)
 
     # In a thread of its own: another test's event loop (Playwright's sync API) may still run in this one.
@@ -118,6 +144,21 @@ def session(tmp_path_factory):
     if errors:
         raise errors[0]
     return {"answers": out, "questions": {q[0]: q for q in qs}}
+
+
+def rewrite_in_place(wave: Path) -> None:
+    """Raise the first record's stall by changing one digit: same size, same
+    mtime (restored), same inode."""
+    st = wave.stat()
+    data = bytearray(wave.read_bytes())
+    i = data.index(b'"instructions":[[') + len(b'"instructions":[[')
+    i = data.index(b",", data.index(b",", i) + 1) + 1  # the stall field
+    assert chr(data[i]).isdigit()
+    data[i] = ord("9") if data[i] != ord("9") else ord("8")
+    with open(wave, "r+b") as f:
+        f.write(bytes(data))
+    os.utime(wave, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert wave.stat().st_size == st.st_size and wave.stat().st_mtime_ns == st.st_mtime_ns and wave.stat().st_ino == st.st_ino
 
 
 def cli_json(args: list[str], capsys) -> tuple[int, dict]:
@@ -252,3 +293,39 @@ def test_missing_sdk_is_a_clear_usage_error():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert p.returncode == 2
     assert "pip install 'mcp>=2.0'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_capture_rewritten_in_place_under_the_server_is_read_again(session):
+    """Row 2: one digit of a wave file changed, its size and mtime restored,
+    while the server runs: the next call gives the fresh totals; unchanged,
+    the same answer."""
+    a = session["answers"]
+    first, same, second = (result_object(a[k]) for k in ("inplace_1", "inplace_same", "inplace_2"))
+    assert same == first
+    assert second["totals"]["stall"] != first["totals"]["stall"]
+
+
+@pytest.mark.parametrize("key", ["top_huge", "around_huge", "waves_huge", "deps_huge", "diff_huge", "path_nul", "path_long", "path_long_name"])
+def test_out_of_range_arguments_and_bad_paths_are_usage_errors(session, key):
+    """Row 9: a top or around of 2**64 and more, a path with a NUL byte or of
+    5,000 characters: a tool error of kind UsageError (exit 2), not an
+    internal error; the server keeps serving."""
+    res = session["answers"][key]
+    assert res.is_error
+    err = result_object(res)["error"]
+    assert (err["kind"], err["exit_code"]) == ("UsageError", 2), err
+    assert "internal" not in err["message"]
+    assert not session["answers"]["after_bad_args"].is_error
+
+
+@pytest.mark.parametrize("key", ["partial_summary", "partial_plan", "partial_deps", "partial_asm", "partial_check"])
+def test_tool_results_carry_the_warnings_of_a_partly_read_capture(session, key):
+    """Row 3 through MCP: the skipped wave file is named in every result's
+    warnings; check does not pass (partial); the whole capture's results
+    name no skipped file (the twin: summary of copy2)."""
+    got = result_object(session["answers"][key])
+    assert any("se" in w and "_wv" in w for w in got["warnings"]), got["warnings"]
+    if key == "partial_check":
+        assert got["passed"] is False and got["partial"] is True
+    twin = result_object(session["answers"]["inplace_1"])
+    assert not any("_wv" in w for w in twin["warnings"])

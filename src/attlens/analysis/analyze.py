@@ -223,7 +223,9 @@ def analyze(dispatch, exposed: bool = True, pc_sampling=None, pc_sampling_scope:
     occ.capture = capture_ref(dispatch)
     qual = compute_quality(dispatch, sums, hot)
     join = join_pc_samples(dispatch, sums, hot, pc_sampling, pc_sampling_scope)
-    return AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden, join)
+    result = AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden, join)
+    occ.warnings = result.warnings  # attlens.occupancy carries them as every one-capture object does
+    return result
 
 
 def join_pc_samples(dispatch, sums, hot, source, scope: str = "traced"):

@@ -49,6 +49,11 @@ class AsmWindow:
     last_pc: int
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
 
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
+
     def to_dict(self) -> dict:
         """The ``attlens.asm`` object (``attlens asm --json``)."""
         from attlens.jsondoc import capture_ref, header
@@ -63,6 +68,7 @@ class AsmWindow:
             "rows": [self._row(a) for a in self.rows],
             "sources": [{"source": s.source, "text": s.text} for s in self.sources],
             "pc_sampling": _join_ref(self.result),
+            "warnings": self.warnings,
         }
 
     def to_pandas(self):

@@ -65,6 +65,11 @@ class DepsResult:
             })
         return out
 
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
+
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.deps`` object (``attlens deps [--pc N | --line L] --top TOP --json``; every row when ``top`` is None or 0)."""
         from attlens.jsondoc import capture_ref, header, rows
@@ -85,6 +90,7 @@ class DepsResult:
                 for src, cyc, n in att.by_producer_line()
             ], top),
             "waits": rows(self._wait_dicts(), top),
+            "warnings": self.warnings,
         }
 
 

@@ -374,6 +374,11 @@ class HotspotTable:
 
         return dataframe([x.to_dict() for x in self.rows])
 
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
+
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.hotspots`` object (``attlens analyze --by BY --sort SORT --top TOP --json``;
         every row when ``top`` is None or 0)."""
@@ -395,6 +400,7 @@ class HotspotTable:
                 "exposed": None if r.hidden is None else int(r.hidden.exposed.sum()),
             },
             "rows": [x.to_dict() for x in rows(self.rows, top)],
+            "warnings": self.warnings,
         }
 
 

@@ -50,6 +50,7 @@ class OccupancyResult:
     grid_limited: bool | None = None
     explanation: list[str] = field(default_factory=list)
     capture: dict | None = field(default=None, repr=False)  # the capture it describes (attlens.jsondoc.capture_ref; set by analyze)
+    warnings: list[str] = field(default_factory=list, repr=False)  # the analysis' warnings about that capture (set by analyze)
 
     def to_pandas(self):
         """One row per resource that can limit occupancy (vgpr, sgpr, lds,
@@ -90,6 +91,7 @@ class OccupancyResult:
                 "grid_limited": self.grid_limited,
                 "explanation": self.explanation,
             },
+            "warnings": self.warnings,
         }
 
 

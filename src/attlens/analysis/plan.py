@@ -303,6 +303,11 @@ class Plan:
 
         return dataframe([flat(f.to_dict(), "ledger") for f in self.findings], FINDING_COLUMNS)
 
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
+
     def to_dict(self) -> dict:
         """The ``attlens.plan`` object (``attlens plan --json``)."""
         from attlens.jsondoc import capture_ref, header
@@ -325,6 +330,7 @@ class Plan:
             "rules_disabled": self.rules_disabled,
             "rules_silenced": self.rules_silenced,
             "rule_errors": self.rule_errors,
+            "warnings": self.warnings,
         }
 
 

@@ -26,7 +26,7 @@ def digest_of(capture: Path) -> str:
 def write_digest(store, capture: Path, key: str, data):
     """Store ``data`` if the capture did not change while it was read."""
     try:
-        if capture_key(capture) != key:
+        if capture_key(capture, fresh=True) != key:
             return None
     except OSError:
         return None

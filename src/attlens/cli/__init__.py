@@ -130,6 +130,11 @@ def _main(argv: list[str] | None) -> int:
         common.begin_json_mode()
     try:
         configure_cache(args)
+        if getattr(args, "key_scope", False):
+            from attlens.cache.keys import command_scope
+
+            with command_scope():
+                return args.func(args)
         return args.func(args)
     except AttlensError as exc:
         from attlens.errors import SeveralCaptures

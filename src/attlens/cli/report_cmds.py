@@ -70,7 +70,8 @@ def _manifest(args, fmt: str, written: list[dict], captures: list[dict]) -> int:
 def _capture_entry(result, report=None, pmc=None) -> dict:
     d = result.dispatch
     return {"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,
-            "report": None if report is None else str(report), "error": None, "partial": bool(d.partial), "pmc": pmc, "pmc_refused": None}
+            "report": None if report is None else str(report), "error": None, "partial": bool(d.partial), "pmc": pmc, "pmc_refused": None,
+            "warnings": list(result.warnings)}
 
 
 def cmd_report(args) -> int:
@@ -87,7 +88,10 @@ def cmd_report(args) -> int:
         check_output(args.output, side_inputs(*args.diff))
         res = diff(load_side(args.diff[0]), load_side(args.diff[1]), force=args.force)
         write_atomic(args.output, diff_to_html(res))
-        return _manifest(args, "diff", [_written(args.output, "diff")], [])
+        code = _manifest(args, "diff", [_written(args.output, "diff")], [])
+        from attlens.errors import EXIT_PARTIAL
+
+        return EXIT_PARTIAL if res.partial else code  # as diff: 8 when a side was partly read
     if not args.path:
         raise UsageError("give one or more capture directories (or --diff BEFORE AFTER)")
     from attlens.model.locate import resolve_capture_dirs
@@ -146,7 +150,15 @@ def cmd_demo(args) -> int:
     if args.out:
         _check_demo_out(args.out, args.force)
     out = args.out or _demo_home()
-    path = write_capture(out)
+    from attlens.fsutil import make_dirs
+
+    make_dirs(out)
+    try:
+        path = write_capture(out)
+    except OSError as exc:
+        from attlens.errors import OutputRefused
+
+        raise OutputRefused(f"cannot write the demo capture into {out}: {exc.strerror or exc}", hint="choose another --out folder") from None
     result = analyze(load(path))
     if args.json:
         from attlens.jsondoc import header

@@ -203,6 +203,8 @@ def read_capture(d: Path, progress=None) -> CaptureData:
         raise CorruptCapture(f"{d.name}: filenames.json lists {len(index.waves)} waves but code.json is missing")
     code = read_code_json(code_path)
     n_pc = code.size
+    if not code.labels:
+        warnings.append("code.json: no kernel label row ('; <symbol>'): the kernel's name is unknown")
     layout = capture_layout(index, code)
     unlisted = _unlisted_wave_files(d, index)
     if unlisted:
@@ -426,11 +428,17 @@ class _ContextCodec:
 
         from attlens.model.dispatch import ArchInfo, Resources
 
+        from attlens.cache.store import DamagedDigest, checked_fields
+
         res = dict(meta["resources"])
         for f in dataclasses.fields(Resources):
             if "tuple" in str(f.type) and isinstance(res.get(f.name), list):
                 res[f.name] = tuple(res[f.name])
-        return ArchInfo(**meta["arch"]), Resources(**res), list(meta["used"]), list(meta["warnings"])
+        used, added = meta["used"], meta["warnings"]
+        if not (isinstance(used, list) and isinstance(added, list) and all(isinstance(x, str) for x in used + added)):
+            raise DamagedDigest("context: files or warnings are not lists of text")
+        return (ArchInfo(**checked_fields(ArchInfo, dict(meta["arch"]))), Resources(**checked_fields(Resources, res)), list(used),
+                list(added))
 
 
 def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest, occupancy=None):

@@ -290,7 +290,9 @@ def render_markdown_bundle(result, plan, waves, out_dir) -> tuple[Path, Path]:
     from attlens.jsondoc import dumps
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from attlens.fsutil import make_dirs
+
+    make_dirs(out)  # a folder that cannot be made is exit 9, as the files in it
     analysis = result.to_dict(JSON_TOPK)
     md, js = out / "report.md", out / "analysis.json"
     write_atomic(js, dumps(analysis) + "\n")

@@ -24,7 +24,7 @@ TOOLS = {
     "waves": "Wave states, clock alignment, pipe utilization, execution phases, per-execution stalls of the top instructions, capture-coverage flags. Same object as `attlens waves CAPTURE --top TOP --json` (with per_wave=false: `--no-per-wave`).",
     "occupancy": "Theoretical occupancy (waves per SIMD) with its limiters and what to free for one more wave, observed residency, grid-limited flag. Same object as `attlens occupancy CAPTURE --json`.",
     "diff": "Compare two captures of a kernel (or attlens analyze --json --top 0 files): by source line and aligned instruction sites, with a verdict. Same object as `attlens diff BEFORE AFTER --json --top TOP`.",
-    "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 when not passed).",
+    "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 on a regression, 22 when a capture was partly read: `partial` true, `passed` false).",
     "kernels": "Kernel table from rocprofv3 outputs (kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder of them): time, calls, ids, resources. Same object as `attlens kernels PATH --json`.",
     "rules": "Every rule of the plan: its trigger, the preconditions its advice assumes, its evidence and limits. Same object as `attlens rules --json`.",
     "schema": "The JSON Schema (draft 2020-12) of an attlens object, e.g. 'attlens.waits' or 'waits'.",
