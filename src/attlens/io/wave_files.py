@@ -6,11 +6,12 @@ building a Python object per number costs more than everything else attlens
 does, so the three arrays of each file (``instructions``, ``timeline``,
 ``waitcnt``) are cut out of the raw bytes, checked for the writer's compact
 grammar in bulk (many files at once, with C-speed ``bytes`` operations) and
-parsed with one ``np.fromstring`` call per batch, straight into preallocated
-columns. orjson parses the small rest of each file. A file whose arrays do not
-look like the writer's compact output (pretty-printed, reordered keys) is
-parsed whole by orjson and its arrays re-serialized compactly, so both paths
-end in the same checks.
+parsed by simdjson (pysimdjson), which validates the JSON and flattens the
+integers of a whole batch into one int64 buffer in C, straight into the
+preallocated columns. orjson parses the small rest of each file. A file whose
+arrays do not look like the writer's compact output (pretty-printed,
+reordered keys) is parsed whole by orjson and its arrays re-serialized
+compactly, so both paths end in the same checks.
 
 Strictness: the fast path accepts exactly what ``orjson.loads`` followed by
 :func:`check_wave_doc`'s schema accepts, with the same values (a property test
@@ -47,7 +48,6 @@ INT32_MAX = 2**31 - 1
 TIME_LIMIT = 10**18  # times stay below this (< 2^62) so sums of times and durations cannot overflow int64; also the fast parser's bound
 _DIGITS = b"0123456789"
 _INT_ARRAY_CHARS = _DIGITS + b",[]"
-_BRACKETS_TO_SPACE = bytes.maketrans(b"[]", b"  ")
 _INSTR_KEY = b'"instructions":['
 _TIMELINE_KEY = b'"timeline":['
 _WAITCNT_KEY = b'"waitcnt":['
@@ -92,46 +92,40 @@ def _row_skeleton(rows: int, width: int) -> bytes:
     return sk
 
 
-def _digit_count(values: np.ndarray) -> int:
-    """Σ decimal digits of non-negative values below 10**18."""
-    total = int(values.size)
-    k = 10
-    while k <= 10**18:
-        c = int(np.count_nonzero(values >= k))
-        if not c:
-            break
-        total += c
-        k *= 10
-    return total
+_PARSE_ERRORS = (ValueError, TypeError, RuntimeError)  # what pysimdjson raises on bad text or a number of another type
 
 
-def _parse_numbers(segs: list[bytes], digit_bytes: int) -> np.ndarray | None:
-    """All numbers of the non-empty compact segments ``segs``, in order, or None
-    when the text is not the exact JSON spelling of non-negative integers
-    below 10**18. The callers have checked the bracket/comma skeleton and that
-    only digits, commas and brackets occur. Then: ``np.fromstring`` with
-    brackets as blanks insists on exactly one comma between two numbers; no
-    ``[,`` or ``,]`` means no slot next to a bracket is empty (which
-    ``fromstring`` would read as 0 and which a digit run moved across a bracket
-    would need); and the digit count equal to the values' own digit count
-    rules out leading zeros and overflow (``fromstring`` saturates)."""
+def new_parser():
+    """A simdjson parser: one per reading thread (a parser is reused for every
+    batch, and may not be shared between threads)."""
+    import simdjson
+
+    return simdjson.Parser()
+
+
+def _parse_numbers(segs: list[bytes], parser=None) -> np.ndarray | None:
+    """All numbers of the non-empty compact segments ``segs``, in order, as
+    int64, or None when the text is not valid JSON whose numbers are all
+    integers of int64 range. The callers have checked that only digits, commas
+    and brackets occur (so no sign, fraction, exponent or blank) and the
+    bracket/comma skeleton. simdjson validates the JSON (no leading zero, no
+    empty slot, no overflow) and flattens the arrays into one buffer in C: no
+    Python object per number."""
     if not segs:
         return np.zeros(0, dtype=np.int64)
-    text = b",".join(segs)
-    if b"[," in text or b",]" in text:
-        return None
+    parser = parser or new_parser()
     try:
-        values = np.fromstring(text.translate(_BRACKETS_TO_SPACE), dtype=np.int64, sep=",")  # noqa: NPY201 (text mode)
-    except ValueError:
+        doc = parser.parse(b"[" + b",".join(segs) + b"]")
+        try:
+            buf = doc.as_buffer(of_type="i")
+        finally:
+            del doc  # the parser may not be reused while a view of its document lives
+    except _PARSE_ERRORS:
         return None
-    if values.size and int(values.max()) >= 10**18:
-        return None
-    if _digit_count(values) != digit_bytes:
-        return None
-    return values
+    return np.frombuffer(buf, dtype=np.int64)
 
 
-def parse_int_rows(segs: list[bytes], width: int) -> tuple[np.ndarray, list[int]] | None:
+def parse_int_rows(segs: list[bytes], width: int, parser=None) -> tuple[np.ndarray, list[int]] | None:
     """Rows of ``width`` integers from compact JSON arrays (one per file), as one
     (n, width) int64 block and the row count of each segment; None when any
     segment is not exactly compact JSON of non-negative integer rows."""
@@ -139,7 +133,6 @@ def parse_int_rows(segs: list[bytes], width: int) -> tuple[np.ndarray, list[int]
     if joined.translate(None, _INT_ARRAY_CHARS):
         return None
     rows: list[int] = []
-    skeleton_bytes = 0
     per_row = width + 2  # "[" + (width-1) "," + "]" + the separating ","
     for s in segs:
         sk = s.translate(None, _DIGITS)
@@ -147,8 +140,7 @@ def parse_int_rows(segs: list[bytes], width: int) -> tuple[np.ndarray, list[int]
         if sk != _row_skeleton(r, width):
             return None
         rows.append(r)
-        skeleton_bytes += len(sk)
-    values = _parse_numbers([s for s, r in zip(segs, rows) if r], len(joined) - skeleton_bytes)
+    values = _parse_numbers([s for s, r in zip(segs, rows) if r], parser)
     if values is None or values.size != width * sum(rows):
         return None
     return values.reshape(-1, width), rows
@@ -166,22 +158,23 @@ def _reduce_waitcnt_skeleton(sk: bytes) -> bool:
     return t in (b"[]", b"[e]")
 
 
-def check_waitcnt_segs(segs: list[bytes]) -> np.ndarray | None:
-    """Numbers of compact ``waitcnt`` arrays (checked like :func:`parse_int_rows`),
-    or None when a segment is not exactly that grammar."""
+def check_waitcnt_segs(segs: list[bytes], parser=None) -> np.ndarray | None:
+    """Numbers of compact ``waitcnt`` arrays (checked like :func:`parse_int_rows`,
+    every number a pc or count within int32), or None when a segment is not
+    exactly that grammar."""
     joined = b"".join(segs)
     if joined.translate(None, _INT_ARRAY_CHARS):
         return None
-    skeleton_bytes = 0
     nonempty = []
     for s in segs:
-        sk = s.translate(None, _DIGITS)
-        if not _reduce_waitcnt_skeleton(sk):
+        if not _reduce_waitcnt_skeleton(s.translate(None, _DIGITS)):
             return None
-        skeleton_bytes += len(sk)
         if len(s) > 2:
             nonempty.append(s)
-    return _parse_numbers(nonempty, len(joined) - skeleton_bytes)
+    values = _parse_numbers(nonempty, parser)
+    if values is None or (values.size and int(values.max()) > INT32_MAX):
+        return None
+    return values
 
 
 # ---------------------------------------------------------------------------
@@ -411,6 +404,7 @@ class _Sink:
         self.waitcnt: list[bytes] = []
         self.problems: list[tuple[WaveEntry, str]] = []
         self.notes: list[tuple[WaveEntry, str]] = []
+        self.parser = new_parser()
 
     def add_batch(self, cuts: list[_Cut], n_pc: int | None, valid_pc: np.ndarray | None) -> None:
         parsed = self._parse_batch(cuts)
@@ -472,15 +466,14 @@ class _Sink:
                 bad |= (col > hi) | (col < lo)
         return bad
 
-    @staticmethod
-    def _parse_batch(cuts: list[_Cut]):
-        pi = parse_int_rows([c.instr for c in cuts], 5)
+    def _parse_batch(self, cuts: list[_Cut]):
+        pi = parse_int_rows([c.instr for c in cuts], 5, self.parser)
         if pi is None:
             return None
-        pt = parse_int_rows([c.timeline for c in cuts], 2)
+        pt = parse_int_rows([c.timeline for c in cuts], 2, self.parser)
         if pt is None:
             return None
-        if check_waitcnt_segs([c.waitcnt for c in cuts]) is None:
+        if check_waitcnt_segs([c.waitcnt for c in cuts], self.parser) is None:
             return None
         for c, r in zip(cuts, pi[1]):
             n = c.scalars["num_insts"]
@@ -502,13 +495,13 @@ class _Sink:
                 msg = _bad_row(value, width, limits, names)
                 if msg:
                     raise WaveFileError(f"'{name}' {msg}")
-                if parse_int_rows([seg], width) is None:
+                if parse_int_rows([seg], width, self.parser) is None:
                     raise WaveFileError(f"'{name}' is not written as plain JSON integers")
             try:
                 msg = _bad_waitcnt(orjson.loads(cut.waitcnt))
             except orjson.JSONDecodeError:
                 msg = "is not valid JSON"
-            if msg or check_waitcnt_segs([cut.waitcnt]) is None:
+            if msg or check_waitcnt_segs([cut.waitcnt], self.parser) is None:
                 raise WaveFileError(f"'waitcnt' {msg or 'is not written as plain JSON integers'}")
             n = cut.scalars["num_insts"]
             rows = len(orjson.loads(cut.instr))
@@ -628,6 +621,7 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
             child.tl = {k: v[tcap1:] for k, v in sink.tl.items()}
             child.n_rec = child.n_tl = 0
             child.meta, child.waitcnt, child.problems, child.notes = [], [], [], []
+            child.parser = new_parser()
             _read_files(root_real, entries[split:], child, n_pc, valid_pc)
             payload = pickle.dumps((child.n_rec, child.n_tl, child.meta, child.waitcnt, child.problems, child.notes), protocol=5)
             with os.fdopen(wfd, "wb") as f:
