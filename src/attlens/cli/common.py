@@ -162,7 +162,7 @@ def load_analyzed(args, dirs, exposed: bool = True) -> list:
     out = []
     with progress(args) as step:
         for d in dirs:
-            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step)
+            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step, hidden=exposed)
             step(f"analyzing {d.name}")
             out.append(analyze(dispatch, exposed=exposed))
     return out

@@ -390,13 +390,15 @@ class WaveTable:
     waitcnt_off: np.ndarray  # int64, len(entries) + 1 offsets into the blob
     problems: list[tuple[WaveEntry, str]] = field(default_factory=list)  # waves skipped
     notes: list[tuple[WaveEntry, str]] = field(default_factory=list)  # waves kept with records dropped
+    # what ``per_half`` returned for each part parsed on its own (one or two; read_wave_files)
+    derived: list = field(default_factory=list)
 
 
 class _Sink:
     """Preallocated output columns plus per-wave metadata, filled batch by batch."""
 
-    def __init__(self, rec_cap: int, tl_cap: int, shared: bool):
-        self.rec = {k: _alloc(rec_cap, t, shared) for k, t in RECORD_DTYPES.items()}
+    def __init__(self, rec_cap: int, tl_cap: int, shared: bool, extra: dict | None = None):
+        self.rec = {k: _alloc(rec_cap, t, shared) for k, t in {**RECORD_DTYPES, **(extra or {})}.items()}
         self.tl = {k: _alloc(tl_cap, t, shared) for k, t in STATE_DTYPES.items()}
         self.n_rec = 0
         self.n_tl = 0
@@ -578,12 +580,22 @@ def _can_fork() -> bool:
 
 
 def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None = None,
-                    valid_pc: np.ndarray | None = None, workers: int | None = None) -> WaveTable:
+                    valid_pc: np.ndarray | None = None, workers: int | None = None,
+                    per_half=None, extra_columns: dict | None = None) -> WaveTable:
     """Read every listed wave file into columns. Files that cannot be used are
     listed in ``problems``; with ``n_pc`` a file with a pc outside the listing
     is one of them, and with ``valid_pc`` records at label rows or absent pcs
     are dropped (``notes``). ``workers``: 1 or 2 processes (default: 2 when
-    the files are large enough to gain from it)."""
+    the files are large enough to gain from it).
+
+    ``per_half(table)``, if given, runs in each process on the part it parsed
+    (a :class:`WaveTable` of those waves, records numbered from 0), while the
+    other process still works; what it returns (picklable) is in ``derived``,
+    in file order. It may fill ``extra_columns`` (``{name: dtype}`` record
+    columns the reader allocates beside its own, in the same shared memory).
+    With two processes the files are split at a change of (SE, SIMD) of the
+    listing nearest to half the bytes, so no scope of waves is cut in two
+    (unless the capture has only one)."""
     root_real = os.path.realpath(directory)
     sizes = _file_sizes(root_real, entries)
     total = sum(sizes)
@@ -591,25 +603,40 @@ def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None 
     if workers is None:
         workers = int(env) if env and env.isdigit() else (2 if total >= PARALLEL_MIN_BYTES else 1)
     if workers >= 2 and len(entries) >= 2 and _can_fork():
-        return _read_two_processes(root_real, entries, sizes, n_pc, valid_pc)
-    sink = _Sink(total // _MIN_RECORD_BYTES + 1, total // _MIN_STATE_BYTES + 1, shared=False)
+        return _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half, extra_columns)
+    sink = _Sink(total // _MIN_RECORD_BYTES + 1, total // _MIN_STATE_BYTES + 1, shared=False, extra=extra_columns)
     _read_files(root_real, entries, sink, n_pc, valid_pc)
-    return _table([sink])
+    table = _table([sink])
+    if per_half is not None:
+        table.derived = [per_half(table)]
+    return table
 
 
-def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
-    """Parent parses the first half (by bytes), a forked child the second, each
-    into its own region of shared columns; the child's rows are then moved
-    down to follow the parent's, in place."""
+def _split_point(entries: list[WaveEntry], sizes: list[int]) -> int:
+    """Index splitting ``entries`` in two: at a change of (SE, SIMD) nearest
+    to half the bytes, else (one scope) at half the bytes."""
+    cum = np.cumsum(sizes)
+    half = cum[-1] / 2
+    scope = np.array([e.se * 64 + e.simd for e in entries], dtype=np.int64)
+    cuts = np.flatnonzero(scope[1:] != scope[:-1]) + 1
+    if len(cuts):
+        return int(cuts[np.argmin(np.abs(cum[cuts - 1] - half))])
+    split = int(np.searchsorted(cum, half)) + 1
+    return min(max(split, 1), len(entries) - 1)
+
+
+def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half=None, extra=None) -> WaveTable:
+    """Parent parses the first part, a forked child the second, each into its
+    own region of shared columns (and runs ``per_half`` on it); the child's
+    rows are then moved down to follow the parent's, in place."""
     import pickle
 
     cum = np.cumsum(sizes)
-    split = int(np.searchsorted(cum, cum[-1] / 2)) + 1
-    split = min(max(split, 1), len(entries) - 1)
+    split = _split_point(entries, sizes)
     b1, b2 = int(cum[split - 1]), int(cum[-1] - cum[split - 1])
     rcap1, rcap2 = b1 // _MIN_RECORD_BYTES + 1, b2 // _MIN_RECORD_BYTES + 1
     tcap1, tcap2 = b1 // _MIN_STATE_BYTES + 1, b2 // _MIN_STATE_BYTES + 1
-    sink = _Sink(rcap1 + rcap2, tcap1 + tcap2, shared=True)
+    sink = _Sink(rcap1 + rcap2, tcap1 + tcap2, shared=True, extra=extra)
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns
@@ -623,7 +650,9 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
             child.meta, child.waitcnt, child.problems, child.notes = [], [], [], []
             child.parser = new_parser()
             _read_files(root_real, entries[split:], child, n_pc, valid_pc)
-            payload = pickle.dumps((child.n_rec, child.n_tl, child.meta, child.waitcnt, child.problems, child.notes), protocol=5)
+            derived = per_half(_table([child])) if per_half is not None else None
+            payload = pickle.dumps((child.n_rec, child.n_tl, child.meta, child.waitcnt, child.problems, child.notes,
+                                    derived), protocol=5)
             with os.fdopen(wfd, "wb") as f:
                 f.write(payload)
         except BaseException:
@@ -633,16 +662,20 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
     os.close(wfd)
     try:
         _read_files(root_real, entries[:split], sink, n_pc, valid_pc)
+        mine = per_half(_table([sink])) if per_half is not None else None
     finally:
         with os.fdopen(rfd, "rb") as f:
             payload = f.read()
         _, status = os.waitpid(pid, 0)
     if status != 0 or not payload:
         # The child failed (killed, out of memory): parse its half here.
-        second = _Sink(rcap2, tcap2, shared=False)
+        second = _Sink(rcap2, tcap2, shared=False, extra=extra)
         _read_files(root_real, entries[split:], second, n_pc, valid_pc)
-        return _table([sink, second])
-    n_rec, n_tl, meta, waitcnt, problems, notes = pickle.loads(payload)
+        table = _table([sink, second])
+        if per_half is not None:
+            table.derived = [mine, per_half(_table([second]))]
+        return table
+    n_rec, n_tl, meta, waitcnt, problems, notes, theirs = pickle.loads(payload)
     _move_down(sink.rec, rcap1, sink.n_rec, n_rec)
     _move_down(sink.tl, tcap1, sink.n_tl, n_tl)
     sink.n_rec += n_rec
@@ -653,7 +686,10 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
     sink.waitcnt += waitcnt
     sink.problems += problems
     sink.notes += notes
-    return _table([sink])
+    table = _table([sink])
+    if per_half is not None:
+        table.derived = [mine, theirs]
+    return table
 
 
 def _release_tail(cols: dict, used: int) -> None:
@@ -690,7 +726,7 @@ def _table(sinks: list[_Sink]) -> WaveTable:
         rec = {k: v[: s.n_rec] for k, v in s.rec.items()}
         tl = {k: v[: s.n_tl] for k, v in s.tl.items()}
     else:  # rare fallback: concatenate the two halves
-        rec = {k: np.concatenate([s.rec[k][: s.n_rec] for s in sinks]) for k in RECORD_DTYPES}
+        rec = {k: np.concatenate([s.rec[k][: s.n_rec] for s in sinks]) for k in sinks[0].rec}
         tl = {k: np.concatenate([s.tl[k][: s.n_tl] for s in sinks]) for k in STATE_DTYPES}
     meta = [m for s in sinks for m in s.meta]
     waitcnt = [w for s in sinks for w in s.waitcnt]

@@ -243,6 +243,8 @@ class Dispatch:
     partial: bool = False  # some input was skipped (see warnings)
     rocprof_files: list[str] = field(default_factory=list)
     digest: object | None = field(default=None, repr=False, compare=False)  # attlens.cache.store.Digest
+    # per-pc partial sums the loader's parse processes computed (model/loader.py _half_pass)
+    prepared: dict = field(default_factory=dict, repr=False, compare=False)
     # source copies read so far (a report asks for one file per hot line): read each once
     _sources: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -134,9 +134,12 @@ class CaptureData:
     snapshots: dict
     warnings: list[str]  # warnings about the capture's own files, in order
     skipped_waves: bool  # some wave file was unusable
+    # per-pc partial results the parse processes computed on their halves
+    # (:func:`_half_pass`); empty when read from a digest
+    prepared: dict = field(default_factory=dict)
 
 
-def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None) -> Dispatch:
+def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None, hidden: bool = True) -> Dispatch:
     """Load one decoded ATT directory (``ui_output_agent_*_dispatch_*``).
 
     ``progress``: optional ``callback(stage, done, total)`` told about the
@@ -149,6 +152,11 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     ``cache``: None uses the digest store in the user cache directory
     (:mod:`attlens.cache`), False reads the capture afresh, a path names
     another cache directory. A digest gives the same dispatch as a fresh read.
+
+    ``hidden``: when the capture is parsed, the parse processes also compute
+    the hidden-latency model's per-pc cycles on their halves (both cores);
+    False when no hidden latency will be asked for (it is then computed on
+    first use, as always).
     """
     caps = resolve_capture_dirs(path)
     d = caps[0]
@@ -169,9 +177,9 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
         else:
             digest = store.open(d, key)
             if digest is not None:
-                data = read_digest(digest, lambda: read_capture(d, progress))
+                data = read_digest(digest, lambda: read_capture(d, progress, hidden))
     if data is None:
-        data = read_capture(d, progress)
+        data = read_capture(d, progress, hidden)
         if store is not None:
             from attlens.cache.capture import write_digest
 
@@ -179,9 +187,9 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     return _assemble(d, data, rocprof_dir, digest)
 
 
-def read_capture(d: Path, progress=None) -> CaptureData:
+def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
     """Read every file of one capture directory (no cache); ``progress``
-    as in :func:`load`."""
+    and ``hidden`` as in :func:`load`."""
     warnings: list[str] = []
 
     index = read_filenames_json(d / "filenames.json")
@@ -204,7 +212,8 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     if progress is not None:
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
     with _no_gc():
-        table = read_wave_files(d, index.readable, n_pc=n_pc, valid_pc=code.instruction_mask)
+        table = read_wave_files(d, index.readable, n_pc=n_pc, valid_pc=code.instruction_mask,
+                                per_half=_half_pass(code, hidden), extra_columns={"idle": np.int64})
     if progress is not None:
         progress(f"read {len(index.waves):,} wave files of {d.name}", len(index.waves), len(index.waves))
     for entry, msg in table.problems:
@@ -231,7 +240,7 @@ def read_capture(d: Path, progress=None) -> CaptureData:
         duration=rc["duration"],
         pc=rc["pc"],
         wave=wave_of,
-        idle=_segmented_idle(rc["time"], rc["duration"], wave_of, table.begin, rec_start),
+        idle=rc["idle"],  # filled by _half_pass in the parse processes
     )
     waves = Waves(
         se=np.array([e.se for e in table.entries], dtype=np.int32),
@@ -279,7 +288,56 @@ def read_capture(d: Path, progress=None) -> CaptureData:
         except (CorruptCapture, InputNotFound) as exc:
             warnings.append(f"{exc}; ignored")
 
-    return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems))
+    return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
+                       _merge_halves(table.derived))
+
+
+def _half_pass(code, hidden: bool):
+    """What each parse process computes on the waves it parsed, while the other
+    still works (io/wave_files.py ``per_half``): the idle column (in place), the
+    per-pc sums of executions, latency, stall and idle, and with ``hidden`` the
+    hidden-latency model's per-pc cycles. All are sums over waves (the latter
+    over whole (SE, SIMD) scopes), so the two halves add up exactly."""
+    from attlens.analysis.hidden import hidden_cycles, matrix_pcs, scope_keys
+    from attlens.analysis.stalls import basic_pc_sums
+
+    n_pc = code.size
+    is_matrix = matrix_pcs([mnemonic(t) if not lab else "" for t, lab in zip(code.isa, code.is_label)]) if hidden else None
+
+    def run(table) -> dict:
+        from types import SimpleNamespace
+
+        counts = table.rec_count
+        rec_stop = np.cumsum(counts)
+        rec_start = rec_stop - counts
+        rc = table.records
+        wave_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        rc["idle"][:] = _segmented_idle(rc["time"], rc["duration"], wave_of, table.begin, rec_start)
+        del wave_of
+        recs = SimpleNamespace(**rc)
+        out = {"pc_basic": basic_pc_sums(recs, n_pc)}
+        if is_matrix is not None:
+            se = np.array([e.se for e in table.entries], dtype=np.int32)
+            waves = SimpleNamespace(se=se, simd=table.simd, begin=table.begin, rec_start=rec_start, rec_stop=rec_stop)
+            out["hidden_acc"] = hidden_cycles(recs, waves, is_matrix)
+            out["scopes"] = np.unique(scope_keys(se, table.simd))
+        return out
+
+    return run
+
+
+def _merge_halves(parts: list) -> dict:
+    """The sum of what :func:`_half_pass` returned in each process; the hidden
+    cycles only when no (SE, SIMD) scope was split between the two."""
+    parts = [p for p in parts if p]
+    if not parts:
+        return {}
+    out = {"pc_basic": tuple(sum(p["pc_basic"][k] for p in parts) for k in range(4))}
+    if all("hidden_acc" in p for p in parts):
+        scopes = np.concatenate([p["scopes"] for p in parts])
+        if len(np.unique(scopes)) == len(scopes):
+            out["hidden_acc"] = sum(p["hidden_acc"] for p in parts)
+    return out
 
 
 class _ContextCodec:
@@ -358,4 +416,5 @@ def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
         partial=partial,
         rocprof_files=used,
         digest=digest,
+        prepared=data.prepared,
     )
