@@ -6,7 +6,7 @@ fits 16 bits, cycle counts rarely pass 65,535, record times grow by a few
 cycles from one record to the next). Each integer array is stored in the
 narrowest of uint8 … int64 that holds its values, or of its successive
 differences when that is narrower (``delta``: times, offsets, record
-indices), with its original dtype recorded, so the array read back is equal,
+indices; the first value is kept in the encoding), with its original dtype recorded, so the array read back is equal,
 element by element and in dtype, to the one written. Work happens in bounded
 steps: no full-size int64 temporary.
 """
@@ -30,8 +30,8 @@ def _fits(lo: int, hi: int):
 
 
 def _delta_range(a: np.ndarray) -> tuple[int, int]:
-    """(min, max) of ``a[0]`` and of ``a[i] - a[i-1]``, in steps."""
-    lo = hi = int(a[0])
+    """(min, max) of 0 and of ``a[i] - a[i-1]``, in steps."""
+    lo = hi = 0
     for s in range(1, len(a), STEP):
         d = a[s : s + STEP].astype(np.int64) - a[s - 1 : s - 1 + STEP][: len(a[s : s + STEP])]
         lo, hi = min(lo, int(d.min())), max(hi, int(d.max()))
@@ -40,7 +40,7 @@ def _delta_range(a: np.ndarray) -> tuple[int, int]:
 
 def _delta(a: np.ndarray, dtype) -> np.ndarray:
     out = np.empty(len(a), dtype=dtype)
-    out[0] = a[0]
+    out[0] = 0  # the first value is in the encoding
     for s in range(1, len(a), STEP):
         chunk = a[s : s + STEP].astype(np.int64)
         out[s : s + len(chunk)] = chunk - a[s - 1 : s - 1 + len(chunk)]
@@ -49,8 +49,9 @@ def _delta(a: np.ndarray, dtype) -> np.ndarray:
 
 def pack(a: np.ndarray, delta: bool | None = None) -> tuple[np.ndarray, list | None]:
     """``(stored array, encoding)``; the encoding is None when ``a`` is stored
-    as it is. ``delta``: True to store differences, False never, None (default)
-    when that is narrower than the values."""
+    as it is. ``delta``: True to store differences (unless that is wider than
+    the array itself), False never, None (default) when that is narrower than
+    the values."""
     a = np.asarray(a)
     if a.dtype.kind not in "iu" or a.size == 0 or (a.dtype.kind == "u" and a.dtype.itemsize == 8):
         return a, None
@@ -59,12 +60,13 @@ def pack(a: np.ndarray, delta: bool | None = None) -> tuple[np.ndarray, list | N
     if a.ndim == 1 and delta is not False and (delta or len(a) >= MIN_DELTA):
         lo, hi = _delta_range(a)
         dt = _fits(lo, hi)
-        if dt is not None and (delta or dt.itemsize < plain.itemsize):
+        if dt is not None and (dt.itemsize < plain.itemsize or (delta and dt.itemsize <= a.dtype.itemsize)):
             plain, use_delta = dt, True
     if not use_delta and plain.itemsize >= a.dtype.itemsize:
         return a, None
-    stored = _delta(a, plain) if use_delta else a.astype(plain)
-    return stored, [a.dtype.str, "delta" if use_delta else "plain", list(a.shape)]
+    if use_delta:
+        return _delta(a, plain), [a.dtype.str, "delta", list(a.shape), int(a[0])]
+    return a.astype(plain), [a.dtype.str, "plain", list(a.shape)]
 
 
 def unpack(stored: np.ndarray, enc: list | None) -> np.ndarray:
@@ -79,7 +81,13 @@ def unpack(stored: np.ndarray, enc: list | None) -> np.ndarray:
         raise ValueError("bad packing entry")
     if kind == "plain":
         return stored.astype(dtype).reshape(shape)
-    return np.cumsum(stored, dtype=np.int64).astype(dtype, copy=False).reshape(shape)
+    try:
+        first = int(enc[3])
+    except (TypeError, ValueError, IndexError):
+        raise ValueError("bad packing entry") from None
+    out = np.cumsum(stored, dtype=np.int64)
+    out += first
+    return out.astype(dtype, copy=False).reshape(shape)
 
 
 class PackedCodec:
