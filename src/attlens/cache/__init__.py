@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 DEFAULT_MAX_BYTES = 4 << 30
@@ -94,6 +95,27 @@ def open_cache(cache=None):
         root = cache_root()
         return None if root is None else DigestStore(root)
     return DigestStore(Path(cache))
+
+
+_KNOWN: dict[str, str] = {}  # real path -> digest key the caller computed for this command
+
+
+@contextmanager
+def known_key(capture, key: str):
+    """While the block runs, the loader takes ``key`` as ``capture``'s digest
+    key instead of scanning the capture again (a stored-answer lookup computed
+    it a moment before; the loader's check that nothing changed while it read
+    still recomputes it)."""
+    real = os.path.realpath(capture)
+    _KNOWN[real] = key
+    try:
+        yield
+    finally:
+        _KNOWN.pop(real, None)
+
+
+def key_known(capture) -> str | None:
+    return _KNOWN.get(os.path.realpath(capture))
 
 
 def memo(dispatch, name: str, compute, codec):

@@ -28,11 +28,14 @@ import orjson
 from attlens.cache import cache_root, inside_capture, note
 
 
-def _folder(root: Path, capture: Path) -> Path | None:
-    """The digest folder of the capture's current state (None: no digest)."""
-    from attlens.cache.keys import TOP, capture_key, path_hash
+def _folder_of(root: Path, capture: Path, key: str) -> Path:
+    """The digest folder of the capture in state ``key`` (it may not exist)."""
+    from attlens.cache.keys import TOP, path_hash
 
-    folder = root / TOP / path_hash(capture) / capture_key(capture)
+    return root / TOP / path_hash(capture) / key
+
+
+def _existing(folder: Path) -> Path | None:
     return folder if (folder / "capture.json").is_file() else None
 
 
@@ -50,9 +53,14 @@ def answer(capture: Path, rocprof_dir, question, build) -> tuple[dict, int]:
     root = cache_root()
     if root is None or inside_capture(root, capture):
         return build()  # the loader says why it stores nothing inside a capture
+    from attlens.cache import known_key
+    from attlens.cache.keys import capture_key
+
     try:
         name = _name(capture, rocprof_dir, question)
-        folder = _folder(root, capture)
+        key = capture_key(capture)
+        target = _folder_of(root, capture, key)
+        folder = _existing(target)
     except (OSError, TypeError, ValueError):  # unreadable folder, a question JSON cannot hold
         return build()
     if folder is not None:
@@ -74,9 +82,12 @@ def answer(capture: Path, rocprof_dir, question, build) -> tuple[dict, int]:
                 path.unlink()
             except OSError:
                 pass
-    doc, code = build()
+    with known_key(capture, key):  # the loader needs not scan the capture again for it
+        doc, code = build()
     try:
-        folder = _folder(root, capture)
+        # The answer belongs to the state the loader read: the digest it wrote
+        # (or opened) for this key, if the capture did not change meanwhile.
+        folder = _existing(target)
         if folder is not None:
             body = orjson.dumps({"document": doc, "exit_code": code})
             tmp = folder / f".{name}.tmp-{os.getpid()}"

@@ -28,7 +28,12 @@ _CODE = ("is_label", "present", "codeobj", "vaddr", "hit", "latency", "stall", "
 
 
 def digest_of(capture: Path) -> str:
-    return capture_key(capture)
+    """The capture's key: the one the caller computed for this command
+    (:func:`attlens.cache.known_key`), else computed now."""
+    from attlens.cache import key_known
+
+    known = key_known(capture)
+    return known if known is not None else capture_key(capture)
 
 
 def write_digest(store, capture: Path, key: str, data):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -216,7 +217,8 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
     with _no_gc():
         table = read_wave_files(d, index.readable, n_pc=n_pc, valid_pc=code.instruction_mask,
-                                per_half=_half_pass(code, hidden), extra_columns={"idle": np.int64})
+                                per_half=_half_pass(code, hidden), extra_columns={"idle": np.int64},
+                                meanwhile=lambda: _read_side_files(d), meanwhile_bytes=_side_bytes(d))
     if progress is not None:
         progress(f"read {len(index.waves):,} wave files of {d.name}", len(index.waves), len(index.waves))
     for entry, msg in table.problems:
@@ -268,6 +270,30 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
     )
     problems = table.problems
 
+    occupancy, realtime, snapshots, side_warnings = table.meanwhile
+    warnings.extend(side_warnings)
+
+    return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
+                       _merge_halves(table.derived))
+
+
+_SIDE_FILES = ("occupancy.json", "realtime.json", "snapshots.json")
+
+
+def _side_bytes(d: Path) -> int:
+    total = 0
+    for name in _SIDE_FILES:
+        try:
+            total += os.stat(d / name).st_size
+        except OSError:
+            pass
+    return total
+
+
+def _read_side_files(d: Path):
+    """(occupancy, realtime, snapshots, warnings) of the capture's optional
+    files; the parent process reads them while the other parses wave files."""
+    warnings: list[str] = []
     occupancy = realtime = None
     snapshots: dict = {}
     for name, reader in (("occupancy.json", read_occupancy_json), ("realtime.json", read_realtime_json)):
@@ -290,9 +316,7 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
             snapshots = read_snapshots_json(snap, warnings)
         except (CorruptCapture, InputNotFound) as exc:
             warnings.append(f"{exc}; ignored")
-
-    return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
-                       _merge_halves(table.derived))
+    return occupancy, realtime, snapshots, warnings
 
 
 def _half_pass(code, hidden: bool):
