@@ -57,7 +57,9 @@ def pack(a: np.ndarray, delta: bool | None = None) -> tuple[np.ndarray, list | N
         return a, None
     plain = _fits(int(a.min()), int(a.max()))
     use_delta = False
-    if a.ndim == 1 and delta is not False and (delta or len(a) >= MIN_DELTA):
+    # differences are tried where they can win: a value needing 4+ bytes
+    # (times, offsets, record indices), not a 1-2 byte column (one more pass)
+    if a.ndim == 1 and delta is not False and (delta or (len(a) >= MIN_DELTA and plain.itemsize >= 4)):
         lo, hi = _delta_range(a)
         dt = _fits(lo, hi)
         if dt is not None and (dt.itemsize < plain.itemsize or (delta and dt.itemsize <= a.dtype.itemsize)):
