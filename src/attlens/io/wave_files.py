@@ -26,8 +26,10 @@ with a warning naming the file and the first bad value.
 
 Files are opened only inside the capture and only if regular
 (:mod:`attlens.io.confine`). Large captures are parsed by two processes
-(``fork``; the columns live in shared memory), which is how the wall time
-drops to ~0.6x on two cores.
+(``fork``; the columns live in shared memory), each also running the caller's
+per-half analysis on what it parsed (``per_half``); on an idle 2-core machine
+that about halves the wall time, on a loaded one it gains nothing (both
+processes share the same cores as everything else): docs/design.md.
 """
 
 from __future__ import annotations
