@@ -50,6 +50,9 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         ("check", "check", {"capture": fa, "baseline": fb, "max_regression": 1.0}, ["check", fa, "--baseline", fb, "--max-regression", "1.0"]),
         ("kernels", "kernels", {"path": str((shared / "traces/layernorm/rocprofv3").resolve())}, ["kernels", str((shared / "traces/layernorm/rocprofv3").resolve())]),
         ("schema", "schema", {"name": "attlens.waits"}, None),
+        # PC samples: the viewer's PC-sampling folder (a copy under a root)
+        ("pc_sampling", "pc_sampling", {"path": str(tmp / "rcv"), "top": 5}, ["pcsampling", str(tmp / "rcv"), "--top", "5"]),
+        ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--top", "3"]),
         # refusals and errors
         ("outside", "summary", {"capture": "/etc"}, None),
         ("dotdot", "summary", {"capture": str(tmp / ".." / "..")}, None),
@@ -77,6 +80,7 @@ def session(tmp_path_factory):
     (tmp / "broken" / "filenames.json").write_text('{"wave_filenames": [1, 2')
     os.symlink("/", tmp / "link-out")
     shutil.copytree(shared / LAYERNORM, tmp / "copy")
+    shutil.copytree(shared / "outside/rcv-pcsampling", tmp / "rcv")
     qs = questions(shared, tmp)
     env = {"PYTHONPATH": str(REPO / "src"), "ATTLENS_SHARED": str(shared)}
     params = StdioServerParameters(command=sys.executable, args=["-m", "attlens", "mcp", "--root", str(shared / "traces"), "--root", str(tmp)], env=env)
@@ -130,7 +134,8 @@ def test_initialize_and_list_tools(session):
     a = session["answers"]
     assert a["init"].server_info.name == "attlens"
     names = {t.name for t in a["tools"]}
-    assert names >= {"list_captures", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels", "schema"}
+    assert names >= {"list_captures", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels", "schema",
+                     "pc_sampling"}
     hot = next(t for t in a["tools"] if t.name == "hotspots")
     props = hot.input_schema["properties"]
     assert props["by"]["enum"] == ["instruction", "line", "opcode"]
@@ -139,7 +144,8 @@ def test_initialize_and_list_tools(session):
 
 
 @pytest.mark.parametrize("key", ["list_captures", "summary", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
-                                 "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels"])
+                                 "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels",
+                                 "pc_sampling", "summary_pcs"])
 def test_tool_equals_cli_json(session, key, capsys):
     _k, tool, _args, cli = session["questions"][key]
     res = session["answers"][key]

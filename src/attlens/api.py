@@ -22,7 +22,7 @@ Everything heavy is imported on first use.
 from __future__ import annotations
 
 __all__ = ["load", "analyze", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
-           "captures", "pmc", "rules"]
+           "captures", "pmc", "rules", "pc_samples", "pc_sampling"]
 
 
 # The command line checks its options in argparse (attlens.cli.common); the
@@ -95,17 +95,51 @@ def load(path, rocprof_dir=None, cache=None):
     return _load(path, rocprof_dir=rocprof_dir, cache=cache)
 
 
-def analyze(capture, exposed: bool = True, rocprof_dir=None):
+def analyze(capture, exposed: bool = True, rocprof_dir=None, pc_sampling=None, pc_sampling_scope: str = "traced"):
     """Every core analysis of a capture: an :class:`~attlens.analysis.analyze.AnalysisResult`
     (``attlens analyze --json``). ``capture``: a loaded Dispatch or a path;
-    ``exposed=False`` skips the hidden-latency model (``--no-exposed``)."""
+    ``exposed=False`` skips the hidden-latency model (``--no-exposed``).
+    ``pc_sampling``: None joins the PC samples found beside the capture,
+    False none, a path or a :func:`pc_samples` table those
+    (``--pc-sampling PATH``); ``pc_sampling_scope``: ``traced`` or ``kernel``
+    (docs/pcsampling.md)."""
     from attlens.analysis.analyze import analyze as _analyze
 
     if _is_path(capture):
         capture = load(capture, rocprof_dir=rocprof_dir)
     elif not (hasattr(capture, "waves") and hasattr(capture, "code") and hasattr(capture, "static")):
         raise _usage(f"capture: expected a capture path or a loaded capture (attlens.load(...)), not {type(capture).__name__}")
-    return _analyze(capture, exposed=exposed)
+    if not (pc_sampling is None or pc_sampling is False or _is_path(pc_sampling) or hasattr(pc_sampling, "columns")):
+        raise _usage(f"pc_sampling: expected None, False, a path or attlens.pc_samples(...), not {type(pc_sampling).__name__}")
+    if pc_sampling_scope not in ("traced", "kernel"):
+        raise _usage(f"pc_sampling_scope={pc_sampling_scope!r}: expected traced or kernel")
+    return _analyze(capture, exposed=exposed, pc_sampling=pc_sampling, pc_sampling_scope=pc_sampling_scope)
+
+
+def pc_samples(path, cache=None):
+    """Every PC sample of one output (a rocprofv3 ``*_results.json``,
+    ``*_pc_sampling_stochastic.csv`` / ``*_pc_sampling_host_trap.csv``, or a
+    rocprof-compute-viewer PC-sampling ``ui_output`` folder) as one columnar
+    :class:`~attlens.io.pcsampling.PcSampleTable`, kept in the digest cache
+    (``cache`` as for :func:`load`)."""
+    from attlens.model.pcsampling import read_samples
+
+    if not _is_path(path):
+        raise _usage(f"path: expected a PC-sampling file or folder path, not {type(path).__name__}")
+    return read_samples(path, cache)
+
+
+def pc_sampling(path, kernel: str | None = None, dispatch: int | None = None):
+    """PC samples on their own, per instruction and source line: a
+    :class:`~attlens.analysis.pcsampling_view.PcSamplingView`
+    (``attlens pcsampling PATH --json``). ``path``: as for :func:`pc_samples`,
+    or a table it returned."""
+    from attlens.analysis.pcsampling_view import pc_sampling_view
+
+    if kernel is not None and not isinstance(kernel, str):
+        raise _usage(f"kernel={kernel!r}: expected a kernel name")
+    table = path if hasattr(path, "columns") else pc_samples(path)
+    return pc_sampling_view(table, kernel=kernel, dispatch=None if dispatch is None else _int(dispatch, "dispatch", 0))
 
 
 def hotspots(result, by: str = "instruction", sort: str = "stall"):

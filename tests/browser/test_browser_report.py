@@ -408,3 +408,54 @@ def test_sweep_dashboard(open_page, tmp_path):
     page.wait_for_selector("body[data-ready='1']", state="attached")
     assert page.text_content("#kernel-name") == "vecAddKernel_0"
     o.check_clean()
+
+
+# --------------------------------------------------------------------------- PC samples (docs/pcsampling.md)
+# Here for the same reason as the dashboard: this module's session browser.
+# The sampled report's fixture is built (tests/pcs_fixtures.py says how).
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory):
+    import pcs_fixtures as F
+    from attlens.analysis.analyze import analyze
+
+    shared = require_shared()
+    d, _r = loaded(shared / SOFTMAX)
+    tmp = tmp_path_factory.mktemp("pcs-html")
+    planted = F.write_results_json(shared / SOFTMAX, tmp / "att_results.json")
+    r = analyze(d, pc_sampling=tmp / "att_results.json")
+    wa = analyze_waves(r)
+    out = tmp / "softmax-pcs.html"
+    render_html(r, make_plan(r, waves=wa), wa, out)
+    want: dict = {}
+    for s in planted:
+        if s["kind"] == "joined":
+            want[s["pc"]] = want.get(s["pc"], 0) + 1
+    return out, want, r
+
+
+def test_isa_pane_shows_the_samples(open_page, sampled):
+    out, want, r = sampled
+    o = open_page(out)
+    o.check_clean()
+    page = o.page
+    heads = page.eval_on_selector_all("#isa-table thead th", "hs => hs.map(h => h.textContent)")
+    assert "samples" in heads and "sampled why" in heads
+    i_n, i_why = heads.index("samples"), heads.index("sampled why")
+    rows = page.eval_on_selector_all("#isa-table tbody tr", f"rs => rs.map(r => [Number(r.dataset.pc), r.cells[{i_n}].textContent, r.cells[{i_why}].textContent])")
+    shown = {pc: _int(n) for pc, n, _w in rows if n.strip()}
+    assert shown == want
+    pc = max(want, key=want.get)
+    why = next(w for p, _n, w in rows if p == pc)
+    row = r.pc_sampling.row([pc])
+    top = next(iter(row["reasons"]))
+    assert why.startswith(f"{top} {100 * row['reasons'][top] / row['stalled']:.0f}%")
+    facts = page.text_content("#capture-facts")
+    assert f"{sum(want.values()):,} of {r.pc_sampling.counts['in_file']:,} joined (code-object-id" in facts
+    # the source pane can rank lines by samples
+    page.select_option("#src-metric", "samples")
+    page.select_option("#src-order", "hot")
+    first = page.eval_on_selector("#src-pane .src-row.mapped", "e => e.dataset.source")
+    lines = [ln for ln in r.hotspots.lines if ln.pc_samples and ln.pc_samples["samples"]]
+    assert first == max(lines, key=lambda ln: ln.pc_samples["samples"]).source

@@ -39,12 +39,15 @@ class AnalysisResult:
     quality: Quality
     pairs: WaitPairs
     hidden: HiddenLatency | None = None  # exposed vs hidden latency (None: not computed)
+    pc_sampling: object | None = None  # analysis.pcsampling.PcSamplingJoin: PC samples joined (None: none found)
 
     @property
     def warnings(self) -> list[str]:
         out = list(self.dispatch.warnings)
         out += self.quality.warnings
         out += self.dispatch.resources.notes
+        if self.pc_sampling is not None:
+            out += [f"PC sampling: {w}" for w in self.pc_sampling.warnings]
         return out
 
     TABLES = ("instructions", "lines", "classes")
@@ -60,9 +63,9 @@ class AnalysisResult:
 
         h = self.hotspots
         if table == "instructions":
-            return dataframe([h.instructions[i].to_dict() for i in h.by_stall])
+            return dataframe([_flat_samples(h.instructions[i].to_dict()) for i in h.by_stall])
         if table == "lines":
-            return dataframe([h.lines[i].to_dict() for i in h.lines_by_stall])
+            return dataframe([_flat_samples(h.lines[i].to_dict()) for i in h.lines_by_stall])
         if table == "classes":
             return dataframe(self.breakdown.class_rows())
         raise UsageError(f"table={table!r}: expected one of {', '.join(self.TABLES)}")
@@ -167,11 +170,33 @@ class AnalysisResult:
                 "has_source_lines": q.has_source_lines,
                 "location_collapse": q.location_collapse,
             },
+            "pc_sampling": None if self.pc_sampling is None else self.pc_sampling.to_dict(),
             "warnings": self.warnings,
         }
 
 
-def analyze(dispatch, exposed: bool = True) -> AnalysisResult:
+def _flat_samples(row: dict) -> dict:
+    """A row with its ``pc_samples`` object spread into ``pc_samples.*``
+    columns, one ``pc_samples.reason.<REASON>`` column per stall reason."""
+    ps = row.pop("pc_samples", None)
+    if ps is None:
+        return row
+    from attlens.io.pcsampling import REASONS
+
+    for k, v in ps.items():
+        if k != "reasons":
+            row[f"pc_samples.{k}"] = v
+    for r in REASONS:
+        row[f"pc_samples.reason.{r}"] = ps["reasons"].get(r, 0) if ps["stalled"] is not None else None
+    return row
+
+
+def analyze(dispatch, exposed: bool = True, pc_sampling=None, pc_sampling_scope: str = "traced") -> AnalysisResult:
+    """Every core analysis of a loaded dispatch. ``pc_sampling``: None finds
+    PC samples beside the capture (docs/pcsampling.md), False uses none, a
+    path or a :class:`~attlens.io.pcsampling.PcSampleTable` names them;
+    ``pc_sampling_scope``: ``traced`` (the traced dispatch's samples on the
+    traced CUs) or ``kernel`` (every sample of the kernel's code)."""
     sums, breakdown, deps, pairs = compute_pc_sums(dispatch)
     hot = compute_hotspots(dispatch, sums)
     hidden = None
@@ -181,4 +206,36 @@ def analyze(dispatch, exposed: bool = True) -> AnalysisResult:
     occ = compute_occupancy(dispatch)
     occ.capture = capture_ref(dispatch)
     qual = compute_quality(dispatch, sums, hot)
-    return AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden)
+    join = join_pc_samples(dispatch, sums, hot, pc_sampling, pc_sampling_scope)
+    return AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden, join)
+
+
+def join_pc_samples(dispatch, sums, hot, source, scope: str = "traced"):
+    """The PC samples of ``source`` (see :func:`analyze`) joined to the dispatch
+    and put on the hotspot rows; None without samples."""
+    if source is False:
+        return None
+    from attlens.analysis.pcsampling import attach_pc_samples, join_samples
+
+    if scope not in ("traced", "kernel"):
+        from attlens.errors import UsageError
+
+        raise UsageError(f"pc_sampling_scope={scope!r}: expected traced or kernel")
+    notes: list[str] = []
+    if source is None:
+        from attlens.model.pcsampling import find_samples
+
+        table, notes = find_samples(dispatch)
+        if table is None:
+            return None
+    elif hasattr(source, "columns") and hasattr(source, "format"):
+        table = source
+    else:
+        from attlens.model.pcsampling import read_samples
+
+        table = read_samples(source)
+    join = join_samples(dispatch, table, scope)
+    join.notes[:0] = notes
+    join.counts["at_unexecuted_pcs"] = int(join.samples[sums.hit[: len(join.samples)] == 0].sum())
+    attach_pc_samples(hot, join)
+    return join

@@ -62,6 +62,7 @@ class AsmWindow:
             "last_pc": self.last_pc,
             "rows": [self._row(a) for a in self.rows],
             "sources": [{"source": s.source, "text": s.text} for s in self.sources],
+            "pc_sampling": _join_ref(self.result),
         }
 
     def _row(self, a: AsmRow) -> dict:
@@ -91,7 +92,18 @@ class AsmWindow:
         row["stall_class"] = h.class_ if h is not None else None
         isa = self.result.dispatch.code.isa
         row["waits_on"] = [{"pc": p, "isa": isa[p], "cycles": c} for p, c in a.waits_on]
+        join = getattr(self.result, "pc_sampling", None)
+        if join is not None and join.mode != "none" and a.label is None:
+            row["pc_samples"] = join.row([a.pc])  # sampled even where the traced waves never executed it
         return row
+
+
+def _join_ref(result) -> dict | None:
+    """Where the window's ``pc_samples`` come from (None: no PC samples)."""
+    join = getattr(result, "pc_sampling", None)
+    if join is None:
+        return None
+    return {"source": join.source["path"], "mode": join.mode, "scope": join.scope, "confidence": join.confidence, "reason": join.reason}
 
 
 def asm_window(result, pc: int, around: int = 10, attribution=None) -> AsmWindow:

@@ -34,10 +34,11 @@ class InstructionHotspot:
     waited_on: int  # wait cycles other instructions spent waiting for this one (memory ops)
     exposed: int | None = None  # idle + latency not hidden by other waves' work (None: not computed)
     hidden: int | None = None
+    pc_samples: dict | None = None  # sampled stall reasons (analysis/pcsampling.py); None: no PC samples joined
 
     def to_dict(self) -> dict:
         """One row of ``instructions_by_*`` (``attlens.analyze``) and of ``attlens.hotspots --by instruction``."""
-        return {
+        return with_samples(self, {
             "pc": self.pc,
             "vaddr": self.vaddr,
             "codeobj": self.codeobj,
@@ -57,7 +58,7 @@ class InstructionHotspot:
             "hidden": self.hidden,
             "source": self.source,
             "inline_chain": self.inline_chain,
-        }
+        })
 
 
 @brief_repr("source", "instructions", "hit", "stall", "latency", "dominant_class")
@@ -80,10 +81,11 @@ class LineHotspot:
     pcs: list[int] = field(default_factory=list)
     exposed: int | None = None
     hidden: int | None = None
+    pc_samples: dict | None = None  # sampled stall reasons of its instructions; None: no PC samples joined
 
     def to_dict(self) -> dict:
         """One row of ``lines_by_*`` (``attlens.analyze``) and of ``attlens.hotspots --by line``."""
-        return {
+        return with_samples(self, {
             "source": self.source,
             "file": self.file,
             "line": self.line,
@@ -101,7 +103,14 @@ class LineHotspot:
             "exposed": self.exposed,
             "hidden": self.hidden,
             "pcs": self.pcs,
-        }
+        })
+
+
+def with_samples(row, d: dict) -> dict:
+    """``d`` plus ``pc_samples`` when PC samples were joined (the key is absent otherwise)."""
+    if row.pc_samples is not None:
+        d["pc_samples"] = row.pc_samples
+    return d
 
 
 @brief_repr("listed", "executed", "never_executed", ("lines", lambda h: len(h.lines)),

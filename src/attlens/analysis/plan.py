@@ -437,6 +437,18 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
                 f.confidence = round(f.confidence * 0.5, 2)
                 f.rationale = "prologue only: " + f.rationale
                 f.evidence["caveat"] = "the traced waves never reached the main loop; this describes the prologue only"
+    join = getattr(result, "pc_sampling", None)
+    if join is not None:  # sampled stall reasons as evidence (docs/pcsampling.md); no samples: nothing changes
+        from attlens.analysis.pcsampling_evidence import sample_evidence
+
+        for f in findings:
+            # the pcs whose cycles it claims (where its story says waves stall), else the ones its evidence names
+            ev, factor = sample_evidence(f.rule, f.kind, {c["pc"] for c in f.requested} or _pcs_named(f.evidence), join)
+            if ev is not None:
+                f.evidence["pc_sampling"] = ev
+            if factor != 1.0:
+                f.confidence = round(f.confidence * factor, 2)
+                f.rationale += f" (PC sampling: {ev['note']})"
     yielded = settle_ledger(findings, ctx.budget, ctx.total)
     for f in findings:
         _severity_from_share(f)

@@ -39,7 +39,13 @@ JOB_KEYS: dict[str, type | tuple] = {
     "kernel_trace": bool,
     "stats": bool,
     "pmc": list,
+    # PC sampling beside the thread trace (rocprofv3-interfaces.md §9; docs/pcsampling.md)
+    "pc_sampling_beta_enabled": bool,
+    "pc_sampling_method": str,
+    "pc_sampling_unit": str,
+    "pc_sampling_interval": int,
 }
+PC_SAMPLING_UNITS = {"stochastic": "cycles", "host_trap": "time"}
 _ECMA_SPECIAL = set("\\^$.|?*+()[]{}")
 _RANGE_TOKEN = re.compile(r"^\d+(-\d+)?$")
 
@@ -117,6 +123,18 @@ def att_job(
     return job
 
 
+def add_pc_sampling(job: dict, method: str, interval: int) -> dict:
+    """``job`` with PC sampling of ``method`` every ``interval`` (cycles for
+    stochastic, microseconds for host-trap) and a kernel trace, whose
+    dispatch records name each sample's kernel in results.json."""
+    if method not in PC_SAMPLING_UNITS:
+        raise UsageError(f"PC-sampling method {method!r}: expected stochastic or host_trap")
+    job = {**job, "kernel_trace": True, "pc_sampling_beta_enabled": True, "pc_sampling_method": method,
+           "pc_sampling_unit": PC_SAMPLING_UNITS[method], "pc_sampling_interval": int(interval)}
+    validate_job_file({"jobs": [job]})
+    return job
+
+
 def validate_job_file(doc: dict) -> None:
     """Check a job file against the documented schema; raise UsageError."""
     if not isinstance(doc, dict) or set(doc) != {"jobs"}:
@@ -141,6 +159,8 @@ def validate_job_file(doc: dict) -> None:
             raise UsageError("job file: pmc and pmc_groups together are fatal in rocprofv3")
         if job.get("advanced_thread_trace") and "pmc" in job and job.get("att_perfcounters"):
             raise UsageError("job file: att_perfcounters with pmc is fatal in rocprofv3")
+        if job.get("pc_sampling_beta_enabled"):
+            _check_pc_sampling(job)
 
 
 def write_job_file(path: Path, jobs: list[dict]) -> Path:
@@ -149,3 +169,16 @@ def write_job_file(path: Path, jobs: list[dict]) -> Path:
     path = Path(path)
     write_atomic(path, yaml.safe_dump(doc, sort_keys=False))
     return path
+
+
+def _check_pc_sampling(job: dict) -> None:
+    """The documented constraints (rocprofv3-interfaces.md §9): a method and
+    its unit, a positive interval, a power of two of at least 256 cycles for
+    stochastic sampling."""
+    method, unit, interval = job.get("pc_sampling_method"), job.get("pc_sampling_unit"), job.get("pc_sampling_interval")
+    if method not in PC_SAMPLING_UNITS or unit != PC_SAMPLING_UNITS[method]:
+        raise UsageError(f"job file: PC sampling needs method stochastic (unit cycles) or host_trap (unit time), got {method}/{unit}")
+    if not isinstance(interval, int) or interval <= 0:
+        raise UsageError("job file: pc_sampling_interval must be a positive integer")
+    if method == "stochastic" and (interval < 256 or interval & (interval - 1)):
+        raise UsageError(f"job file: a stochastic pc_sampling_interval is a power of two of at least 256 cycles, got {interval}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attlens.capture import outputs
-from attlens.capture.jobfile import att_job, write_job_file
+from attlens.capture.jobfile import add_pc_sampling, att_job, write_job_file
 from attlens.capture.runner import Run, find_rocprofv3, last_error_line, run
 from attlens.errors import KernelNotFound, NoDecoder, NoWaves, ProfilerFailed, UsageError
 from attlens.results import brief_repr
@@ -42,6 +42,8 @@ class ProfileOptions:
     timeout: float = 3600.0
     noise_check: bool = True
     source_env: bool = True
+    pc_sampling: bool = False  # add PC sampling to the ATT run (docs/pcsampling.md)
+    pc_sampling_interval: int = 1 << 20  # cycles between stochastic samples (a power of two >= 256)
 
 
 @brief_repr("target", "att_available", ("kernel", lambda r: (r.kernel or {}).get("name")), "iterations",
@@ -69,6 +71,7 @@ class ProfileResult:
     analysis: object = None
     steps: list[dict] = field(default_factory=list)
     next_commands: list[str] = field(default_factory=list)
+    pc_sampling: dict | None = None  # asked for: method, unit, interval, why, the files written
 
     def step(self, name: str, status: str, detail: str) -> None:
         self.steps.append({"step": name, "status": status, "detail": detail})
@@ -109,6 +112,7 @@ class ProfileResult:
             "steps": self.steps,
             "next_commands": self.next_commands,
             "kernels": kernels,
+            "pc_sampling": self.pc_sampling,
             "analysis": None if self.analysis is None else self.analysis.to_dict(10),
         }
 
@@ -223,6 +227,51 @@ def _source_env(opts: ProfileOptions, res: ProfileResult) -> dict:
     return env
 
 
+# Host-trap sampling counts time, not cycles: one sample per this many microseconds.
+HOST_TRAP_INTERVAL_US = 100
+# rocprofiler-sdk 1.0 (ROCm 7.0) runs thread trace and PC sampling on one agent in one run.
+PC_SAMPLING_WITH_ATT_SDK = (1, 0)
+
+
+def choose_pc_sampling(target: str | None, version: str | None, interval: int) -> dict:
+    """What PC sampling the ATT run gets on ``target``: ``{requested, method,
+    unit, interval, reason, outputs}``; ``method`` None when it gets none
+    (the reason says why). Stochastic where the target has it, else
+    host-trap, else none (model/archdata.py ``pc_sampling``)."""
+    from attlens.model.archdata import ARCH_TABLE, resolve_target
+
+    out = {"requested": True, "method": None, "unit": None, "interval": None, "reason": "", "outputs": []}
+    v = re.match(r"(\d+)\.(\d+)", version or "")
+    if v and (int(v.group(1)), int(v.group(2))) < PC_SAMPLING_WITH_ATT_SDK:
+        out["reason"] = (f"rocprofv3 {version} predates rocprofiler-sdk 1.0 (ROCm 7.0), the first to run PC sampling and thread trace "
+                         "on one agent in one run: no PC sampling")
+        return out
+    key = resolve_target(target)
+    if key is None:
+        out["reason"] = (f"the GPU target is {'unknown' if not target else target + ', not one attlens knows'}: no PC sampling "
+                         "(a discovery run names it: drop --iteration)")
+        return out
+    methods = ARCH_TABLE[key].get("pc_sampling") or []
+    if "stochastic" in methods:
+        out.update(method="stochastic", unit="cycles", interval=int(interval),
+                   reason=f"stochastic (hardware) sampling on {target}, every {interval:,} cycles: stall reasons per sample")
+    elif "host_trap" in methods:
+        out.update(method="host_trap", unit="time", interval=HOST_TRAP_INTERVAL_US,
+                   reason=(f"{target} has no stochastic sampling: host-trap sampling every {HOST_TRAP_INTERVAL_US} µs instead "
+                           "(where waves are, with up to two instructions of skid; no issue bit or stall reason)"))
+    else:
+        out["reason"] = f"rocprofv3 offers no PC sampling on {target}: no PC sampling"
+    return out
+
+
+def _pc_sampling_outputs(att_dir: Path, r: Run) -> list[str]:
+    """The PC-sampling files of the ATT run (results.json, the CSVs) inside its output folder."""
+    names = ("results.json", "pc_sampling_stochastic.csv", "pc_sampling_host_trap.csv")
+    found = {str(p) for p in outputs.inside(att_dir, r.opened_files()) if p.name.endswith(names) and p.is_file()}
+    found |= {str(p) for p in att_dir.glob("*") if p.name.endswith(names) and p.is_file()}
+    return sorted(found)
+
+
 def capture_known_kernel(exe: str, opts: ProfileOptions, res: ProfileResult) -> None:
     """Steps 4-5: job file, capture, output discovery, shells, best capture, noise."""
     att_dir = res.out_dir / "att"
@@ -230,6 +279,11 @@ def capture_known_kernel(exe: str, opts: ProfileOptions, res: ProfileResult) -> 
         res.kernel["name"], res.iterations, str(att_dir), "att", opts.target_cu, opts.se_mask, opts.simd_select, opts.buffer_size,
         opts.att_library_path,
     )
+    if opts.pc_sampling:
+        res.pc_sampling = choose_pc_sampling(res.target, res.version, opts.pc_sampling_interval)
+        if res.pc_sampling["method"]:
+            job = add_pc_sampling(job, res.pc_sampling["method"], res.pc_sampling["interval"])
+        res.step("pc sampling", "ok" if res.pc_sampling["method"] else "skipped", res.pc_sampling["reason"])
     res.job_file = write_job_file(res.out_dir / "input.yaml", [job])
     res.step("job file", "ok", f"{res.job_file} (regex {job['kernel_include_regex']}, iterations {job['kernel_iteration_range']})")
     env = _source_env(opts, res)
@@ -254,6 +308,10 @@ def capture_known_kernel(exe: str, opts: ProfileOptions, res: ProfileResult) -> 
             f"no wave ran on the traced CU (target CU {opts.target_cu}, SE mask {job['att_shader_engine_mask']}){shells}",
             hint="widen --se-mask, change --target-cu, or enlarge the grid so the traced CU receives work",
         )
+    if res.pc_sampling and res.pc_sampling["method"]:
+        res.pc_sampling["outputs"] = _pc_sampling_outputs(att_dir, r)
+        if not res.pc_sampling["outputs"]:
+            res.step("pc sampling", "skipped", "the capture run wrote no PC-sampling output (results.json or *_pc_sampling_*.csv)")
     best = outputs.best_capture(real)
     res.best = best.path
     res.step("capture", "ok", f"{len(real)} capture(s) with waves{shells}; best: {best.path.name} ({best.waves} waves, {best.instructions} instructions, {best.mapped_lines} with source lines)")
@@ -294,7 +352,14 @@ def _analyze_best(res: ProfileResult) -> None:
 
     res.analysis = attlens.analyze(attlens.load(res.best))
     res.next_commands = [f"attlens report {res.best} -o {res.out_dir / 'report.html'}", f"attlens plan {res.best}", f"attlens analyze {res.best} --detail"]
-    res.step("analysis", "ok", f"{res.analysis.dispatch.waves.count} waves, {res.analysis.hotspots.executed} instructions executed")
+    join = res.analysis.pc_sampling
+    pcs = ""
+    if join is not None:
+        pcs = (f"; PC samples: {join.joined:,} of {join.counts['in_file']:,} joined ({join.mode}, scope {join.scope})" if join.mode != "none"
+               else f"; PC samples not joined: {join.reason}")
+        if join.mode != "none" and join.scope == "traced" and join.joined < 100:
+            res.next_commands.append(f"attlens analyze {res.best} --pc-sampling-scope kernel   # more samples: every CU and dispatch of the kernel")
+    res.step("analysis", "ok", f"{res.analysis.dispatch.waves.count} waves, {res.analysis.hotspots.executed} instructions executed{pcs}")
 
 
 def _start(opts: ProfileOptions) -> tuple[str, ProfileResult]:
@@ -367,6 +432,8 @@ def capture_only(opts: ProfileOptions) -> ProfileResult:
     if not opts.kernel_name:
         raise UsageError("attlens capture needs --kernel NAME (the exact kernel name; see attlens kernels)")
     exe, res = _start(opts)
+    if opts.pc_sampling:
+        _version(exe, opts, res)  # PC sampling with a thread trace needs rocprofiler-sdk 1.0
     check_decoder(exe, opts, res)
     res.kernel = {"name": opts.kernel_name}
     res.kernel_reason = "given with --kernel"
@@ -377,6 +444,7 @@ def capture_only(opts: ProfileOptions) -> ProfileResult:
         from attlens.io.rocprof_csv import read_kernel_trace
 
         _disc, files = _discovery(exe, opts, res)
+        res.target = _target(files)
         rows = read_kernel_trace(files["kernel_trace.csv"]) if "kernel_trace.csv" in files else []
         if not any(r["kernel_name"] == opts.kernel_name for r in rows):
             raise KernelNotFound(f"{opts.kernel_name}: no dispatch of that exact name in the discovery run",

@@ -12,6 +12,7 @@ from attlens.cli.common import (
     add_no_color,
     add_cache_args,
     add_capture_args,
+    add_pc_sampling_args,
     check_output,
     emit,
     emit_json,
@@ -38,6 +39,7 @@ def register(sub) -> None:
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
     p.add_argument("--context", type=COUNT, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-plan", action="store_true", help="skip the short 'top findings' block")
+    add_pc_sampling_args(p)
     add_no_color(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -47,6 +49,7 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write the plan to FILE (atomically) instead of stdout")
     p.add_argument("--disable", metavar="RULE[,RULE]", default="", help="rules to skip (ids from `attlens rules`)")
     p.add_argument("--only", metavar="RULE[,RULE]", default="", help="run only these rules")
+    add_pc_sampling_args(p)
     add_no_color(p)
     p.set_defaults(func=cmd_plan)
 
@@ -87,6 +90,10 @@ def cmd_analyze(args) -> int:
     from attlens.model.locate import resolve_capture_dirs
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
+    from attlens.io.pcsampling_rcv import is_pc_sampling_dir
+
+    if any(is_pc_sampling_dir(d) for d in dirs):
+        return _analyze_with_pc_sampling_dirs(args, dirs)
     if args.no_exposed and args.sort == "exposed":
         from attlens.errors import UsageError
 
@@ -152,6 +159,47 @@ def _render_hotspots(args, r, console) -> None:
     render_hotspots(hotspot_table(r, args.by, args.sort), console, top=max(args.top, 1))
 
 
+def _analyze_with_pc_sampling_dirs(args, dirs) -> int:
+    """``analyze`` over folders some of which are PC-sampling-only ``ui_output``
+    directories (no wave file): those get the per-instruction table of sampled
+    stall reasons (``attlens.pc_sampling``: no cycles), the others the usual analysis."""
+    from attlens.errors import EXIT_OK, EXIT_PARTIAL, UsageError
+    from attlens.io.pcsampling_rcv import is_pc_sampling_dir
+
+    if args.by:
+        raise UsageError("--by ranks thread-trace cycles; a PC-sampling-only directory has none (its instructions are ranked by samples)")
+    from attlens.api import pc_sampling
+
+    items, partial = [], False
+    for d in dirs:
+        if is_pc_sampling_dir(d):
+            v = pc_sampling(d)
+            partial |= bool(v.warnings)
+            items.append(("pcs", v))
+        else:
+            r = load_analyzed(args, [d], exposed=not args.no_exposed)[0]
+            partial |= r.dispatch.partial
+            items.append(("att", r))
+    if args.json:
+        from attlens.jsondoc import many
+
+        objs = [x.to_dict(args.top) for _k, x in items]
+        emit_json(objs[0] if not args.all else many("attlens.analyze_many", objs))
+    else:
+        from attlens.report.console import make_console
+        from attlens.report.terminal import render_analysis, render_pc_sampling_view
+
+        console = make_console(args.no_color)
+        for i, (kind, x) in enumerate(items):
+            if i:
+                console.rule()
+            if kind == "pcs":
+                render_pc_sampling_view(x, console, top=max(args.top, 1), mode=args.mode)
+            else:
+                render_analysis(x, console, topk=max(args.top, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort)
+    return EXIT_PARTIAL if partial else EXIT_OK
+
+
 def _analyze_by(args, results) -> int:
     """``analyze --by``: one ranking (``attlens.hotspots``), the MCP ``hotspots`` tool's object."""
     from attlens.analysis.hotspots import hotspot_table
@@ -191,7 +239,7 @@ def cmd_plan(args) -> int:
 
     dirs = resolve_capture_dirs(args.path, all_captures=args.all)
     if args.output:
-        check_output(args.output, dirs)
+        check_output(args.output, [*dirs, args.pc_sampling])
     if args.json and not args.all and not args.output:
         return json_answer(args, "plan", dirs[0], lambda r: _plan(args, r).to_dict())
     if not args.json and not args.all:

@@ -6,6 +6,7 @@ from attlens.cli.common import (
     BUFFER_SIZE,
     COUNT,
     EPILOG,
+    PC_SAMPLING_INTERVAL,
     POSITIVE,
     POSITIVE_NUMBER,
     SECONDS,
@@ -31,6 +32,12 @@ def _capture_opts(p) -> None:
     p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S", help="per rocprofv3 run (default 3600 s)")
     p.add_argument("--no-noise-check", action="store_true", help="capture one dispatch, not two")
     p.add_argument("--no-source-env", action="store_true", help="do not set the line-info/JIT-cache environment (docs/capture.md)")
+    p.add_argument("--pc-sampling", action="store_true",
+                   help="add PC sampling to the ATT run (stochastic on gfx942/gfx950, host-trap on gfx90a, none elsewhere; "
+                        "needs rocprofv3 >= 1.0), so analyze shows why each instruction stalled (docs/pcsampling.md)")
+    p.add_argument("--pc-sampling-interval", type=PC_SAMPLING_INTERVAL, default=1 << 20, metavar="CYCLES",
+                   help="cycles between stochastic samples: a power of two, 256 to 2**31 (default 1048576; smaller = more samples "
+                        "and a bigger results.json: sampling covers every kernel of the program)")
     add_json(p, "attlens.profile")
     add_no_color(p)
 
@@ -91,6 +98,8 @@ def _profile_options(args):
         timeout=args.timeout,
         noise_check=not args.no_noise_check,
         source_env=not args.no_source_env,
+        pc_sampling=args.pc_sampling,
+        pc_sampling_interval=args.pc_sampling_interval,
     )
 
 

@@ -97,6 +97,19 @@ SIMD_SELECT = int_range(0, 0xF, base=0)
 BUFFER_SIZE = int_range(1 << 20, 2 << 30, base=0)
 
 
+def power_of_two_cycles(text: str) -> int:
+    """A stochastic PC-sampling interval: a power of two from 256 to 2**31 cycles
+    (rocprofv3 -L on gfx942: Min_Interval 256, Max_Interval 2147483648, pow2)."""
+    value = int_range(256, 1 << 31, base=0)(text)
+    if value & (value - 1):
+        lo = 1 << (value.bit_length() - 1)
+        raise argparse.ArgumentTypeError(f"{text} is not a power of two (e.g. {lo:,} or {lo * 2:,})")
+    return value
+
+
+PC_SAMPLING_INTERVAL = power_of_two_cycles
+
+
 # --------------------------------------------------------------------------- output options
 
 
@@ -124,6 +137,46 @@ def add_capture_args(p: argparse.ArgumentParser, schema: str) -> None:
     p.add_argument("--rocprof-dir", metavar="DIR", help=ROCPROF_DIR_HELP)
     add_json(p, schema)
     add_cache_args(p)
+
+
+def add_pc_sampling_args(p: argparse.ArgumentParser) -> None:
+    """The PC-sampling options of the commands that show sampled stall reasons (docs/pcsampling.md)."""
+    p.add_argument("--pc-sampling", metavar="PATH",
+                   help="PC samples to join: a rocprofv3 *_results.json or *_pc_sampling_{stochastic,host_trap}.csv, or a "
+                        "rocprof-compute-viewer PC-sampling ui_output folder (default: found beside the capture)")
+    p.add_argument("--no-pc-sampling", action="store_true", help="join no PC samples, not even ones found beside the capture")
+    p.add_argument("--pc-sampling-scope", choices=("traced", "kernel"), default="traced",
+                   help="traced (default): samples of the traced dispatch on the traced CUs; kernel: every sample of the kernel's code")
+
+
+def pc_sampling_source(args):
+    """What ``analyze(pc_sampling=...)`` gets for these arguments: False with
+    --no-pc-sampling, the path of --pc-sampling, else None (find them beside
+    the capture; also for commands without the options, which show none)."""
+    if not hasattr(args, "pc_sampling"):
+        return None
+    if args.no_pc_sampling:
+        if args.pc_sampling:
+            from attlens.errors import UsageError
+
+            raise UsageError("--pc-sampling and --no-pc-sampling together")
+        return False
+    if args.pc_sampling:
+        from attlens.io.confine import user_path
+
+        return user_path(args.pc_sampling)
+    return None
+
+
+def analyze_kwargs(args) -> dict:
+    """The PC-sampling arguments of ``analyze()`` for these options: only what differs from its defaults."""
+    kw = {}
+    source = pc_sampling_source(args)
+    if source is not None:
+        kw["pc_sampling"] = source
+    if getattr(args, "pc_sampling_scope", "traced") != "traced":
+        kw["pc_sampling_scope"] = args.pc_sampling_scope
+    return kw
 
 
 def add_cache_args(p: argparse.ArgumentParser) -> None:
@@ -160,11 +213,12 @@ def load_analyzed(args, dirs, exposed: bool = True) -> list:
     from attlens.model.loader import load
 
     out = []
+    kw = analyze_kwargs(args)
     with progress(args) as step:
         for d in dirs:
             dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step, hidden=exposed)
             step(f"analyzing {d.name}")
-            out.append(analyze(dispatch, exposed=exposed))
+            out.append(analyze(dispatch, exposed=exposed, **kw))
     return out
 
 
@@ -185,9 +239,19 @@ def json_answer(args, command: str, capture, document, exposed: bool = True) -> 
         return document(r), exit_code([r])
 
     question = [command, str(capture), sorted((k, v) for k, v in vars(args).items() if k not in _NOT_IN_QUESTION)]
+    add_sample_state(question, args, capture)
     doc, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
     emit_json(doc)
     return code
+
+
+def add_sample_state(question: list, args, capture) -> None:
+    """An answer shows the PC samples it may read: their files' state is part of the question."""
+    source = pc_sampling_source(args)
+    if hasattr(args, "pc_sampling") and source is not False:
+        from attlens.model.pcsampling import sources_state
+
+        question.append(sources_state(capture, getattr(args, "rocprof_dir", None), source))
 
 
 # Options that do not change a text answer: the terminal facts that do are
@@ -245,6 +309,7 @@ def stored_answer(args, command: str, capture, make, exposed: bool = True, extra
 
     question = ["text", command, str(capture), sorted((k, v) for k, v in vars(args).items() if k not in _NOT_IN_TEXT_QUESTION),
                 extra]
+    add_sample_state(question, args, capture)
     value, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
     return value, code, bool(computed)
 

@@ -4,7 +4,7 @@ tools of the same names return (docs/agents.md)."""
 
 from __future__ import annotations
 
-from attlens.cli.common import COUNT, EPILOG, ROCPROF_DIR_HELP, add_json, add_no_color, exit_code
+from attlens.cli.common import COUNT, EPILOG, ROCPROF_DIR_HELP, add_json, add_no_color, add_pc_sampling_args, exit_code
 
 
 def _one_capture_args(p, schema: str) -> None:
@@ -19,6 +19,7 @@ def register(sub) -> None:
     _one_capture_args(p, "attlens.asm")
     p.add_argument("--pc", type=COUNT, required=True, metavar="N", help="pc index of the instruction (as in analyze, deps, plan)")
     p.add_argument("--around", type=COUNT, default=10, metavar="K", help="instructions before and after it (default 10)")
+    add_pc_sampling_args(p)
     p.set_defaults(func=cmd_asm)
 
     p = sub.add_parser("waits", help="per wait site: count, mean, p50/p90/p95, stddev and max of the wait per execution", epilog=EPILOG)
@@ -31,6 +32,18 @@ def register(sub) -> None:
     _one_capture_args(p, "attlens.occupancy")
     p.set_defaults(func=cmd_occupancy)
 
+    p = sub.add_parser("pcsampling", help="PC samples on their own: per instruction and source line, how often sampled, issued, stalled and why",
+                       epilog=EPILOG)
+    p.add_argument("path", help="a rocprofv3 *_results.json or *_pc_sampling_{stochastic,host_trap}.csv, or a rocprof-compute-viewer "
+                                "PC-sampling ui_output folder")
+    p.add_argument("--kernel", metavar="NAME", help="only samples of this kernel (a name or part of one; results.json and viewer folders)")
+    p.add_argument("--dispatch", type=COUNT, metavar="N", help="only samples of this dispatch id")
+    p.add_argument("--top", "--topk", dest="top", type=COUNT, default=20, metavar="N", help="rows per table (default 20; 0 = all in --json)")
+    p.add_argument("--mode", choices=("asm", "src", "both"), default="both", help="instructions, source lines, or both")
+    add_json(p, "attlens.pc_sampling")
+    add_no_color(p)
+    p.set_defaults(func=cmd_pcsampling)
+
     p = sub.add_parser("captures", help="list the captures under a folder: kernel, target, waves, dispatch, empty shells", epilog=EPILOG)
     p.add_argument("path", help="a folder (searched up to four levels down) or a capture directory")
     add_json(p, "attlens.captures")
@@ -40,11 +53,12 @@ def register(sub) -> None:
 
 def _load(args, exposed: bool = True):
     from attlens.analysis.analyze import analyze
+    from attlens.cli.common import analyze_kwargs
     from attlens.model.loader import load
     from attlens.model.locate import resolve_capture_dirs
 
     d = resolve_capture_dirs(args.path)[0]
-    return analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=exposed)
+    return analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=exposed, **analyze_kwargs(args))
 
 
 def _print(obj) -> None:
@@ -111,3 +125,19 @@ def cmd_captures(args) -> int:
 
         render_captures(cl, _console(args))
     return 0
+
+
+def cmd_pcsampling(args) -> int:
+    from attlens.api import pc_sampling
+    from attlens.io.confine import user_path
+
+    view = pc_sampling(user_path(args.path), kernel=args.kernel, dispatch=args.dispatch)
+    if args.json:
+        _print(view.to_dict(args.top))
+    else:
+        from attlens.report.terminal import render_pc_sampling_view
+
+        render_pc_sampling_view(view, _console(args), top=max(args.top, 1), mode=args.mode)
+    from attlens.errors import EXIT_OK, EXIT_PARTIAL
+
+    return EXIT_PARTIAL if view.warnings else EXIT_OK

@@ -8,6 +8,9 @@ from attlens.cli.common import (
     ROCPROF_DIR_HELP,
     add_cache_args,
     add_no_color,
+    add_pc_sampling_args,
+    add_sample_state,
+    analyze_kwargs,
     check_output,
     emit_json,
     load_analyzed,
@@ -29,6 +32,7 @@ def register(sub) -> None:
                    "(its kernel, target and dispatch must match the capture's)")
     p.add_argument("--force", action="store_true", help="with --pmc: attach counters even when kernel, target or dispatch differ (the report says so); with --diff: compare even when kernel or target differ")
     p.add_argument("--json", action="store_true", help="print a manifest of the files written (attlens.report)")
+    add_pc_sampling_args(p)
     add_cache_args(p)
     p.set_defaults(func=cmd_report)
 
@@ -93,9 +97,9 @@ def cmd_report(args) -> int:
         raise UsageError("--pmc attaches counters to the HTML report; the Markdown bundle has no L2/HBM block (use attlens pmc for them)")
     dirs = [d for p in args.path for d in resolve_capture_dirs(p, all_captures=True)]
     if args.format == "md":
-        check_output(args.output, [*dirs, args.pmc], directory=True, names=("report.md", "analysis.json"))
+        check_output(args.output, [*dirs, args.pmc, args.pc_sampling], directory=True, names=("report.md", "analysis.json"))
     else:
-        check_output(args.output, [*dirs, args.pmc])
+        check_output(args.output, [*dirs, args.pmc, args.pc_sampling])
     counters = None
     if args.pmc:
         from attlens.analysis.pmc import PmcCounters, analyze_dispatches
@@ -126,7 +130,8 @@ def cmd_report(args) -> int:
         from attlens.report.html import render_captures
 
         with progress(args) as step:
-            written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=counters, force=args.force, progress=step, log=log)
+            written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=counters, force=args.force, progress=step, log=log,
+                                      analyze_kw=analyze_kwargs(args))
     for e in log:
         if e["pmc_refused"]:
             say(f"attlens: warning: no counters attached to {e['path']}: {e['pmc_refused']}")
@@ -154,11 +159,14 @@ def _stored_report(args, capture, log: list) -> list:
 
         entries: list[dict] = []
         with progress(args) as step:
-            render_captures([capture], args.output, rocprof_dir=args.rocprof_dir, force=args.force, progress=step, log=entries)
+            render_captures([capture], args.output, rocprof_dir=args.rocprof_dir, force=args.force, progress=step, log=entries,
+                            analyze_kw=analyze_kwargs(args))
         computed.append(True)
         return {"html": Path(args.output).read_text(encoding="utf-8"), "log": entries}, 0
 
-    question = ["report-html", str(capture), os.path.abspath(args.output), bool(args.force)]
+    question = ["report-html", str(capture), os.path.abspath(args.output),
+                sorted((k, v) for k, v in vars(args).items() if k not in ("func", "cmd", "cache_dir", "no_cache", "json"))]
+    add_sample_state(question, args, capture)
     doc, _ = answer(capture, args.rocprof_dir, question, build)
     if not computed:
         write_atomic(args.output, doc["html"])

@@ -53,6 +53,8 @@ _GFX12_WAITCNT = {
 #                     Product_Name, "AMD Instinct MI350X"); "" = the reference
 #                     product, used when the capture's product is unknown
 #   hbm_peak_source   where the peaks come from
+#   pc_sampling       PC-sampling methods rocprofv3 offers (rocprofiler-sdk docs: stochastic on
+#                     MI300/MI350, host-trap from MI200 on; none on consumer RDNA), best first
 ARCH_TABLE: dict[str, dict] = {
     "gfx90a": {
         "family": "CDNA2",
@@ -78,6 +80,7 @@ ARCH_TABLE: dict[str, dict] = {
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
         "hbm_peak_gbps": {"": 3276.8, "AMD Instinct MI250X": 3276.8, "AMD Instinct MI250": 3276.8, "AMD Instinct MI210": 1638.4},
         "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI250X/MI250 3.2768 TB/s, MI210 1.6384 TB/s",
+        "pc_sampling": ["host_trap"],
     },
     "gfx942": {
         "family": "CDNA3",
@@ -103,6 +106,7 @@ ARCH_TABLE: dict[str, dict] = {
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
         "hbm_peak_gbps": {"": 5300.0, "AMD Instinct MI300X": 5300.0, "AMD Instinct MI300A": 5300.0, "AMD Instinct MI325X": 6000.0},
         "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI300X/MI300A 5.3 TB/s, MI325X 6.0 TB/s; rocprof-compute computes 5,324.8 GB/s for MI300X (1300 MHz x 32 B x 128 channels; docs/architecture.md)",
+        "pc_sampling": ["stochastic", "host_trap"],
     },
     "gfx950": {
         "family": "CDNA4",
@@ -128,6 +132,7 @@ ARCH_TABLE: dict[str, dict] = {
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
         "hbm_peak_gbps": {"": 8000.0, "AMD Instinct MI350X": 8000.0, "AMD Instinct MI355X": 8000.0},
         "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI350X/MI355X 8.0 TB/s HBM3E",
+        "pc_sampling": ["stochastic", "host_trap"],
     },
     "gfx11": {
         "family": "RDNA3 / RDNA3.5",
@@ -153,6 +158,7 @@ ARCH_TABLE: dict[str, dict] = {
         "mfma_passes": {"16x16": 4},
         "hbm_peak_gbps": None,
         "hbm_peak_source": "varies by product (GDDR6 / LPDDR5X): not tabulated",
+        "pc_sampling": [],
     },
     "gfx12": {
         "family": "RDNA4",
@@ -178,6 +184,7 @@ ARCH_TABLE: dict[str, dict] = {
         "mfma_passes": {"16x16": 4},
         "hbm_peak_gbps": None,
         "hbm_peak_source": "varies by product (GDDR6): not tabulated",
+        "pc_sampling": [],
     },
 }
 

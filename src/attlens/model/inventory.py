@@ -72,6 +72,8 @@ def _describe(d: Path) -> CaptureInfo:
         info.target, info.target_source = arch.target, arch.source
         if not index.waves or not info.instructions:
             info.status = "empty"
+        if index.pc_sampling and not index.waves:  # not a shell: rocprof-compute-viewer's PC-sampling listing
+            info.error = "PC samples, no thread trace: attlens analyze shows why its instructions stalled (docs/pcsampling.md)"
     except EmptyCapture as exc:
         info.status, info.error = "empty", exc.message
     except AttlensError as exc:

@@ -199,7 +199,8 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
     index = read_filenames_json(d / "filenames.json")
     warnings.extend(f"{entry.filename}: {msg}" for entry, msg in index.refused)
     if index.pc_sampling and not index.waves:
-        raise EmptyCapture(f"{d}: a PC-sampling directory, not a thread trace (no wave files)")
+        raise EmptyCapture(f"{d}: a PC-sampling directory, not a thread trace (no wave files)",
+                           hint=f"attlens analyze {d} (or attlens pcsampling) shows its samples and stall reasons")
     code_path = d / "code.json"
     if index.waves and not index.readable:
         raise CorruptCapture(f"{d.name}: none of the {len(index.refused)} wave files is usable ({warnings[0]})")

@@ -123,6 +123,23 @@ def _isa_table(result) -> dict:
         "waited_on": s.producer_wait[pcs].astype(np.int64).tolist(),
         "source": [str(st.own_source[p]) if st.own_source[p] else None for p in pcs.tolist()],
         "classes": classes,
+        "pc_samples": _isa_samples(result, pcs),
+    }
+
+
+def _isa_samples(result, pcs) -> dict | None:
+    """Sampled stall reasons per listed instruction, columnar (None: no PC samples joined)."""
+    join = getattr(result, "pc_sampling", None)
+    if join is None or join.mode == "none":
+        return None
+    from attlens.io.pcsampling import REASONS
+
+    known = join.issue_known
+    return {
+        "reasons": list(REASONS),
+        "samples": join.samples[pcs].astype(np.int64).tolist(),
+        "stalled": join.stalled[pcs].astype(np.int64).tolist() if known else None,
+        "by_reason": join.reasons[pcs].astype(np.int64).tolist() if known else None,
     }
 
 
@@ -159,9 +176,15 @@ def _source_view(result) -> dict:
                 "dominant_class": h.dominant_class if h else None,
                 "class_stall": h.class_stall if h else {},
                 "inline_chains": h.inline_chains[:4] if h else [],
+                "pc_samples": _line_samples(result, pcs),
             }
         )
     return {"lines": lines, "files": _source_files(d, [ln["file"] for ln in lines])}
+
+
+def _line_samples(result, pcs) -> dict | None:
+    join = getattr(result, "pc_sampling", None)
+    return None if join is None or join.mode == "none" else join.row(pcs)
 
 
 def _source_files(d, names) -> list[dict]:
@@ -766,7 +789,8 @@ def _attach(pmc, result, force: bool, several: bool):
         raise
 
 
-def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = False, progress=None, log: list | None = None) -> list[Path]:
+def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = False, progress=None, log: list | None = None,
+                    analyze_kw: dict | None = None) -> list[Path]:
     """Load, analyze and report capture directories. One directory: its
     report at ``out_path``. Several: each report beside ``out_path`` (named by
     :func:`report_name`) and the index page at ``out_path``. A capture that
@@ -780,7 +804,9 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     entry says why). ``progress``: ``callback(stage, done, total)``.
     ``log``: a list that receives one dict per capture (``path``, ``kernel``,
     ``dispatch_id``, ``target``, ``report``, ``error``, ``partial``, ``pmc``: the
-    attached counters' label or None, ``pmc_refused``: why not, or None)."""
+    attached counters' label or None, ``pmc_refused``: why not, or None).
+    ``analyze_kw``: extra arguments of :func:`attlens.analysis.analyze.analyze`
+    (the PC samples to join)."""
     from attlens.analysis.analyze import analyze
     from attlens.analysis.plan import make_plan
     from attlens.analysis.waves import analyze_waves
@@ -804,7 +830,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
                             "partial": None, "pmc": None, "pmc_refused": None})
             continue
         step(f"analyzing {Path(p).name}")
-        r = analyze(d)
+        r = analyze(d, **(analyze_kw or {}))
         attached, refused = _attach(pmc, r, force, several)
         waves = analyze_waves(r)
         # counters attached to this capture give the bandwidth rule its bytes

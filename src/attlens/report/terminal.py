@@ -49,6 +49,11 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
     hid = ""
     if result.hidden is not None:
         hid = f" · hidden by other waves {_pct(result.hidden.hidden_share)} of idle+latency"
+    join = getattr(result, "pc_sampling", None)
+    if join is not None:
+        for line in pc_sampling_lines(join):
+            console.print(f"  {line}")
+    sampled = join is not None and join.mode != "none"
     console.print(
         f"\n[bold]Totals[/bold]  latency {_n(b.total_latency)} cyc · stall {_n(b.total_stall)} "
         f"({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)} · idle {_n(b.total_idle)}{hid}"
@@ -67,6 +72,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         order = {"stall": h.by_stall, "latency": h.by_latency, "exposed": h.by_exposed}[sort]
         show_exp = result.hidden is not None
         cols = [Col(c) for c in ("#", "pc", "vaddr", "hit", "latency", "stall", "idle", "stall %") + (("exposed",) if show_exp else ())]
+        cols += _sample_cols(sampled)
         t = FitTable(f"Top {topk} instructions by {sort}", cols + [Col("class", "wrap", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
         for rank, i in enumerate(order[:topk], 1):
             x = h.instructions[i]
@@ -76,6 +82,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             cells = [str(rank), str(x.pc), hex(x.vaddr), _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _pct(x.stall_share)]
             if show_exp:
                 cells.append(_n(x.exposed))
+            cells += _sample_cells(x.pc_samples, sampled)
             t.add_row(*cells, escape(cls), escape(x.isa), escape(_short_source(x.source)))
         console.print(t)
 
@@ -86,7 +93,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             line_order = {"stall": h.lines_by_stall, "latency": h.lines_by_latency, "exposed": h.lines_by_exposed}[sort]
             show_exp = result.hidden is not None
             nums = ("instr", "exec", "hit", "latency", "stall", "stall %") + (("exposed",) if show_exp else ())
-            t = FitTable(f"Top {topk} source lines by {sort}", [Col("#"), Col("source", "path"), *map(Col, nums),
+            t = FitTable(f"Top {topk} source lines by {sort}", [Col("#"), Col("source", "path"), *map(Col, nums), *_sample_cols(sampled),
                                                                  Col("dominant class", "text", min_width=11), Col("inlined from", "path", min_width=10)])
             for rank, i in enumerate(line_order[:topk], 1):
                 ln = h.lines[i]
@@ -95,6 +102,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
                          _n(ln.hit), _n(ln.latency), _n(ln.stall), _pct(ln.stall_share)]
                 if show_exp:
                     cells.append(_n(ln.exposed))
+                cells += _sample_cells(ln.pc_samples, sampled)
                 t.add_row(*cells, ln.dominant_class, escape(chain))
             console.print(t)
             if detail:
@@ -181,7 +189,9 @@ def render_hotspots(table, console, top: int = 10) -> None:
         cols += ["instruction", "source"]
     elif table.by == "opcode":
         cols += ["pcs"]
-    t = FitTable(title, [Col(c, kinds.get(c, "num")) for c in cols])
+    join = getattr(r, "pc_sampling", None)
+    sampled = join is not None and join.mode != "none" and table.by != "opcode"
+    t = FitTable(title, [Col(c, kinds.get(c, "num")) for c in cols] + _sample_cols(sampled))
     for x in table.rows[:top]:
         if table.by == "instruction":
             key, cls, extra = str(x.pc), x.class_, [escape(x.isa), escape(_short_source(x.source))]
@@ -190,7 +200,8 @@ def render_hotspots(table, console, top: int = 10) -> None:
         else:
             more = f" +{len(x.pcs) - 6}" if len(x.pcs) > 6 else ""
             key, cls, extra = escape(x.opcode), x.class_, [", ".join(map(str, x.pcs[:6])) + more]
-        t.add_row(key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra)
+        t.add_row(key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra,
+                  *_sample_cells(getattr(x, "pc_samples", None), sampled))
     console.print(t)
 
 
@@ -202,19 +213,26 @@ def render_asm(win, console) -> None:
     r = win.result
     d = r.dispatch
     console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ± {win.around} instructions  ({escape(str(d.path))})")
-    t = FitTable(None, [Col("", "text", min_width=1), *map(Col, ("pc", "hit", "latency", "stall", "idle", "exposed", "share")), Col("class", "text"),
-                        Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on (pc: cycles)", "wrap")])
+    join = getattr(r, "pc_sampling", None)
+    sampled = join is not None and join.mode != "none"
+    if join is not None:
+        for line in pc_sampling_lines(join):
+            console.print(f"  {line}")
+    t = FitTable(None, [Col("", "text", min_width=1), *map(Col, ("pc", "hit", "latency", "stall", "idle", "exposed", "share")), *_sample_cols(sampled),
+                        Col("class", "text"), Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on (pc: cycles)", "wrap")])
+    blank = [""] * len(_sample_cols(sampled))
     for a in win.rows:
         if a.label is not None:
-            t.add_row("", str(a.pc), "", "", "", "", "", "", "", f"[dim]{escape(a.isa)}[/dim]", "", "")
+            t.add_row("", str(a.pc), "", "", "", "", "", "", *blank, "", f"[dim]{escape(a.isa)}[/dim]", "", "")
             continue
         h = a.hotspot
         mark = ">" if a.pc == win.pc else ""
         waits = ", ".join(f"{p}: {c:,}" for p, c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
+        ps = _sample_cells(join.row([a.pc]), sampled) if sampled else []
         if h is None:
-            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
+            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", *ps, a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
         else:
-            t.add_row(mark, str(a.pc), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), h.class_,
+            t.add_row(mark, str(a.pc), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), *ps, h.class_,
                       escape(a.isa), escape(_short_source(a.source)), waits)
     console.print(t)
     if win.sources:
@@ -222,6 +240,94 @@ def render_asm(win, console) -> None:
         for s in win.sources:
             console.print(f"  {escape(s.source)}" + (f"\n      {escape(s.text.strip())}" if s.text else "  (no snapshot of the file in the capture)"))
 
+
+
+# --------------------------------------------------------------------------- PC sampling
+
+
+def _sample_cols(sampled: bool) -> list:
+    return [Col("samples"), Col("sampled stall reasons", "wrap", min_width=14)] if sampled else []
+
+
+def reason_mix(ps: dict | None, k: int = 3) -> str:
+    """``WAITCNT 89% · ALU_DEPENDENCY 11%`` of a ``pc_samples`` object (shares of its stalled samples)."""
+    if not ps or not ps.get("samples"):
+        return ""
+    if ps.get("stalled") is None:
+        return "(no issue bit: host-trap)"
+    if not ps["stalled"]:
+        return "issued only"
+    items = list(ps["reasons"].items())
+    text = " · ".join(f"{r} {v / ps['stalled']:.0%}" for r, v in items[:k]) + (f" · +{len(items) - k}" if len(items) > k else "")
+    return f"{text} (of {ps['stalled']:,} stalled)"
+
+
+def _sample_cells(ps: dict | None, sampled: bool) -> list[str]:
+    if not sampled:
+        return []
+    if ps is None:
+        return ["-", ""]
+    return [_n(ps["samples"]), escape(reason_mix(ps))]
+
+
+def pc_sampling_lines(join) -> list[str]:
+    """The PC-sampling lines of a capture header: source, join, counts, mix."""
+    d = join.to_dict()
+    j, smp = d["join"], d["samples"]
+    src = d["source"]
+    out = [f"samples  {escape(src['path'])} ({src['format']}, {', '.join(src['methods'])})"]
+    if j["mode"] == "none":
+        out.append(f"         [yellow]not joined[/yellow]: {escape(j['reason'])}")
+    else:
+        out.append(f"         joined by {j['mode']}, scope {j['scope']}, confidence {j['confidence']:.2f}: {escape(j['reason'])}")
+        left = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in smp["excluded"].items() if v)
+        out.append(f"         {smp['joined']:,} of {smp['in_file']:,} samples joined" + (f" (left out: {left})" if left else ""))
+        if d["stalled"] is not None and d["stalled"]:
+            mix = " · ".join(f"{k} {v:.0%}" for k, v in list(d["reason_shares"].items())[:4])
+            out.append(f"         why waves stalled (of {d['stalled']:,} stalled samples, {d['issued']:,} issued): {mix}")
+        elif d["stalled"] is None and smp["joined"]:
+            out.append("         host-trap samples: where waves were, not whether or why they stalled")
+    for n in d["notes"]:
+        out.append(f"         [dim]{escape(n)}[/dim]")
+    return out
+
+
+def render_pc_sampling_view(view, console, top: int = 20, mode: str = "both") -> None:
+    """``attlens pcsampling PATH`` and ``attlens analyze`` on a PC-sampling-only directory."""
+    from attlens.analysis.pcsampling_view import NO_CYCLES
+
+    src = view.source
+    t = view.totals
+    console.print(f"[bold]attlens pc sampling[/bold] — [bold cyan]{escape(view.kernel or '(every kernel)')}[/bold cyan]")
+    console.print(f"  source   {escape(src['path'])} ({src['format']}, {', '.join(src['methods'])}; by {view.grouping})")
+    console.print(f"  samples  {t['samples']:,}" + (f" of {t['in_file']:,} in the file" if t["in_file"] != t["samples"] else "")
+                  + (f"; {t['issued']:,} issued, {t['stalled']:,} stalled" if t["stalled"] is not None else "; no issue bit (host-trap)"))
+    if t["stalled"]:
+        console.print("  why      " + " · ".join(f"{k} {v:.0%}" for k, v in t["reason_shares"].items()))
+    console.print(f"  cycles   [yellow]unavailable[/yellow] — {NO_CYCLES}")
+    if mode in ("asm", "both"):
+        first = {"listing": "pc", "code-object-offset": "offset", "instruction-text": "#"}[view.grouping]
+        tb = FitTable(f"Top {top} instructions by samples", [Col(first), Col("samples"), Col("share"), Col("issued"), Col("stalled"),
+                                                              Col("sampled stall reasons", "wrap", min_width=14), Col("instruction", "wrap", min_width=16),
+                                                              Col("source", "path")])
+        for i, r in enumerate(view.rows[:top], 1):
+            key = {"pc": r["pc"], "offset": None if r["offset"] is None else hex(r["offset"]), "#": i}[first]
+            ps = r["pc_samples"]
+            tb.add_row(str(key), _n(ps["samples"]), _pct(ps["share"]), _n(ps["issued"]), _n(ps["stalled"]), escape(reason_mix(ps)),
+                       escape(r["isa"] or "?"), escape(_short_source(r["source"])))
+        console.print(tb)
+    if mode in ("src", "both"):
+        tb = FitTable(f"Top {top} source lines by samples", [Col("source", "path"), Col("instr"), Col("samples"), Col("share"),
+                                                              Col("stalled"), Col("sampled stall reasons", "wrap", min_width=14)])
+        for ln in view.lines[:top]:
+            ps = ln["pc_samples"]
+            tb.add_row(escape(_short_source(ln["source"]) if ln["file"] else ln["source"]), str(ln["instructions"]), _n(ps["samples"]),
+                       _pct(ps["share"]), _n(ps["stalled"]), escape(reason_mix(ps)))
+        console.print(tb)
+    for w in view.warnings:
+        console.print(f"  [yellow]![/yellow] {escape(w)}")
+    for n in view.notes:
+        console.print(f"  [dim]{escape(n)}[/dim]")
 
 
 # --------------------------------------------------------------------------- waits

@@ -56,7 +56,10 @@ class CaptureCache:
         self.misses = 0
 
     def get(self, directory: Path) -> Entry:
-        key = (str(directory), fingerprint(directory))
+        from attlens.model.pcsampling import sources_state
+
+        # the PC samples beside a capture are part of its answers (docs/pcsampling.md)
+        key = (str(directory), fingerprint(directory), repr(sources_state(directory)))
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)

@@ -24,7 +24,8 @@ INSTRUCTIONS = (
     "attlens answers questions about AMD GPU thread traces (rocprofv3 ATT captures: ui_output_agent_*_dispatch_* "
     "directories). Start with list_captures(path) to find captures, then summary or plan on one of them; drill down with "
     "hotspots, asm (the ISA around a pc), deps and waits (who waits on what, and how long per execution), waves and "
-    "occupancy; compare a re-capture with diff and gate it with check. Every result is a versioned JSON object (schema "
+    "occupancy; compare a re-capture with diff and gate it with check; pc_sampling reads PC samples (why instructions stall; summary, "
+    "hotspots, asm and plan carry the samples found beside a capture). Every result is a versioned JSON object (schema "
     "field; schema(name) returns its JSON Schema); null means unavailable, never zero. Paths must be inside the server's "
     "roots. The attlens skill (`attlens skill`) explains the workflow and the traps."
 )
@@ -164,6 +165,15 @@ def build_server(tools: Tools):
     @register
     def schema(name: Annotated[str, Field(description="object name, e.g. 'attlens.waits' or 'waits'")]) -> CallToolResult:
         return answer(tools.schema, name)
+
+    @register
+    def pc_sampling(
+        path: Annotated[str, Field(description="*_results.json, *_pc_sampling_stochastic.csv / *_pc_sampling_host_trap.csv, or a PC-sampling ui_output folder")],
+        kernel: Annotated[str | None, Field(description="only samples of this kernel (a name or part of one)")] = None,
+        dispatch: Annotated[int | None, Field(description="only samples of this dispatch id")] = None,
+        top: Annotated[int, Field(description="rows per table (0 = all)")] = 20,
+    ) -> CallToolResult:
+        return answer(tools.pc_sampling, path, kernel, dispatch, top)
 
     return server
 

@@ -27,6 +27,7 @@ TOOLS = {
     "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 when not passed).",
     "kernels": "Kernel table from rocprofv3 outputs (kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder of them): time, calls, ids, resources. Same object as `attlens kernels PATH --json`.",
     "schema": "The JSON Schema (draft 2020-12) of an attlens object, e.g. 'attlens.waits' or 'waits'.",
+    "pc_sampling": "PC samples on their own (a rocprofv3 *_results.json or *_pc_sampling_*.csv, or a rocprof-compute-viewer PC-sampling ui_output folder): per instruction and source line, samples, issued, stalled and the stall reasons; no cycles. Same object as `attlens pcsampling PATH --json`. (summary, hotspots, asm and plan on a capture already carry the samples found beside it.)",
 }
 
 
@@ -64,7 +65,16 @@ class Tools:
         return api.captures(self.roots.check(path)).to_dict()
 
     def summary(self, capture: str, top: int = 10) -> dict:
+        from attlens.io.pcsampling_rcv import is_pc_sampling_dir
+        from attlens.model.locate import resolve_capture_dirs
+
+        d = resolve_capture_dirs(self.roots.check(capture))[0]
+        if is_pc_sampling_dir(d):  # as `attlens analyze`: the sampled stall reasons, no cycles
+            return api.pc_sampling(self.roots.check(d)).to_dict(top)
         return self._entry(capture).result.to_dict(top)
+
+    def pc_sampling(self, path: str, kernel: str | None = None, dispatch: int | None = None, top: int = 20) -> dict:
+        return api.pc_sampling(self.roots.check(path), kernel=kernel, dispatch=dispatch).to_dict(top)
 
     def hotspots(self, capture: str, by: str = "instruction", sort: str = "stall", top: int = 10) -> dict:
         return api.hotspots(self._entry(capture).result, by, sort).to_dict(top)

@@ -37,7 +37,10 @@ PROFILE_FLAGS = {
     "exclude": "--exclude",
     "noise_check": "--no-noise-check",
     "source_env": "--no-source-env",
+    "pc_sampling_interval": "--pc-sampling-interval",
 }
+# profile switches given when the value is True
+PROFILE_SWITCHES = {"pc_sampling": "--pc-sampling"}
 
 
 @dataclass
@@ -88,6 +91,9 @@ class Job:
                     args.append(flag)
             else:
                 args += [flag, str(v)]
+        for key, flag in PROFILE_SWITCHES.items():
+            if self.profile.get(key) is True:
+                args.append(flag)
         return args
 
 

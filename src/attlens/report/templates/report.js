@@ -137,6 +137,13 @@
       ["code.json", q.code_json_consistent ? "sums equal the wave files" : "sums differ from the wave files (attlens reports the wave-file sums)"],
       ["decoder", (c.decoder_version || "n/a") + (c.gfxip !== null ? ", gfxip " + c.gfxip : "")]
     ];
+    var pcs = A.pc_sampling;
+    if (pcs) {
+      var jn = pcs.join, sm = pcs.samples;
+      facts.push(["PC samples", jn.mode === "none" ? "not joined: " + jn.reason :
+        fmtInt(sm.joined) + " of " + fmtInt(sm.in_file) + " joined (" + jn.mode + ", scope " + jn.scope + ", confidence " + jn.confidence.toFixed(2) + ")" +
+        (pcs.stalled ? "; stalled: " + reasonMix(Object.keys(pcs.reasons).map(function (k) { return [k, pcs.reasons[k]]; }), pcs.stalled) : "")]);
+    }
     var dl = el("dl", { class: "facts", id: "capture-facts" });
     facts.forEach(function (f) { dl.appendChild(el("dt", { text: f[0] })); dl.appendChild(el("dd", { text: f[1] })); });
     s.appendChild(dl);
@@ -286,6 +293,27 @@
   // ------------------------------------------------------------------ source + ISA
   var ISA = DATA.isa, SRC = DATA.source, DEPS = DATA.deps;
   var nIsa = ISA.pc.length;
+  // PC sampling: why the sampled waves stalled, beside the trace's cycles (docs/pcsampling.md)
+  var PCS = ISA.pc_samples || null;
+  function reasonMix(pairs, stalled) {
+    if (stalled === null || stalled === undefined) return "(host-trap: no issue bit)";
+    if (!stalled) return pairs.length ? "" : "issued only";
+    pairs.sort(function (a, b) { return b[1] - a[1]; });
+    return pairs.slice(0, 3).map(function (p) { return p[0] + " " + fmtPct(p[1] / stalled, 0); }).join(" · ");
+  }
+  function lineMix(ps) {
+    if (!ps || !ps.samples) return "";
+    return reasonMix(Object.keys(ps.reasons).map(function (k) { return [k, ps.reasons[k]]; }), ps.stalled);
+  }
+  if (PCS) {
+    ISA.pcs_samples = PCS.samples;
+    ISA.pcs_why = PCS.samples.map(function (n, i) {
+      if (!n) return "";
+      var byr = PCS.by_reason ? PCS.by_reason[i] : [];
+      return reasonMix(byr.map(function (c, k) { return [PCS.reasons[k], c]; }).filter(function (p) { return p[1] > 0; }),
+        PCS.stalled ? PCS.stalled[i] : null);
+    });
+  }
   var rowOfPc = {}, lineOfPc = {};
   for (var ii = 0; ii < nIsa; ii++) rowOfPc[ISA.pc[ii]] = ii;
   SRC.lines.forEach(function (ln, li) { ln.pcs.forEach(function (pc) { lineOfPc[pc] = li; }); });
@@ -433,7 +461,8 @@
     // --- source view
     var left = el("div");
     var metricSel = el("select", { id: "src-metric" }, el("option", { value: "stall", text: "stall" }), el("option", { value: "latency", text: "latency" }),
-      SRC.lines.some(function (l) { return l.exposed !== null; }) ? el("option", { value: "exposed", text: "exposed" }) : null);
+      SRC.lines.some(function (l) { return l.exposed !== null; }) ? el("option", { value: "exposed", text: "exposed" }) : null,
+      PCS ? el("option", { value: "samples", text: "PC samples" }) : null);
     var orderSel = el("select", { id: "src-order" }, el("option", { value: "file", text: "file order" }), el("option", { value: "hot", text: "hottest first" }));
     left.appendChild(el("h3", { text: "Source view" }));
     left.appendChild(el("div", { class: "controls" }, el("label", null, "value ", metricSel), el("label", null, "order ", orderSel)));
@@ -466,6 +495,10 @@
       { key: "idle", label: "idle", num: 1 }];
     if (hasExposed) cols.push({ key: "exposed", label: "exposed", num: 1, title: "idle + latency not hidden by other waves' work" });
     cols.push({ key: "waited_on", label: "waited on", num: 1, title: "wait cycles other instructions spent waiting for this memory op" });
+    if (PCS) {
+      cols.push({ key: "pcs_samples", label: "samples", num: 1, title: "PC samples at this instruction" });
+      cols.push({ key: "pcs_why", label: "sampled why", title: "why the sampled waves did not issue: share of the stalled samples per reason" });
+    }
     cols.push({ key: "source", label: "source" });
     var maxStall = Math.max.apply(null, ISA.stall.concat([1]));
     var t = el("table", { class: "data", id: "isa-table" });
@@ -489,6 +522,10 @@
       tr.appendChild(el("td", { class: "num", text: fmtInt(ISA.idle[i]) }));
       if (hasExposed) tr.appendChild(el("td", { class: "num", text: fmtInt(ISA.exposed[i]) }));
       tr.appendChild(el("td", { class: "num", text: ISA.waited_on[i] ? fmtInt(ISA.waited_on[i]) : "" }));
+      if (PCS) {
+        tr.appendChild(el("td", { class: "num pcs-n", text: ISA.pcs_samples[i] ? fmtInt(ISA.pcs_samples[i]) : "" }));
+        tr.appendChild(el("td", { class: "pcs-why", text: ISA.pcs_why[i] }));
+      }
       tr.appendChild(el("td", { class: "src", text: shortSource(ISA.source[i]), title: ISA.source[i] || "" }));
       tr.addEventListener("click", (function (p) { return function () { selectPc(p, false); }; })(pc));
       isaRows.push(tr);
@@ -543,7 +580,11 @@
     applyFilter();
 
     // source rows
-    function lineValue(ln) { var m = metricSel.value; return ln[m] === null || ln[m] === undefined ? 0 : ln[m]; }
+    function lineValue(ln) {
+      var m = metricSel.value;
+      if (m === "samples") return ln.pc_samples ? ln.pc_samples.samples : 0;
+      return ln[m] === null || ln[m] === undefined ? 0 : ln[m];
+    }
     function buildSource() {
       srcPane.textContent = "";
       srcRowsByLine = {};
@@ -558,7 +599,8 @@
           heat.appendChild(el("div", { class: "b1", style: { width: (100 * lineValue(ln) / maxV) + "%" } }));
           heat.appendChild(el("div", { class: "b2", style: { width: (100 * ln.latency / maxL) + "%" } }));
         }
-        var row = el("div", { class: "src-row" + (ln ? " mapped" : " dim"), title: ln ? ln.key + ": stall " + fmtInt(ln.stall) + ", latency " + fmtInt(ln.latency) + ", " + ln.executed + "/" + ln.pcs.length + " instructions executed" : null },
+        var why = ln && ln.pc_samples ? "; " + fmtInt(ln.pc_samples.samples) + " PC samples" + (lineMix(ln.pc_samples) ? ": " + lineMix(ln.pc_samples) : "") : "";
+        var row = el("div", { class: "src-row" + (ln ? " mapped" : " dim"), title: ln ? ln.key + ": stall " + fmtInt(ln.stall) + ", latency " + fmtInt(ln.latency) + ", " + ln.executed + "/" + ln.pcs.length + " instructions executed" + why : null },
           heat, el("span", { class: "ln", text: label !== undefined ? label : (lineNo === null ? "" : String(lineNo)) }),
           el("span", { class: "txt", text: text }), el("span", { class: "val", text: ln ? fmtCompact(lineValue(ln)) : "" }));
         if (ln) {
@@ -610,7 +652,8 @@
         var pcs = SRC.lines[li].pcs.slice().sort(function (a, b) { return a - b; });
         pcs.forEach(function (pc) {
           var r = rowOfPc[pc];
-          var line = "pc " + pc + "  " + (ISA.stall[r] ? "stall " + fmtCompact(ISA.stall[r]) : "") + "  " + ISA.text[r];
+          var line = "pc " + pc + "  " + (ISA.stall[r] ? "stall " + fmtCompact(ISA.stall[r]) : "") + "  " + ISA.text[r] +
+            (PCS && ISA.pcs_samples[r] ? "  [" + fmtInt(ISA.pcs_samples[r]) + " samples: " + ISA.pcs_why[r] + "]" : "");
           box.appendChild(el("div", { text: line, title: ISA.text[r], data: { pc: pc }, onclick: function (ev) { ev.stopPropagation(); selectPc(pc, true); } }));
         });
         row.parentNode.insertBefore(box, row.nextSibling);
