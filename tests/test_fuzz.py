@@ -14,9 +14,15 @@ one attlens command in-process. The invariant, on every example:
   also holds a sentinel whose text must never appear in any output);
 * the capture's files are unchanged.
 
+The readers of the other generations (8-column and rocprofv2 code.json,
+packed occupancy, rocprofv2 filenames.json, the stats table, sysinfo.csv,
+wide and long pmc_perf.csv) are fuzzed on samples from ../shared/outside, and
+the pipeline also on the same capture rewritten in the early rocprofv3 layout
+(``world_early``).
+
 ``ATTLENS_FUZZ_EXAMPLES`` scales the number of examples (default: 250 for
-the readers and the wave reader, 200 for the pipeline: about 20 s
-in all).
+the readers and the wave reader, 200 for the pipeline, 40 for the early
+layout: about 25 s in all on an idle machine).
 """
 
 from __future__ import annotations
@@ -77,6 +83,40 @@ def world(tmp_path_factory) -> Path:
     snaps = json.loads((cap / "snapshots.json").read_text())
     for local in _leaves(snaps):
         (cap / local).write_text("".join(f"line {i}\n" for i in range(1, 400)))
+    outside = root / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("".join(f"{SENTINEL} {i}\n" for i in range(1, 400)))
+    shutil.copy(sorted(cap.glob("se*_wv*.json"))[0], outside / "wave.json")
+    (outside / "adir").mkdir()
+    for p in root.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return root
+
+
+@pytest.fixture(scope="module")
+def world_early(tmp_path_factory) -> Path:
+    """The same capture rewritten in the early rocprofv3 layout (docs/formats.md):
+    8-column code.json without a header, packed occupancy.json, the run's
+    files in the default ``DIR/<hostname>/<pid>_*`` folder beside it with the
+    ``.att`` name that ties them to the capture; and ``outside/``."""
+    shared = require_shared()
+    root = tmp_path_factory.mktemp("fuzz-early")
+    cap = root / "run" / Path(CAPTURE).name
+    shutil.copytree(shared / "traces" / CAPTURE, cap)
+    code = json.loads((cap / "code.json").read_text())
+    (cap / "code.json").write_text(json.dumps({"code": [r[:8] for r in code["code"]], "version": "3.0.0"}))
+    occ = json.loads((cap / "occupancy.json").read_text())
+    for se, events in list(occ.items()):
+        if se.isdigit():
+            occ[se] = [(t // 8) << 23 | cu << 19 | st << 18 | sl << 14 | sm << 12 | k for t, cu, sm, sl, st, k in (e[:6] for e in events)]
+    occ.pop("version", None)
+    (cap / "occupancy.json").write_text(json.dumps(occ))
+    host = root / "run" / "host-a"
+    host.mkdir()
+    for f in sorted((shared / "traces" / ROCPROF).glob("*.csv")):
+        shutil.copy(f, host / ("4242_" + f.name.split("_", 1)[1]))
+    handle, dispatch = Path(CAPTURE).name.split("_")[3], Path(CAPTURE).name.split("_")[5]
+    (host / f"4242_{handle}_shader_engine_0_{dispatch}.att").write_bytes(b"\0" * 64)
     outside = root / "outside"
     outside.mkdir()
     (outside / "secret.py").write_text("".join(f"{SENTINEL} {i}\n" for i in range(1, 400)))
@@ -330,6 +370,32 @@ def test_fuzz_pipeline_keeps_the_invariant(world, data):
         assert digest(run) == before, note + "the capture was changed"
 
 
+@fuzz_settings(40)
+@given(data=st.data())
+def test_fuzz_early_layout_keeps_the_invariant(world_early, data):
+    """The pipeline on the early-rocprofv3 layout (8-column code.json, packed
+    occupancy, side files in a hostname folder): the same invariant."""
+    world = world_early
+    with tempfile.TemporaryDirectory(dir=world) as tmp:
+        tmp = Path(tmp)
+        run = tmp / "run"
+        shutil.copytree(world / "run", run, symlinks=True)
+        cap, roc = run / Path(CAPTURE).name, run / "host-a"
+        what = damage(data, world, cap, roc)
+        before = digest(run)
+        out = tmp / "out"
+        out.mkdir()
+        name = data.draw(st.sampled_from(sorted(set(COMMANDS) - {"kernels"})), label="command")
+        argv = COMMANDS[name](cap, roc, out)
+        with Opens() as rec:
+            o = run_main(*argv)
+        note = f"damage: {what}\n"
+        assert_clean(o, as_json="--json" in argv), note + o.describe()
+        assert_never_outside(rec.paths, world)
+        assert SENTINEL not in o.out + o.err, note + o.describe()
+        assert digest(run) == before, note + "the capture was changed"
+
+
 # --------------------------------------------------------------------------- the reader fuzz
 
 
@@ -341,10 +407,22 @@ def _readers():
     from attlens.io.results_json import read_results_json
     from attlens.io.rocprof_csv import read_agent_info, read_kernel_stats, read_kernel_trace_checked
     from attlens.io.snapshots_json import read_snapshots_json
+    from attlens.io.pmc_perf import read_pmc_perf
+    from attlens.io.stats_csv import read_stats_csv
+    from attlens.io.sysinfo_csv import read_sysinfo
 
     from attlens.analysis.diff import side_from_json
 
     return {
+        # the other generations (../shared/outside, docs/formats.md)
+        "code8.json": read_code_json,
+        "codev2.json": read_code_json,
+        "occupancy_packed.json": read_occupancy_json,
+        "filenames_v2.json": read_filenames_json,
+        "att_output.csv": read_stats_csv,
+        "sysinfo.csv": read_sysinfo,
+        "pmc_perf.csv": read_pmc_perf,
+        "pmc_perf_long.csv": read_pmc_perf,
         "analysis.json": side_from_json,  # a saved `analyze --json --topk 0`, read by diff / check
         "filenames.json": read_filenames_json,
         "code.json": read_code_json,
@@ -361,8 +439,22 @@ def _readers():
 _SAVED: dict[str, bytes] = {}
 
 
+_OUTSIDE_SAMPLES = {
+    "code8.json": "triton-afp4wfp4-gemm/orig/ui_output_agent_979_dispatch_20/code.json",
+    "codev2.json": "rocprofv2-elementwise/vectorized_elementwise_kernel_v0_ui/code.json",
+    "occupancy_packed.json": "triton-afp4wfp4-gemm/orig/ui_output_agent_979_dispatch_20/occupancy.json",
+    "filenames_v2.json": "rocprofv2-elementwise/vectorized_elementwise_kernel_v0_ui/filenames.json",
+    "att_output.csv": "triton-afp4wfp4-gemm/orig/ui_output_agent_979_dispatch_20/att_output.csv",
+    "sysinfo.csv": "rocprof-compute/fmla_MI300_partition/sysinfo.csv",
+    "pmc_perf.csv": "rocprof-compute/vcopy_MI200/pmc_perf.csv",
+    "pmc_perf_long.csv": "rocprof-compute/vcopy_MI300X_A1_rocpd/pmc_perf.csv",
+}
+
+
 def _sample(world: Path, kind: str) -> bytes:
     shared = require_shared()
+    if kind in _OUTSIDE_SAMPLES:
+        return (shared / "outside" / _OUTSIDE_SAMPLES[kind]).read_bytes()
     if kind == "analysis.json":
         if kind not in _SAVED:
             _SAVED[kind] = run_main("analyze", world / "run" / "big" / Path(CAPTURE).name, "--json", "--topk", "0").out.encode()

@@ -230,10 +230,13 @@ def test_default_sets_plan_within_limits(target):
     _check_plan(plan, t.counters, target)
     assert len(plan) == 3
     first = set(plan[0])
-    formula = ({"TCC_EA0_RDREQ_sum", "TCC_EA0_RDREQ_32B_sum", "TCC_BUBBLE_sum"} if target == "gfx942"
-               else {"TCC_EA0_RDREQ_32B_sum", "TCC_EA0_RDREQ_64B_sum", "TCC_EA0_RDREQ_128B_sum"})
+    formula = {"gfx942": {"TCC_EA0_RDREQ_sum", "TCC_EA0_RDREQ_32B_sum", "TCC_BUBBLE_sum"},
+               "gfx950": {"TCC_EA0_RDREQ_32B_sum", "TCC_EA0_RDREQ_64B_sum", "TCC_EA0_RDREQ_128B_sum"}}.get(
+                   target, {"TCC_EA_RDREQ_sum", "TCC_EA_RDREQ_32B_sum"})  # gfx90a / gfx908: the older names
     assert formula <= first, "read-byte formula inputs share one pass (one run)"
-    assert {"TCC_EA0_WRREQ_sum", "TCC_EA0_WRREQ_64B_sum"} <= set(plan[1])
+    ea = t.ea
+    assert {f"{ea}WRREQ_sum", f"{ea}WRREQ_64B_sum"} <= set(plan[1])
+    assert {"TCC_HIT_sum", "TCC_MISS_sum"} <= set(plan[2]), "hit and miss share one pass"
 
 
 def test_plan_rules():
@@ -412,11 +415,13 @@ def test_targets_and_arguments():
     assert resolve_pmc_target("MI300X_A1")[0].target == "gfx942"
     assert resolve_pmc_target("MI350")[1].name == "MI350X"
     assert resolve_pmc_target("gfx950", "mi355x")[1].peak_hbm_gbps == 8000
-    assert {t: PMC_TARGETS[t].peak_hbm_gbps for t in PMC_TARGETS} == {"gfx942": 5300, "gfx950": 8000}
-    assert all(t.l2_line_bytes == 128 and t.xcc == 8 for t in PMC_TARGETS.values())
+    assert {t: PMC_TARGETS[t].peak_hbm_gbps for t in PMC_TARGETS} == {"gfx942": 5300, "gfx950": 8000, "gfx90a": 1638.4, "gfx908": 1228.8}
+    assert {t: (PMC_TARGETS[t].l2_line_bytes, PMC_TARGETS[t].xcc) for t in PMC_TARGETS} == {
+        "gfx942": (128, 8), "gfx950": (128, 8), "gfx90a": (128, 1), "gfx908": (64, 1)}
     assert all(t.block_limits["TCC"] == 4 and t.block_limits["SQ"] == 8 for t in PMC_TARGETS.values())
+    assert resolve_pmc_target("MI100")[0].target == "gfx908" and resolve_pmc_target("gfx90a")[1].name == "MI210"
     with pytest.raises(UsageError):
-        resolve_pmc_target("gfx90a")
+        resolve_pmc_target("gfx1100")
     with pytest.raises(UsageError):
         resolve_pmc_target("gfx942", "MI355X")
     with pytest.raises(UsageError):

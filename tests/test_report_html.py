@@ -27,6 +27,7 @@ from attlens.report.html import (
 )
 from attlens.synth import write_capture
 from attlens.synth.toy import Op, default_kernel
+from attlens.report.viewerdata import WAVE_DETAIL_LIMIT, detail_waves, pack, pack_columns, unpack, unpack_wave
 from conftest import loaded, require_shared
 
 EVIL_NAME = "k</script><script>window.__pwned=1</script><img src=x onerror='window.__pwned=2'><!--{{DATA}}\u2028&amp;"
@@ -105,18 +106,28 @@ def test_timeline_downsampling_is_consistent(toy):
     d = r.dispatch
     w = d.waves
     assert len(tl["lanes"]) == len(set(zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())))
-    assert sorted(tl["waves"]["index"]) == list(range(w.count))
+    assert sorted(unpack(tl["waves"]["index"]).tolist()) == list(range(w.count))
     for layer in (tl["state"], tl["cls"]):
-        off = layer["off"]
-        assert len(off) == len(tl["lanes"]) + 1 and off[-1] == len(layer["val"]) == len(layer["start"])
+        off, start, val = layer["off"], unpack(layer["start"]), unpack(layer["val"])
+        assert len(off) == len(tl["lanes"]) + 1 and off[-1] == len(val) == len(start)
         for a, b in zip(off, off[1:]):
-            starts = np.cumsum(layer["start"][a:b])
+            starts = np.cumsum(start[a:b])
             assert starts[0] == 0 and np.all(np.diff(starts) > 0) and starts[-1] < tl["bins"]
     # mean resident waves x window = sum of wave lifetimes
     shift = np.array([(wa.clock.se_offsets_cycles or {}).get(int(se), 0) for se in w.se.tolist()])
     life = int((w.end - w.begin).sum())
-    resident = np.array(tl["occupancy"]["resident"]) / tl["occupancy"]["scale"] * tl["bin_cycles"]
+    occ = tl["occupancy"]
+    resident = unpack(occ["resident"]) / occ["scale"] * tl["bin_cycles"]
     assert resident.sum() == pytest.approx(life, rel=0.01)
+    # per SE: the wave states of each SE's waves cover their lifetimes (IDLE, EXEC, WAIT, STALL)
+    per_se = occ["per_se"]
+    assert per_se["se"] == sorted(set(w.se.tolist()))
+    n_bins = tl["bins"]
+    for k, se in enumerate(per_se["se"]):
+        covered = sum(unpack(per_se["states"][s])[k * n_bins:(k + 1) * n_bins].sum() for s in ("IDLE", "EXEC", "WAIT", "STALL"))
+        want = int(wa.states.per_wave[w.se == se][:, 1:].sum())
+        assert covered / occ["scale"] * tl["bin_cycles"] == pytest.approx(want, rel=0.01)
+        assert per_se["simds"][k] == len({(c, m) for s_, c, m in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist()) if s_ == se})
     assert tl["t1"] - tl["t0"] == int((w.end + shift).max() - (w.begin + shift).min())
     assert set(tl["state_names"][1:]) == {"IDLE", "EXEC", "WAIT", "STALL"}
 
@@ -229,8 +240,10 @@ def test_softmax_report_size(tmp_path):
     n = render_html(r, make_plan(r), analyze_waves(r), tmp_path / "softmax.html")
     assert n < 10 * 2**20
     data = embedded_data((tmp_path / "softmax.html").read_text())
-    assert len(data["timeline"]["waves"]["index"]) == 2056
+    assert data["timeline"]["waves"]["index"]["n"] == 2056
     assert data["timeline"]["bins"] <= 6000
+    assert len(data["wave_detail"]["waves"]) == WAVE_DETAIL_LIMIT
+    assert n < 2 * 2**20, "the viewer panels keep the softmax report near its former 1.15 MB"
 
 
 def test_report_plan_takes_the_attached_counters_bytes(tmp_path):
@@ -269,3 +282,65 @@ def test_report_plan_takes_the_attached_counters_bytes(tmp_path):
         ceiling(vcopy)
     data, ev = ceiling(vcopy, force=True)
     assert data["pmc"]["attached"]["forced"] and ev["source"] == "trace"
+
+
+def test_packed_arrays_round_trip():
+    for values in ([], [0, 1, -1, 127, -128], [300, -300], [70_000, -5], [2**40, -(2**40)]):
+        p = pack(values)
+        assert unpack(p).tolist() == list(values)
+    assert [pack([1])["t"], pack([300])["t"], pack([70_000])["t"], pack([2**40])["t"]] == ["i8", "i16", "i32", "f64"]
+    cols = [[1, 2], [], [40_000, 1], [-3]]
+    assert [c.tolist() for c in unpack(pack_columns(cols))] == cols
+
+
+def test_scope_cells_are_the_records_per_pc_and_clock_bin(toy):
+    """The hotspot scope: hit, latency, stall and idle per (pc, bin) equal a
+    direct count over the records, and the whole range sums to the totals."""
+    r, plan, wa = toy
+    data = build_report_data(r, plan, wa)
+    sc, tl = data["scope"], data["timeline"]
+    d = r.dispatch
+    recs = d.records
+    step, hit, lat, stall, idle = unpack(sc["cells"])
+    cell = np.cumsum(step)
+    nb = sc["bins"]
+    assert sc["t0"] == tl["t0"] and sc["bin_cycles"] % tl["bin_cycles"] == 0 and nb * sc["bin_cycles"] >= tl["t1"] - tl["t0"]
+    offs = wa.clock.se_offsets_cycles or {}
+    t = recs.time.astype(np.int64) + np.array([offs.get(int(s), 0) for s in d.waves.se.tolist()])[recs.wave]
+    want = {}
+    for pc, b, du, st, idl in zip(recs.pc.tolist(), ((t - sc["t0"]) // sc["bin_cycles"]).tolist(), recs.duration.tolist(), recs.stall.tolist(), recs.idle.tolist()):
+        x = want.setdefault(pc * nb + min(b, nb - 1), [0, 0, 0, 0])
+        x[0] += 1; x[1] += du; x[2] += st; x[3] += idl
+    assert sorted(want) == cell.tolist()
+    assert [want[c] for c in cell.tolist()] == [list(v) for v in zip(hit.tolist(), lat.tolist(), stall.tolist(), idle.tolist())]
+    t_ = r.breakdown
+    assert (int(hit.sum()), int(lat.sum()), int(stall.sum()), int(idle.sum())) == (recs.count, t_.total_latency, t_.total_stall, t_.total_idle)
+
+
+def test_wave_detail_holds_each_picked_wave_records(toy):
+    r, plan, wa = toy
+    data = build_report_data(r, plan, wa)
+    wd = data["wave_detail"]
+    d = r.dispatch
+    w, recs, tl = d.waves, d.records, d.timeline
+    assert wd["waves"] == list(range(w.count))  # the toy has fewer waves than the limit
+    for i, blob in zip(wd["waves"], wd["blob"]):
+        got = unpack_wave(blob)
+        a, b = int(w.rec_start[i]), int(w.rec_stop[i])
+        assert got["pc"].tolist() == recs.pc[a:b].tolist()
+        assert (got["time"] + int(w.begin[i])).tolist() == recs.time[a:b].tolist()
+        assert got["duration"].tolist() == recs.duration[a:b].tolist() and got["stall"].tolist() == recs.stall[a:b].tolist()
+        s, e = int(w.tl_start[i]), int(w.tl_stop[i])
+        assert got["state"].tolist() == tl.state[s:e].tolist() and got["state_cycles"].tolist() == tl.duration[s:e].tolist()
+
+
+def test_detail_waves_spread_over_the_dispatch():
+    begin = np.arange(1000) * 10
+    end = begin + 100
+    end[500] += 10_000  # the longest
+    end[20] -= 90  # the shortest
+    picks = detail_waves(begin, end, limit=50)
+    assert len(picks) <= 50 and 500 in picks and 20 in picks and 0 in picks and 999 in picks
+    gaps = np.diff([p for p in picks if p not in (500, 20)])
+    assert gaps.max() <= 2 * 1000 / 48
+    assert detail_waves(begin[:30], end[:30], limit=50) == list(range(30))

@@ -273,21 +273,26 @@ def pmc(path, target: str | None = None, ideal_bytes: float | None = None, durat
     """L2/HBM figures from a counter run (``counter_collection.csv``,
     ``pmc_perf.csv`` or a folder of them): a :class:`~attlens.analysis.pmc.PmcCounters`
     (``attlens pmc PATH --json``). ``target``: gfx942 / gfx950 / MI300X ...
-    (default: from the run's agent_info.csv or sysinfo.csv)."""
+    (default: from the run's agent_info.csv or sysinfo.csv). A rocprofiler-compute
+    sysinfo.csv beside the counters gives the product, XCD count and peak
+    bandwidth (partitioned MI300, MI300A)."""
     from attlens.analysis.pmc import PmcCounters, analyze_dispatches
-    from attlens.capture.pmc_run import detect_target, read_pmc_outputs
+    from attlens.capture.pmc_run import detect_target, read_counter_run
     from attlens.errors import UsageError
     from attlens.io.confine import user_path
 
     if not _is_path(path):
         raise _usage(f"path: expected a counter file or folder path, not {type(path).__name__}")
     p = user_path(path)
-    pivot, source = read_pmc_outputs(p)
-    target = target or detect_target(p)
+    pivot, source, machine = read_counter_run(p)
+    target = target or (machine or {}).get("target") or detect_target(p)
     if not target:
-        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950 (in Python: target=...)")
+        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950|gfx90a|gfx908 (in Python: target=...)")
+    if machine and machine.get("target") and machine["target"] != target.strip().lower().split(":")[0]:
+        machine = None  # the caller named another GPU: sysinfo.csv does not describe it
     durations = {d: duration_us * 1000 for d in pivot} if duration_us else None
-    return PmcCounters(analyze_dispatches(pivot, target, ideal_bytes=ideal_bytes, durations_ns=durations), source, target)
+    return PmcCounters(analyze_dispatches(pivot, target, ideal_bytes=ideal_bytes, durations_ns=durations, machine=machine),
+                       source, target)
 
 
 def rules() -> dict:

@@ -83,6 +83,12 @@ class NotACapture(AttlensError):
     exit_code = EXIT_NOT_A_CAPTURE
 
 
+class UnsupportedLayout(NotACapture):
+    """Files of a profiler generation attlens recognises but cannot read (or
+    that are not a thread trace): the message names the layout and what is
+    missing; never reported as a corrupt file."""
+
+
 @dataclass
 class Candidate:
     """One of several inputs found where one was expected (a capture

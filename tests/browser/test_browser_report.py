@@ -1,18 +1,18 @@
 """The HTML report in a real browser: Debian's Chromium driven by Playwright,
-pages opened from file:// with every other request blocked (docs/report.md).
-
-Needs ``/usr/bin/chromium`` (``apt-get install -y chromium``) and the
-``playwright`` Python package (``pip install playwright``; never ``playwright
-install``: the system Chromium is used). Without them these tests skip, unless
-``ATTLENS_BROWSER_TESTS=1``, where a missing piece is a failure. Screenshots
-go to tests/artifacts/.
+pages opened from file:// with every other request blocked (docs/report.md,
+tests/browser/pwhelp.py). Screenshots go to tests/artifacts/. The viewer
+panels (arrows, hotspot scope, single-wave timeline, per-SE occupancy) and
+the two window widths are in test_browser_viewer.py.
 """
 
 from __future__ import annotations
 
-import os
+import json
+import re
 import time
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 
@@ -23,11 +23,8 @@ from attlens.report.html import render_captures, render_html
 from attlens.synth import write_capture
 from attlens.synth.toy import Op, default_kernel
 from conftest import loaded, require_shared
+from pwhelp import ARTIFACTS, WIDTHS, Pages, check_fits, session_browser, shot
 
-CHROMIUM = os.environ.get("ATTLENS_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP * ~NOTFOUND"]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 SOFTMAX = "traces/softmax/big/ui_output_agent_47920_dispatch_13"
 
 EVIL_NAME = "k</script><script>window.__pwned=1</script><img src=x onerror='window.__pwned=2'><!--{{DATA}}&amp;"
@@ -36,81 +33,16 @@ EVIL_PATH = "/tmp/<img src=x onerror='window.__pwned=5'>.py:7"
 EVIL_ISA = "v_pk_add_f32 v[10:11], v[0:1], v[2:3] ; </SCRIPT ><script>window.__pwned=4</script>"
 
 
-def _missing() -> list[str]:
-    why = []
-    if not Path(CHROMIUM).is_file():
-        why.append(f"{CHROMIUM} not found (apt-get install -y chromium)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        why.append("the playwright Python package is not installed (pip install playwright)")
-    return why
-
-
 @pytest.fixture(scope="session")
 def browser():
-    why = _missing()
-    if why:
-        msg = "browser tests: " + "; ".join(why) + " — see docs/report.md"
-        if os.environ.get("ATTLENS_BROWSER_TESTS") == "1":
-            pytest.fail(msg + " (ATTLENS_BROWSER_TESTS=1 requires them)")
-        pytest.skip(msg)
-    from playwright.sync_api import sync_playwright
-
-    pw = sync_playwright().start()
-    b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-    yield b
-    b.close()
-    pw.stop()
-
-
-class Opened:
-    def __init__(self, page, errors, requests, blocked, dialogs, seconds):
-        self.page, self.errors, self.requests, self.blocked, self.dialogs, self.seconds = page, errors, requests, blocked, dialogs, seconds
-
-    def check_clean(self):
-        assert self.errors == [], f"console errors: {self.errors}"
-        assert self.dialogs == [], f"dialogs opened: {self.dialogs}"
-        assert self.blocked == [], f"network requests attempted: {self.blocked}"
-        assert all(u.startswith("file:") for u in self.requests), self.requests
+    return session_browser()
 
 
 @pytest.fixture()
 def open_page(browser):
-    contexts = []
-
-    def _open(path: Path, viewport=(1500, 1000), ready: str = "body[data-ready='1']") -> Opened:
-        ctx = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
-        contexts.append(ctx)
-        blocked: list[str] = []
-
-        def route(r):
-            if r.request.url.startswith("file:"):
-                r.continue_()
-            else:
-                blocked.append(r.request.url)
-                r.abort()
-
-        ctx.route("**/*", route)
-        page = ctx.new_page()
-        errors, requests, dialogs = [], [], []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-        page.on("request", lambda rq: requests.append(rq.url))
-
-        def on_dialog(dlg):
-            dialogs.append(dlg.message)
-            dlg.dismiss()
-
-        page.on("dialog", on_dialog)
-        t = time.perf_counter()
-        page.goto(path.resolve().as_uri())
-        page.wait_for_selector(ready, state="attached", timeout=30_000)
-        return Opened(page, errors, requests, blocked, dialogs, time.perf_counter() - t)
-
-    yield _open
-    for c in contexts:
-        c.close()
+    pages = Pages(browser)
+    yield pages.open
+    pages.close()
 
 
 def _int(text: str) -> int:
@@ -280,29 +212,34 @@ def test_index_links_to_reports(open_page, tmp_path):
 
 _ISA_GEOMETRY = """() => {
   const pane = document.getElementById('isa-pane'), r = pane.getBoundingClientRect(), right = r.left + pane.clientWidth + 1;
-  const ths = [...document.querySelectorAll('#isa-table thead th')];
+  const ths = [...document.querySelectorAll('#isa-table thead th')].filter(th => getComputedStyle(th).display !== 'none');
+  const cut = [...document.querySelectorAll('#isa-table td.ins')].filter(td => td.scrollWidth > td.clientWidth + 1).map(td => td.textContent);
   return {scroll: pane.scrollWidth, client: pane.clientWidth, hidden: ths.filter(th => th.getBoundingClientRect().right > right).map(th => th.textContent),
-          columns: ths.length, ins: document.querySelector("#isa-table th[data-key='text']").getBoundingClientRect().width,
-          src: document.getElementById('src-pane').getBoundingClientRect().width, stacked: attlensReport.codeLayout().stacked};
+          columns: ths.length, ins: document.querySelector("#isa-table th[data-key='text']").getBoundingClientRect().width, cut: cut,
+          src: document.getElementById('src-pane').getBoundingClientRect().width, layout: attlensReport.codeLayout(),
+          note: document.getElementById('isa-hidden').textContent};
 }"""
 
 
 @pytest.mark.parametrize("width", [1366, 1920])
 def test_isa_pane_shows_every_column(open_page, softmax, width):
     """Every ISA column is visible in its pane without horizontal scrolling,
-    side by side with the source view, at common laptop and desktop widths;
-    the splitter resizes the panes and the table still fits."""
+    side by side with the source view, at common laptop and desktop widths,
+    and no instruction is cut (its text wraps between operands); the splitter
+    resizes the panes: widening the source view makes the optional columns
+    give way in their stated order, the instruction text is still whole."""
     out, a, wd, wa = softmax
     o = open_page(out, viewport=(width, 1000))
     page = o.page
     page.locator("#code").scroll_into_view_if_needed()
     g = page.evaluate(_ISA_GEOMETRY)
-    assert not g["stacked"] and g["columns"] == 10
-    assert g["hidden"] == [] and g["scroll"] <= g["client"], g
+    assert not g["layout"]["stacked"] and g["columns"] == 11 and g["layout"]["hidden"] == [] and g["note"] == "", g
+    assert g["hidden"] == [] and g["scroll"] <= g["client"] and g["cut"] == [], g
     assert g["ins"] >= 200, "room left for the instruction text"
-    # a truncated instruction keeps its full text in the title
+    # a wrapped instruction keeps its whole text, the mnemonic on one line
     hot = a["hotspots"]["instructions_by_stall"][0]
-    assert page.get_attribute(f"#isa-table tr.isa-row[data-pc='{hot['pc']}'] td.ins", "title") == hot["isa"]
+    cell = page.locator(f"#isa-table tr.isa-row[data-pc='{hot['pc']}'] td.ins")
+    assert cell.text_content() == hot["isa"]
     # drag the splitter left: the source pane narrows, the ISA pane widens
     box = page.locator("#code-splitter").bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2  # below the sticky navigation bar
@@ -315,15 +252,21 @@ def test_isa_pane_shows_every_column(open_page, softmax, width):
         assert after["src"] == pytest.approx(g["src"] - 150, abs=3) and after["ins"] > g["ins"] + 100
     else:
         assert after["src"] >= 318, "never narrower than the source view's minimum"
-    # and far to the right: the ISA pane keeps every column
+    # and far to the right: optional columns give way (named above the table), nothing is cut
     page.locator("#code-splitter").focus()
     for _ in range(30):
         page.keyboard.press("ArrowRight")
     far = page.evaluate(_ISA_GEOMETRY)
-    assert far["hidden"] == [] and far["scroll"] <= far["client"] and far["ins"] >= 195, far
-    assert far["src"] >= after["src"]
+    assert far["hidden"] == [] and far["scroll"] <= far["client"] and far["ins"] >= 195 and far["cut"] == [], far
+    assert far["src"] > after["src"]
+    gone = far["layout"]["hidden"]
+    assert gone == ["source", "idle", "exposed", "waited_on"][: len(gone)] and gone, far
+    assert far["note"].startswith("Hidden to fit: ") and far["columns"] == 11 - len(gone)
+    page.locator("#code-splitter").dblclick()
+    assert page.evaluate(_ISA_GEOMETRY)["layout"]["hidden"] == []
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#code").screenshot(path=str(ARTIFACTS / f"report-code-{width}.png"))
+    o.check_clean()
 
 
 # --------------------------------------------------------------------------- the sweep dashboard (docs/sweep.md)
@@ -339,6 +282,21 @@ def _sweep_pct(x):
     return "" if x is None else f"{100 * x:.1f}%"
 
 
+def _plan_line(env, command: str) -> str:
+    """The output of an `attlens plan ...` command line as one line of text (no terminal wrapping)."""
+    import shlex
+
+    from sweep_helpers import attlens
+
+    argv = shlex.split(command)
+    assert argv[:2] == ["attlens", "plan"]
+    return re.sub(r"\s+", " ", attlens({**env, "COLUMNS": "1000"}, *argv[1:]).stdout)
+
+
+_BADGES = """() => [...document.querySelectorAll('.sev, .health, .state')].map(b => { const s = getComputedStyle(b);
+  return {text: b.textContent.trim(), bg: s.backgroundColor, fg: s.color, title: b.title}; })"""
+
+
 def test_sweep_dashboard(open_page, tmp_path):
     from sweep_helpers import attlens, status, sweep_env, write_sweep
 
@@ -351,7 +309,7 @@ def test_sweep_dashboard(open_page, tmp_path):
     attlens(env, "sweep", "report", out)
     manifest = {j["job"]: j for j in status(env, out)["jobs"]}
 
-    o = open_page(out / "dashboard.html")
+    o = open_page(out / "dashboard.html", viewport=(1366, 900))
     page = o.page
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.evaluate("document.scripts.length") == 2 and page.evaluate("document.querySelectorAll('img').length") == 0
@@ -362,27 +320,44 @@ def test_sweep_dashboard(open_page, tmp_path):
         m = manifest[r["job"]]
         c = r["cells"]
         s = m["summary"]
-        assert c["state"]["value"] == m["state"] and c["state"]["text"].startswith(m["state"])
+        assert c["status"]["text"].startswith(m["state"])
         if s is None:
             assert m["state"] == "failed" and m["error"] in c["top_finding"]["text"] and c["duration_us"]["text"] == ""
             continue
-        assert c["kernel"]["text"] == s["kernel"] == "vecAddKernel_0"
-        assert c["shape"]["text"] == s["shape"] and c["target"]["text"] == s["target"]
-        assert c["duration_us"]["value"] == s["duration_us"] and c["duration_us"]["text"] == f"{s['duration_us']:.2f}"
-        assert c["dominant_class"]["value"] == s["dominant_class"]
-        assert c["dominant_class"]["text"] == f"{s['dominant_class']}{_sweep_pct(s['dominant_class_share'])} of stall"
-        assert c["stall_share"]["value"] == s["stall_share"] and _sweep_pct(s["stall_share"]) in c["stall_share"]["text"]
+        # kernel, its grid in workgroups (as analyze and plan count them), its shape label and target in one column
+        wgs = int(np.prod([-(-g // w) for g, w in zip(s["grid"], s["workgroup"])]))
+        kernel = c["kernel"]["text"]
+        assert s["kernel"] == "vecAddKernel_0" and kernel.startswith(s["kernel"]) and s["shape"] in kernel and s["target"] in kernel
+        assert f"{wgs:,} workgroups × {int(np.prod(s['workgroup'])):,} threads" in kernel
+        assert c["duration_us"]["value"] == s["duration_us"] and c["duration_us"]["text"].startswith(f"{s['duration_us']:,.2f} µs")
+        assert c["stall_share"]["value"] == s["stall_share"] and f"{_sweep_pct(s['stall_share'])} of latency" in c["stall_share"]["text"]
+        assert f"most: {s['dominant_class']}, {_sweep_pct(s['dominant_class_share'])} of stall" in c["stall_share"]["text"]
         o_ = s["occupancy"]
         assert c["occupancy"]["value"] == o_["theoretical"] and c["occupancy"]["text"].startswith(f"{o_['theoretical']} / {o_['observed']}")
         f = s["top_finding"]
         assert c["top_finding"]["value"] == f["share"] and f["title"] in c["top_finding"]["text"] and f"[{f['rule']}]" in c["top_finding"]["text"]
-        assert c["bandwidth_fraction"]["value"] == s["bandwidth_fraction"] and c["bandwidth_fraction"]["text"] == _sweep_pct(s["bandwidth_fraction"])
-        assert c["health"]["text"].startswith(s["health"]["status"])
+        assert c["bandwidth_fraction"]["value"] == s["bandwidth_fraction"] and c["bandwidth_fraction"]["text"] == s["bandwidth_text"] + "of peak"
+        assert s["health"]["status"] in ("ok", "warn", "bad") and "capture" in c["status"]["text"]
         # the stall mix bar: one segment per class, widths = the manifest's shares
         segs = page.eval_on_selector_all(f"#sweep-table tr[data-job='{r['job']}'] .mix span",
                                          "ss => ss.map(x => [x.dataset.cls, parseFloat(x.style.width)])")
         assert {k: round(v / 100, 6) for k, v in segs} == {k: round(v, 6) for k, v in s["stall_mix"].items()}
     assert manifest["g1"]["summary"]["shape"] == SWEEP_EVIL_SHAPE and SWEEP_EVIL_TAG in page.text_content("#sweep-table tr[data-job='g1']")
+
+    # the same duration and bandwidth as `attlens plan` on the job's capture with the outputs its
+    # analysis read (the job's discovery run), the command the cells name
+    doc = json.loads(attlens(env, "sweep", "report", out, "--json").stdout)
+    cmd = {r["job"]: r["reproduce"] for r in doc["rows"]}["g2"]
+    assert cmd.endswith("--rocprof-dir " + str((out / manifest["g2"]["capture"]).parents[1] / "discovery"))
+    assert page.get_attribute("#sweep-table tr[data-job='g2'] td[data-key='duration_us']", "title").endswith("the same as: " + cmd)
+    plan = _plan_line(env, cmd)
+    cells = {r["job"]: r["cells"] for r in rows}["g2"]
+    assert cells["duration_us"]["text"].startswith(re.search(r"duration ([\d,.]+ µs)", plan).group(1))
+    assert cells["bandwidth_fraction"]["text"] == re.search(r"GB/s: (.+?) of the [\d,]+ GB/s HBM peak", plan).group(1) + "of peak"
+
+    # every badge has a label and a colour of its own
+    badges = page.evaluate(_BADGES)
+    assert badges and all(b["text"] and b["bg"] not in ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)") and b["fg"] != b["bg"] and b["title"] for b in badges), badges
 
     # sorting: by job, then reversed; numbers with nulls last either way
     page.click("#sweep-table th[data-key='job']")
@@ -402,16 +377,44 @@ def test_sweep_dashboard(open_page, tmp_path):
     assert len(links) == 3
     for href in links:
         assert href.startswith("file://") and Path(href[len("file://"):]).is_file(), href
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "sweep-dashboard.png"), full_page=True)
+    # it fits a laptop and a desktop window: no sideways scrolling, the navigation bar spans the page
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        check_fits(page)
+        assert page.evaluate("[document.getElementById('nav').getBoundingClientRect().width, document.documentElement.clientWidth]") == [width, width]
+        shot(page, f"sweep-dashboard-{width}.png")
     page.locator("#sweep-table tr[data-job='g2'] a.report-link").click()
     page.wait_for_selector("body[data-ready='1']", state="attached")
     assert page.text_content("#kernel-name") == "vecAddKernel_0"
     o.check_clean()
 
 
+def test_sweep_dashboard_labels_an_info_finding(open_page, tmp_path):
+    """An INFO top finding (the plan's note when no rule advises a change)
+    shows its severity on a coloured badge (it was white on white)."""
+    from attlens.sweep.dashboard import categorize, render_dashboard_text
+
+    summary = {"att_available": True, "kernel": "k", "shape": None, "grid": [1024, 1, 1], "workgroup": [256, 1, 1], "target": "gfx950",
+               "duration_us": 1.5, "duration_source": "x.csv: mean of 3 dispatch(es)", "stall_share": 0.5, "dominant_class": "valu",
+               "dominant_class_share": 1.0, "stall_mix": {"valu": 1.0}, "occupancy": {"theoretical": 8, "observed": 4, "limiters": ["waves"]},
+               "top_finding": {"rule": "stall-class", "kind": "note", "severity": "INFO", "title": "valu: 100% of stall, no advice supported by the trace",
+                               "confidence": 0.5, "share": None},
+               "findings": [], "bandwidth_fraction": None, "bandwidth_source": None, "bandwidth_text": None,
+               "health": {"status": "ok", "issues": [], "notes": []}}
+    rows = [{"job": "only", "state": "done", "attempts": 1, "exit_code": 0, "error": None, "seconds": 1.0, "gpu": 0, "tags": [],
+             "shape_label": None, "capture": "/x", "href": None, "log": None, "summary": summary}]
+    out = tmp_path / "dash.html"
+    out.write_text(render_dashboard_text(rows, categorize(rows), {"source": "captures", "dir": "/x", "counts": {"done": 1}}, "t"), encoding="utf-8")
+    page = open_page(out, viewport=(1366, 800)).page
+    info = page.evaluate("(() => { const b = document.querySelector('.sev-INFO'); const s = getComputedStyle(b); return [b.textContent, s.backgroundColor, s.color]; })()")
+    assert info == ["INFO", "rgb(90, 107, 134)", "rgb(255, 255, 255)"]
+    # a duration that is not this dispatch's says so; the grid in workgroups
+    assert page.text_content("#sweep-table td[data-key='duration_us']") == "1.50 µsnot this dispatch: x.csv: mean of 3 dispatch(es)"
+    assert "4 workgroups × 256 threads" in page.text_content("#sweep-table td[data-key='kernel']")
+    check_fits(page)
+
+
 # --------------------------------------------------------------------------- PC samples (docs/pcsampling.md)
-# Here for the same reason as the dashboard: this module's session browser.
 # The sampled report's fixture is built (tests/pcs_fixtures.py says how).
 
 
@@ -459,3 +462,29 @@ def test_isa_pane_shows_the_samples(open_page, sampled):
     first = page.eval_on_selector("#src-pane .src-row.mapped", "e => e.dataset.source")
     lines = [ln for ln in r.hotspots.lines if ln.pc_samples and ln.pc_samples["samples"]]
     assert first == max(lines, key=lambda ln: ln.pc_samples["samples"]).source
+
+
+def test_sampled_columns_give_way_after_the_trace_columns(open_page, sampled):
+    """With PC samples the ISA table has two more optional columns: the
+    reasons (wide) give way after source, idle and exposed, the sample count
+    last; a hidden reason mix stays in the count's tooltip; no instruction is
+    cut."""
+    out, want, _r = sampled
+    o = open_page(out, viewport=(1366, 1000))
+    page = o.page
+    page.locator("#code").scroll_into_view_if_needed()
+    g = page.evaluate(_ISA_GEOMETRY)
+    assert g["scroll"] <= g["client"] and g["cut"] == [] and g["hidden"] == [], g
+    pc = max(want, key=want.get)
+    cell = page.locator(f"#isa-table tr.isa-row[data-pc='{pc}'] td.c-pcs_samples")
+    assert cell.get_attribute("title") == page.text_content(f"#isa-table tr.isa-row[data-pc='{pc}'] td.c-pcs_why") != ""
+    page.locator("#code-splitter").focus()
+    for _ in range(40):
+        page.keyboard.press("ArrowRight")
+    far = page.evaluate(_ISA_GEOMETRY)
+    gone = far["layout"]["hidden"]
+    order = ["source", "idle", "exposed", "pcs_why", "waited_on", "pcs_samples"]
+    assert gone and gone == order[: len(gone)], far
+    assert "pcs_why" in gone, "the widest optional column gives way when the source view takes most of the row"
+    assert far["scroll"] <= far["client"] and far["cut"] == [] and far["ins"] >= 195, far
+    o.check_clean()

@@ -106,6 +106,8 @@ class AnalysisResult:
                 "decoder_version": f.decoder_version,
                 "partial": d.partial,
                 "rocprof_files": d.rocprof_files,
+                "layout": d.layout,
+                "stall_recorded": d.stall_recorded,
             },
             "target": {
                 "name": arch.target,
@@ -114,6 +116,7 @@ class AnalysisResult:
                 "source": arch.source,
                 "reason": arch.reason,
                 "evidence": arch.evidence,
+                "claims": arch.claims,
                 "waitcnt_model": arch.waitcnt_model,
             },
             "resources": {
@@ -131,10 +134,11 @@ class AnalysisResult:
             },
             "totals": {
                 "latency": b.total_latency,
-                "stall": b.total_stall,
+                # unavailable (null), not 0, when the records carry no stall cycles (rocprofv2)
+                "stall": b.total_stall if d.stall_recorded else None,
                 "idle": b.total_idle,
-                "issue": b.total_issue,
-                "stall_share_of_latency": rounded_share(b.total_stall, b.total_latency),
+                "issue": b.total_issue if d.stall_recorded else None,
+                "stall_share_of_latency": rounded_share(b.total_stall, b.total_latency) if d.stall_recorded else None,
                 "waits_resolved": b.waits_resolved,
                 "waits_unresolved_with_stall": b.waits_unresolved_with_stall,
             },

@@ -22,7 +22,7 @@ from attlens.results import brief_repr
 class AsmRow:
     pc: int
     label: str | None  # label rows: the symbol; instructions: None
-    vaddr: int
+    vaddr: int | None  # None: the layout records no addresses (rocprofv2)
     isa: str
     mnemonic: str
     class_: str  # static taxonomy class (JSON: "class")
@@ -143,13 +143,13 @@ def asm_window(result, pc: int, around: int = 10, attribution=None) -> AsmWindow
         if not code.present[p]:
             continue
         if code.is_label[p]:
-            rows.append(AsmRow(p, code.isa[p].lstrip("; ").strip(), int(code.vaddr[p]), code.isa[p], "", "", False, None, [], None))
+            rows.append(AsmRow(p, code.isa[p].lstrip("; ").strip(), code.address(p)[1], code.isa[p], "", "", False, None, [], None))
             continue
         own = st.own_source[p]
         src = str(own) if own else None
         h = hot.get(p)
         waits_on = sorted(att.by_wait_pc.get(p, {}).items(), key=lambda kv: (-kv[1], kv[0]))
-        rows.append(AsmRow(p, None, int(code.vaddr[p]), code.isa[p], st.mnemonic[p], st.cls[p], h is not None, h, waits_on, src))
+        rows.append(AsmRow(p, None, code.address(p)[1], code.isa[p], st.mnemonic[p], st.cls[p], h is not None, h, waits_on, src))
         if own is not None and src not in seen:
             seen.add(src)
             text = None

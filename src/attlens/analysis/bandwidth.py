@@ -21,7 +21,10 @@ wave in the upper bound. ``fraction_of_peak_low`` uses the lower bound.
 Duration: the dispatch's ``End - Start`` from the run's kernel_trace.csv
 (``Resources.duration_ns``, found by model/context.py). Peak: the
 architecture table (``hbm_peak_gbps``), for the capture's product when it is
-tabulated. bytes / ns = GB/s.
+tabulated (a rocprofiler-compute sysinfo.csv beside the capture overrides it).
+bytes / ns = GB/s. Counted (PMC) bytes above the peak in that duration are
+never given as a measurement: the figure is unavailable and ``reason`` says
+the timing is unusable (analysis/ceiling.py).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attlens.analysis.ceiling import CEILING_FRACTION, over_peak
 from attlens.analysis.occupancy import grid_waves
 from attlens.analysis.regs import address_registers, defs_uses, mnemonic_of
 from attlens.model.archdata import hbm_peak
@@ -47,9 +51,6 @@ _WIDTH = (
 _FORMAT = re.compile(r"format_(d16_)?(x|xy|xyz|xyzw)\b")
 _SCALAR = re.compile(r"^s_(buffer_)?(load|store)_(dword|b32)(x(\d+))?")
 
-# What a rule may call "at the bandwidth ceiling" (same threshold as the PMC
-# analysis, analysis/pmc.py CEILING_FRACTION).
-CEILING_FRACTION = 0.70
 
 
 def access_width(mnem: str) -> tuple[str | None, int | None]:
@@ -204,7 +205,8 @@ def _pmc_for(dispatch, pmc):
     force: another kernel's bytes must not become this one's), a PmcCounters,
     a PmcResult or a list of them (by dispatch id, else the one result of
     the same kernel)."""
-    from attlens.analysis.pmc_attach import PmcAttachment, _same_kernel
+    from attlens.analysis.pmc_attach import PmcAttachment
+    from attlens.model.kernelname import same_kernel
 
     if pmc is None:
         return None
@@ -215,7 +217,7 @@ def _pmc_for(dispatch, pmc):
     for p in items:
         if did is not None and getattr(p, "dispatch_id", None) == did:
             return p
-    named = [p for p in items if _same_kernel(getattr(p, "kernel", None), dispatch.kernel_name)]
+    named = [p for p in items if same_kernel(getattr(p, "kernel", None), dispatch.kernel_name)]
     return named[0] if len(named) == 1 else None
 
 
@@ -299,6 +301,12 @@ def compute_bandwidth(result, pmc, loops) -> Bandwidth:
     if missing:
         out.reason = "; ".join(missing)
         return out
+    if out.source == "pmc":
+        # counted bytes cannot exceed the peak: then the duration is not this dispatch's (analysis/ceiling.py)
+        why = over_peak(out.bytes_moved, out.duration_ns, out.peak_gbps)
+        if why is not None:
+            out.reason = f"timing unusable ({out.duration_source}): {why}"
+            return out
     out.available = True
     out.achieved_gbps = out.bytes_moved / out.duration_ns  # bytes/ns = GB/s
     out.fraction_of_peak = out.achieved_gbps / out.peak_gbps

@@ -16,8 +16,8 @@ from attlens.results import brief_repr
 @dataclass
 class InstructionHotspot:
     pc: int
-    vaddr: int
-    codeobj: int
+    vaddr: int | None  # None: the layout records no addresses (rocprofv2)
+    codeobj: int | None
     isa: str
     mnemonic: str
     class_: str  # static class, or for waits the class holding most of its stall (JSON: "class")
@@ -190,8 +190,8 @@ def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
         instrs.append(
             InstructionHotspot(
                 pc=pc,
-                vaddr=int(code.vaddr[pc]),
-                codeobj=int(code.codeobj[pc]),
+                vaddr=code.address(pc)[1],
+                codeobj=code.address(pc)[0],
                 isa=code.isa[pc],
                 mnemonic=st.mnemonic[pc],
                 class_=cls,

@@ -159,6 +159,11 @@ def compute_occupancy(dispatch) -> OccupancyResult:
         total = _ceil_to(arch_v, 4) + agprs
         vdetail = f"{arch_v} arch VGPRs (rounded to {_ceil_to(arch_v, 4)}) + {agprs} AGPRs"
         used = "max(ISA scan, metadata) arch VGPRs + AGPRs"
+    elif f.get("separate_agpr") and agprs:
+        # gfx908: AGPRs have their own file of the same size; the fuller one limits (docs/architecture.md)
+        total = max(arch_v, agprs)
+        vdetail = f"max({arch_v} arch VGPRs, {agprs} AGPRs): separate files"
+        used = "max(ISA scan, metadata); the larger of the VGPR and AGPR files"
     else:
         total = arch_v
         vdetail = f"{arch_v} VGPRs"

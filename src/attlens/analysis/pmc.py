@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from attlens.analysis.bandwidth import CEILING_FRACTION  # one 'at the ceiling' threshold for the trace and the counters
+from attlens.analysis.ceiling import CEILING_FRACTION, over_peak  # one 'at the ceiling' threshold for the trace and the counters
 from attlens.errors import UsageError
 from attlens.results import brief_repr
 
@@ -35,7 +35,9 @@ from attlens.results import brief_repr
 
 # Max counters per block per pass, §5.4 (aqlprofile gfx9_block_info.h via RCP
 # mi_gpu_spec.yaml). The doc gives one table for gfx942 and gfx950 ("same as
-# gfx90a and gfx940").
+# gfx90a and gfx940"); rocprofiler-compute's own pass files of MI100 and MI200
+# (perfmon/pmc_perf_N.txt in ../shared/outside/rocprof-compute) stay within it
+# (at most 4 TCC, 8 SQ, 2 TA/TD/CPC/CPF, 4 TCP, 2 GRBM per pass).
 GFX9_BLOCK_LIMITS: dict[str, int] = {
     "SQ": 8, "TA": 2, "TD": 2, "TCP": 4, "TCC": 4, "CPC": 2, "CPF": 2, "SPI": 6, "GRBM": 2, "GDS": 4,
 }
@@ -71,12 +73,21 @@ def _peak(prod: PmcProduct) -> tuple[float, str]:
 class PmcTarget:
     target: str
     family: str
-    read_formula: str  # "bubble" (gfx942) or "split" (gfx950), doc §5.3
+    # "bubble" (gfx942), "split" (gfx950), doc §5.3; "ea" (gfx90a, gfx908): the
+    # older TCC_EA_* names, 32- or 64-B requests only (rocprofiler-compute
+    # analysis_configs/gfx90a|gfx908 "L2-Fabric Read BW")
+    read_formula: str
     counters: tuple[str, ...]  # the L2/HBM set attlens collects, in pass order
     block_limits: Mapping[str, int]
     l2_line_bytes: int
     products: Mapping[str, PmcProduct]
     default_product: str
+    largest_request_bytes: int = 128  # the largest L2 -> fabric request; smaller ones move part of it
+
+    @property
+    def ea(self) -> str:
+        """The prefix of the L2 -> fabric counters on this target."""
+        return "TCC_EA_" if self.read_formula == "ea" else "TCC_EA0_"
 
     @property
     def product(self) -> PmcProduct:
@@ -134,8 +145,33 @@ PMC_TARGETS: dict[str, PmcTarget] = {
         default_product="MI350X",
     ),
 }
-# gfx90a (MI200) is left out: the doc gives its pass limits and counter names
-# (TCC_EA_RDREQ*, no "0") but no read-byte formula, request sizes or peaks.
+# In pass order (4 TCC counters a pass): read bytes and their HBM share (+ the
+# read-latency level) | write bytes, their HBM share and requests | hit/miss.
+_EA_COUNTERS = (
+    "TCC_EA_RDREQ_sum", "TCC_EA_RDREQ_32B_sum", "TCC_EA_RDREQ_DRAM_sum", "TCC_EA_RDREQ_LEVEL_sum",
+    "TCC_EA_WRREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA_WRREQ_DRAM_sum", "TCC_REQ_sum",
+    "TCC_HIT_sum", "TCC_MISS_sum",
+    "GRBM_GUI_ACTIVE",
+)
+# gfx90a (CDNA2) and gfx908 (CDNA1): counter names without the "0", read bytes
+# 32*TCC_EA_RDREQ_32B + 64*(TCC_EA_RDREQ - TCC_EA_RDREQ_32B), write bytes as on
+# gfx942 (rocprofiler-compute analysis_configs/gfx90a and gfx908,
+# 0200_system-speed-of-light.yaml "L2-Fabric Read/Write BW"). One agent is one
+# GCD: MI250X / MI250 show as two agents. L2 line: 128 B on CDNA2, 64 B on CDNA1
+# (rocprofiler-compute's L2 Cache BW = TCC_REQ x 128 on gfx90a, x 64 on gfx908).
+PMC_TARGETS["gfx90a"] = PmcTarget(
+    target="gfx90a", family="CDNA2", read_formula="ea", counters=_EA_COUNTERS, block_limits=GFX9_BLOCK_LIMITS,
+    l2_line_bytes=128, largest_request_bytes=64,
+    products={"MI210": PmcProduct("MI210", 1, "gfx90a"), "MI250": PmcProduct("MI250", 1, "gfx90a"),
+              "MI250X": PmcProduct("MI250X", 1, "gfx90a")},
+    default_product="MI210",
+)
+PMC_TARGETS["gfx908"] = PmcTarget(
+    target="gfx908", family="CDNA", read_formula="ea", counters=_EA_COUNTERS, block_limits=GFX9_BLOCK_LIMITS,
+    l2_line_bytes=64, largest_request_bytes=64,
+    products={"MI100": PmcProduct("MI100", 1, "gfx908")},
+    default_product="MI100",
+)
 
 _TARGET_ALIASES = {"gfx940": "gfx942", "gfx941": "gfx942"}
 
@@ -147,11 +183,23 @@ REDUNDANT_FETCH_MIN = 1.25  # read bytes / ideal read bytes at/above this = redu
 SPLIT_CONSISTENCY_TOL = 0.02  # gfx950: RDREQ vs 32B+64B+128B may differ this much (separate runs)
 
 
+def product_key(name: str | None) -> str | None:
+    """A product name as the tables spell it: ``MI300X_A1`` → ``MI300X``,
+    ``AMD Instinct MI350X`` → ``MI350X``; None for None."""
+    if not name:
+        return None
+    s = name.strip().upper()
+    if s.startswith("AMD INSTINCT "):
+        s = s[len("AMD INSTINCT "):]
+    return s.split("_")[0].strip()
+
+
 def resolve_pmc_target(name: str, product: str | None = None) -> tuple[PmcTarget, PmcProduct]:
-    """``gfx942``/``gfx950`` (feature suffixes allowed) or a product name
-    (``MI300X``, ``MI325X``, ``MI350X``, ``MI355X``, RCP's ``MI350``/``MI300X_A1``)."""
+    """``gfx942``/``gfx950``/``gfx90a``/``gfx908`` (feature suffixes allowed) or a
+    product name (``MI300X``, ``MI325X``, ``MI350X``, ``MI355X``, ``MI210``,
+    ``MI100``, RCP's ``MI350``/``MI300X_A1``)."""
     if not isinstance(name, str) or not name.strip():
-        raise UsageError("PMC analysis needs a target (gfx942, gfx950 or a product name such as MI300X)")
+        raise UsageError("PMC analysis needs a target (gfx942, gfx950, gfx90a, gfx908 or a product name such as MI300X)")
     raw = name.strip()
     key = raw.lower().split(":")[0]
     key = _TARGET_ALIASES.get(key, key)
@@ -171,7 +219,7 @@ def resolve_pmc_target(name: str, product: str | None = None) -> tuple[PmcTarget
         raise UsageError(f"no PMC facts for target {raw!r}; known: {', '.join(known)}")
     if prod_name is None:
         return tgt, tgt.product
-    p = tgt.products.get(prod_name.strip().upper())
+    p = tgt.products.get(product_key(prod_name))
     if p is None:
         raise UsageError(f"product {prod_name!r} is not a {tgt.target} product ({', '.join(tgt.products)})")
     return tgt, p
@@ -395,6 +443,10 @@ class PmcResult:
     achieved_gbps_range: tuple[float, float] | None = None
     fraction_of_peak: float | None = None
     fraction_of_peak_range: tuple[float, float] | None = None
+    # why no bandwidth is given although bytes and a duration are (degenerate
+    # timestamps, or a figure above the physical peak); None when usable
+    timing_unusable: str | None = None
+    largest_request_bytes: int = L2_LINE_BYTES  # the largest L2 -> fabric request of the target
     gpu_busy_cycles_per_xcc: float | None = None
     decisions: list[Decision] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -413,7 +465,8 @@ class PmcResult:
             "dispatch_id": self.dispatch_id,
             "kernel": self.kernel,
             "target": {"name": self.target, "product": self.product, "xcc": self.xcc, "peak_hbm_gbps": _r(self.peak_hbm_gbps),
-                       "peak_source": self.peak_source, "l2_line_bytes": self.l2_line_bytes},
+                       "peak_source": self.peak_source, "l2_line_bytes": self.l2_line_bytes,
+                       "largest_request_bytes": self.largest_request_bytes},
             "l2": {"hits": _r(self.l2_hits), "misses": _r(self.l2_misses), "requests": _r(self.l2_requests), "hit_rate": _r(self.l2_hit_rate)},
             "read": {"requests": _plain(self.read_requests) or None, "mix": _plain(self.read_mix) or None,
                      "bytes": _r(self.read_bytes), "bytes_range": _rr(self.read_bytes_range), "method": self.read_bytes_method,
@@ -424,7 +477,8 @@ class PmcResult:
             "over_fetch": {"ideal_bytes": _r(self.ideal_bytes), "ratio": _r(self.over_fetch), "ratio_range": _rr(self.over_fetch_range)},
             "bandwidth": {"duration_ns": _r(self.duration_ns), "duration_source": self.duration_source, "bytes_moved": _r(self.bytes_moved),
                           "achieved_gbps": _r(self.achieved_gbps), "achieved_gbps_range": _rr(self.achieved_gbps_range),
-                          "fraction_of_peak": _r(self.fraction_of_peak), "fraction_of_peak_range": _rr(self.fraction_of_peak_range)},
+                          "fraction_of_peak": _r(self.fraction_of_peak), "fraction_of_peak_range": _rr(self.fraction_of_peak_range),
+                          "timing_unusable": self.timing_unusable},
             "gpu_busy_cycles_per_xcc": _r(self.gpu_busy_cycles_per_xcc),
             "decisions": [d.to_dict() for d in self.decisions],
             "counters": _plain(self.counters),
@@ -563,6 +617,25 @@ def _span(r, fmt) -> str:
     return fmt(r[0]) if r[0] == r[1] else f"{fmt(r[0])} .. {fmt(r[1])}"
 
 
+def _machine_facts(tgt: PmcTarget, prod: PmcProduct, machine: Mapping | None) -> tuple[str, int | None, float | None, str | None]:
+    """(product label, XCDs, peak GB/s, its source) of the profiled GPU: from
+    sysinfo.csv where it says them, else the product table (a product the
+    table knows by the sysinfo name), else the target's reference product."""
+    if not machine:
+        return prod.name, None, None, None
+    key = product_key(machine.get("product"))
+    known = tgt.products.get(key) if key else None
+    if known is None and key:
+        known = next((p for n, p in tgt.products.items() if n == key + "X"), None)  # RCP says "MI350" for MI350X
+    label = known.name if known else (machine.get("product") or prod.name)
+    peak, source = machine.get("hbm_peak_gbps"), machine.get("hbm_peak_source")
+    if peak is None and known is not None:
+        peak, source = known.peak_hbm_gbps, known.peak_source
+    elif peak is None:
+        peak, source = prod.peak_hbm_gbps, f"{machine.get('product')!r} not tabulated and sysinfo.csv gives no peak: reference product {prod.name}; {prod.peak_source}"
+    return label, machine.get("xcd"), peak, source
+
+
 def analyze_pmc(
     dispatch_counters: Mapping,
     target: str,
@@ -575,29 +648,45 @@ def analyze_pmc(
     dispatch_id: int | None = None,
     kernel_name: str | None = None,
     duration_source: str | None = None,
+    machine: Mapping | None = None,
+    timing_unusable: str | None = None,
 ) -> PmcResult:
     """Analyze ONE dispatch from its counters (name -> value, with or without ``_sum``).
 
     ``ideal_bytes``: bytes the kernel must read at minimum (for over-fetch).
     ``duration_ns``: kernel duration, best from a separate kernel-trace run
-    (counter collection serializes dispatches, §2.4). ``product``,
-    ``peak_hbm_gbps`` and ``xcc`` override the target's defaults (partition
-    modes change both).
+    (counter collection serializes dispatches, §2.4). ``machine``: the
+    profiled GPU as rocprofiler-compute's sysinfo.csv describes it
+    (:func:`attlens.io.sysinfo_csv.read_sysinfo`: product, XCDs, peak HBM
+    bandwidth; a partitioned MI300 or an MI300A differ from the family's
+    reference product). ``product``, ``peak_hbm_gbps`` and ``xcc`` override
+    both. ``timing_unusable``: why the caller's duration cannot be used (then
+    no bandwidth is given, and the reason is kept).
+
+    A bandwidth above the peak is never given as a measurement: the timing is
+    then unusable and ``timing_unusable`` says why (analysis/ceiling.py).
     """
-    tgt, prod = resolve_pmc_target(target, product)
+    tgt, prod = resolve_pmc_target(target, None if machine and product is None else product)
+    label, m_xcc, m_peak, m_source = _machine_facts(tgt, prod, machine) if product is None else (prod.name, None, None, None)
     if ideal_bytes is not None and (_num(ideal_bytes) is None or float(ideal_bytes) < 0):
         raise UsageError(f"ideal bytes must be a number >= 0, got {ideal_bytes!r}")
     if peak_hbm_gbps is not None and (_num(peak_hbm_gbps) is None or float(peak_hbm_gbps) <= 0):
         raise UsageError(f"peak bandwidth must be > 0 GB/s, got {peak_hbm_gbps!r}")
     if xcc is not None and (not isinstance(xcc, int) or xcc < 1):
         raise UsageError(f"XCC count must be an integer >= 1, got {xcc!r}")
-    c, notes = normalize_counters(dispatch_counters or {})
-    peak = float(peak_hbm_gbps) if peak_hbm_gbps is not None else prod.peak_hbm_gbps
+    raw, notes = normalize_counters(dispatch_counters or {})
+    # gfx90a/gfx908 name the L2 -> fabric counters TCC_EA_*: one set of formulas below
+    c = {("TCC_EA0_" + k[7:] if k.startswith("TCC_EA_") else k): v for k, v in raw.items()} if tgt.read_formula == "ea" else raw
+    if peak_hbm_gbps is not None:
+        peak, peak_source = float(peak_hbm_gbps), "caller"
+    elif m_peak is not None:
+        peak, peak_source = float(m_peak), m_source
+    else:
+        peak, peak_source = prod.peak_hbm_gbps, prod.peak_source
     res = PmcResult(
-        target=tgt.target, product=prod.name, xcc=xcc or prod.xcc, peak_hbm_gbps=peak,
-        peak_source="caller" if peak_hbm_gbps is not None else prod.peak_source,
+        target=tgt.target, product=label, xcc=xcc or m_xcc or prod.xcc, peak_hbm_gbps=peak, peak_source=peak_source,
         l2_line_bytes=tgt.l2_line_bytes, dispatch_id=dispatch_id, kernel=kernel_name,
-        counters=dict(sorted(c.items())), notes=notes,
+        counters=dict(sorted(raw.items())), notes=notes, largest_request_bytes=tgt.largest_request_bytes,
     )
 
     # L2 hit rate
@@ -636,6 +725,19 @@ def analyze_pmc(
                 res.read_requests.update({"64B": 0.0, "128B": 0.0})
         else:
             notes.append("read bytes need TCC_EA0_RDREQ_32B, _64B and _128B on gfx950")
+    elif tgt.read_formula == "ea":
+        if r is not None and r32 is not None:
+            n64 = r - r32
+            if n64 < 0:
+                notes.append(f"TCC_EA0_RDREQ_32B ({r32:,.0f}) > TCC_EA0_RDREQ ({r:,.0f}) (counters from different runs?); "
+                             "64-B requests taken as 0")
+                n64 = 0.0
+            res.read_requests = {"32B": r32, "64B": n64, "128B": None, "total": r32 + n64}
+            exact = 32.0 * r32 + 64.0 * n64
+            res.read_bytes, res.read_bytes_range = exact, (exact, exact)
+            res.read_bytes_method = f"{tgt.target}: 32*TCC_EA0_RDREQ_32B + 64*(TCC_EA0_RDREQ - TCC_EA0_RDREQ_32B)"
+        else:
+            notes.append(f"read bytes need TCC_EA0_RDREQ and TCC_EA0_RDREQ_32B on {tgt.target}")
     else:
         exact = read_bytes_gfx942(c)
         if exact is not None:
@@ -656,7 +758,9 @@ def analyze_pmc(
         tot = rq["total"]
         res.read_mix = {k: (_ratio(rq[k], tot) if rq[k] is not None else None) for k in ("32B", "64B", "128B")}
         if tot:
-            if res.read_mix["64B"] is not None:
+            if tgt.largest_request_bytes <= 64 and res.read_mix["32B"] is not None:
+                sub_line_range = (res.read_mix["32B"], res.read_mix["32B"])  # 64 B is the largest request here
+            elif res.read_mix["64B"] is not None:
                 s = res.read_mix["32B"] + res.read_mix["64B"]
                 sub_line_range = (s, s)
             elif res.read_mix["32B"] is not None:
@@ -701,14 +805,20 @@ def analyze_pmc(
     # Bandwidth
     d = _num(duration_ns)
     if duration_ns is not None and (d is None or d <= 0):
-        notes.append(f"duration {duration_ns!r} ns is not positive (rounded timestamps?); bandwidth unavailable")
+        timing_unusable = timing_unusable or f"duration {duration_ns!r} ns is not positive (rounded or swapped timestamps)"
         d = None
-    res.duration_ns, res.duration_source = d, (duration_source or ("caller" if d is not None else None))
     moved_range = None
     if res.read_bytes_range is not None and res.write_bytes is not None:
         moved_range = (res.read_bytes_range[0] + res.write_bytes, res.read_bytes_range[1] + res.write_bytes)
         if res.read_bytes is not None:
             res.bytes_moved = res.read_bytes + res.write_bytes
+    if d is not None and timing_unusable is None and moved_range is not None:
+        timing_unusable = over_peak(moved_range[0], d, peak)  # even the fewest bytes would not fit: not this dispatch's time
+    if timing_unusable is not None:
+        res.timing_unusable = timing_unusable
+        notes.append(f"timing unusable: {timing_unusable}; no bandwidth given")
+        d = None
+    res.duration_ns, res.duration_source = d, (duration_source or "caller") if d is not None else None
     if d is not None:
         res.achieved_gbps_range = _rng(moved_range, lambda b: b / d)  # bytes/ns = GB/s
         res.achieved_gbps = None if res.bytes_moved is None else res.bytes_moved / d
@@ -717,6 +827,12 @@ def analyze_pmc(
 
     g = c.get("GRBM_GUI_ACTIVE")
     res.gpu_busy_cycles_per_xcc = None if g is None else g / res.xcc
+    if tgt.read_formula == "ea":  # say the counters by the names this target has
+        for k in ("read_bytes_method", "write_bytes_method", "hbm_method"):
+            v = getattr(res, k)
+            if v:
+                setattr(res, k, v.replace("TCC_EA0_", tgt.ea))
+        res.notes[:] = [n.replace("TCC_EA0_", tgt.ea) for n in res.notes]
 
     res.decisions = [
         _streaming(res),
@@ -762,8 +878,10 @@ def _streaming(res: PmcResult) -> Decision:
 
 def _partial_line(res: PmcResult, sub_line: tuple[float, float] | None) -> Decision:
     title = "partial-line waste"
-    thr = (f"share of 32/64-B read requests (or of 32-B write requests) >= {PARTIAL_LINE_SHARE_MIN:.0%}, "
-           f"with >= {PARTIAL_LINE_MIN_REQUESTS} requests; the L2 line is {res.l2_line_bytes} B")
+    small = "32/64-B" if res.largest_request_bytes > 64 else "32-B"
+    thr = (f"share of {small} read requests (or of 32-B write requests) >= {PARTIAL_LINE_SHARE_MIN:.0%}, "
+           f"with >= {PARTIAL_LINE_MIN_REQUESTS} requests; the L2 line is {res.l2_line_bytes} B"
+           + (f", the largest fabric request {res.largest_request_bytes} B" if res.largest_request_bytes != res.l2_line_bytes else ""))
     nrd = res.read_requests.get("total") if res.read_requests else None
     nwr = res.write_requests.get("total") if res.write_requests else None
     w32 = res.write_mix.get("32B") if res.write_mix else None
@@ -822,9 +940,11 @@ def _ceiling(res: PmcResult) -> Decision:
     title = "at the bandwidth ceiling"
     thr = f"(read + written bytes) / duration >= {CEILING_FRACTION:.0%} of the {res.peak_hbm_gbps:,.0f} GB/s peak"
     nums = {"bytes_moved": res.bytes_moved, "duration_ns": res.duration_ns, "duration_source": res.duration_source,
-            "achieved_gbps": res.achieved_gbps, "achieved_gbps_range": res.achieved_gbps_range,
+            "timing_unusable": res.timing_unusable, "achieved_gbps": res.achieved_gbps, "achieved_gbps_range": res.achieved_gbps_range,
             "peak_hbm_gbps": res.peak_hbm_gbps, "fraction_of_peak": res.fraction_of_peak,
             "fraction_of_peak_range": res.fraction_of_peak_range}
+    if res.timing_unusable is not None:
+        return Decision("bandwidth_ceiling", title, None, f"timing unusable: {res.timing_unusable}", nums, thr)
     if res.duration_ns is None:
         return Decision("bandwidth_ceiling", title, None, "no kernel duration; achieved bandwidth unavailable", nums, thr)
     if res.achieved_gbps_range is None:
@@ -862,25 +982,27 @@ def analyze_dispatches(
 
     Duration per dispatch: ``durations_ns[id]`` (e.g. from a kernel-trace run)
     else, if ``use_pmc_timestamps``, ``end_ns - start_ns`` of the PMC run.
+    Timestamps that give no positive duration, or that the reader found
+    rounded (``timing_unusable`` of the record), make the timing unusable.
     """
     out = []
     for did, rec in sorted(dispatches.items()):
         counters = rec.get("counters", {}) if isinstance(rec, Mapping) else {}
         ideal = ideal_bytes.get(did) if isinstance(ideal_bytes, Mapping) else ideal_bytes
-        dur, src, pre_notes = None, None, []
+        dur, src, unusable = None, None, None
         if durations_ns is not None and durations_ns.get(did) is not None:
             dur, src = durations_ns[did], "caller"
         elif use_pmc_timestamps:
+            unusable = rec.get("timing_unusable")
             s, e = _num(rec.get("start_ns")), _num(rec.get("end_ns"))
-            if s is not None and e is not None:
+            if s is not None and e is not None and unusable is None:
                 if e > s:
                     dur, src = e - s, PMC_RUN_DURATION
-                elif not any("duration" in n for n in rec.get("notes", []) or []):
-                    pre_notes.append(f"PMC-run timestamps give no positive duration (start {s!r}, end {e!r}); "
-                                     "bandwidth unavailable")
+                else:
+                    unusable = f"PMC-run timestamps give no positive duration (Start_Timestamp {s!r}, End_Timestamp {e!r})"
         r = analyze_pmc(counters, target, ideal, dur, dispatch_id=int(did), kernel_name=rec.get("kernel_name"),
-                        duration_source=src, **kw)
-        r.notes.extend(list(rec.get("notes", []) or []) + pre_notes)
+                        duration_source=src, timing_unusable=unusable, **kw)
+        r.notes.extend(n for n in (rec.get("notes", []) or []) if n not in r.notes)
         if rec.get("repeated_counters"):
             r.notes.append("counters present in several passes (first pass kept): " + ", ".join(rec["repeated_counters"]))
         out.append(r)

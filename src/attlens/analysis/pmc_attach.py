@@ -3,7 +3,8 @@
 Counters come from a separate rocprofv3 run, so nothing guarantees they
 describe the traced kernel. Before the L2/HBM block is attached to a report,
 three facts are compared: the **kernel** (base names: ``vecCopy(double*, ...)``,
-``_Z7vecCopyPdS_S_ii`` and ``vecCopy`` are the same kernel), the **target**
+``_Z7vecCopyPdS_S_ii``, ``vecCopy(...) [clone .kd]`` and ``vecCopy`` are the same
+kernel, model/kernelname.py), the **target**
 (``gfx942`` vs ``gfx950``, through the architecture table's aliases) and the
 **dispatch id** (the same program run twice numbers its dispatches the same
 way). A fact that one side does not record is ``None`` (unknown), not a
@@ -13,61 +14,16 @@ carries its mismatches so the report can say what was attached.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from attlens.analysis.pmc import PmcCounters
 from attlens.errors import Incomparable
 from attlens.model.archdata import resolve_target
+from attlens.model.kernelname import kernel_base_name, same_kernel  # noqa: F401  (kernel_base_name re-exported)
 from attlens.results import brief_repr
 
-_MANGLED_PART = re.compile(r"(\d+)")
-
-
-def kernel_base_name(name: str | None) -> str | None:
-    """The unqualified kernel name without arguments, templates or return
-    type: ``void ns::k<4>(float*, int)`` → ``k``; ``_ZN2ns1kEPfi`` → ``k``;
-    ``_Z7vecCopyPdS_S_ii`` → ``vecCopy``."""
-    if not name:
-        return None
-    s = name.strip()
-    if s.startswith("_Z"):
-        i = 2
-        nested = s[i:i + 1] == "N"
-        i += nested
-        while i < len(s) and s[i] in "KVrO":  # cv / ref qualifiers of a member function
-            i += 1
-        parts = []
-        while i < len(s) and s[i].isdigit():
-            m = _MANGLED_PART.match(s, i)
-            n = int(m.group(1))
-            parts.append(s[m.end():m.end() + n])
-            i = m.end() + n
-            if not nested:
-                break
-        if parts and all(parts):
-            return parts[-1]
-    # demangled: cut the argument list and template arguments at depth 0
-    s = s.replace("(anonymous namespace)", "{anonymous}")
-    depth, out = 0, []
-    for ch in s:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(depth - 1, 0)
-        elif ch == "(" and depth == 0:
-            if out and "".join(out).strip():
-                break
-        elif depth == 0:
-            out.append(ch)
-    base = "".join(out).strip().split("::")[-1].split()
-    return base[-1] if base else s
-
-
 def _same_kernel(a: str | None, b: str | None) -> bool | None:
-    if not a or not b:
-        return None
-    return a.strip() == b.strip() or kernel_base_name(a) == kernel_base_name(b)
+    return same_kernel(a, b)
 
 
 def _same_target(a: str | None, b: str | None) -> bool | None:

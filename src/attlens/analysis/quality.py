@@ -42,11 +42,13 @@ class CodeJsonCheck:
     """Do the writer's code.json sums equal the sums recomputed from the wave files?"""
 
     checked: bool
-    mismatching: dict[str, int]  # column -> number of pcs that differ
+    # column -> number of pcs that differ; None: the column is not in code.json
+    # (the 8-column layouts hold Hit and Latency only) or not in the records (stall, rocprofv2)
+    mismatching: dict[str, int | None]
 
     @property
     def consistent(self) -> bool:
-        return self.checked and not any(self.mismatching.values())
+        return self.checked and not any(v for v in self.mismatching.values() if v is not None)
 
 
 @brief_repr(("code_json_consistent", lambda q: q.code_json.consistent), "has_source_lines", "mapped_latency_share",
@@ -93,6 +95,9 @@ def compute_quality(dispatch, sums, hotspots) -> Quality:
         ("stall", sums.stall, code.stall),
         ("idle", sums.idle, code.idle),
     ):
+        if not code.has_sum(name) or (name == "stall" and not dispatch.stall_recorded):
+            mism[name] = None  # unavailable on one side: nothing to compare, never "equal"
+            continue
         mism[name] = int(np.count_nonzero(mine[mask] != theirs[mask]))
     check = CodeJsonCheck(checked=True, mismatching=mism)
 
@@ -101,7 +106,7 @@ def compute_quality(dispatch, sums, hotspots) -> Quality:
     has_src = any(h.source for h in hotspots.instructions)
     warnings = []
     if not check.consistent:
-        bad = ", ".join(f"{k}: {v} pcs" for k, v in mism.items() if v)
+        bad = ", ".join(f"{k}: {v} pcs" for k, v in mism.items() if v is not None and v)
         warnings.append(
             f"code.json sums differ from the wave files ({bad})"
             + ("; expected, some waves were skipped" if dispatch.partial else "")

@@ -70,12 +70,16 @@ def write_digest(store, capture: Path, key: str, data):
         "capture": str(capture),
         "key": key,
         "code": {"isa": code.isa, "source": code.source, "labels": code.labels, "version": code.version,
-                 "extra_columns": code.extra_columns},
+                 "extra_columns": code.extra_columns, "layout": code.layout, "sums": list(code.sums),
+                 "has_addresses": code.has_addresses},
         "index": {"gfxip": idx.gfxip, "gfxv": idx.gfxv, "version": idx.version, "counter_names": idx.counter_names,
-                  "pc_sampling": idx.pc_sampling, "other_simd": idx.other_simd, "filenames": [e.filename for e in entries]},
+                  "pc_sampling": idx.pc_sampling, "other_simd": idx.other_simd, "filenames": [e.filename for e in entries],
+                  "se_filenames": idx.se_filenames},
         "filenames": data.waves.filenames,
         "occupancy": None if data.occupancy is None else {
-            "dispatches": [[k, v] for k, v in data.occupancy.dispatches.items()], "version": data.occupancy.version},
+            "dispatches": [[k, v] for k, v in data.occupancy.dispatches.items()], "version": data.occupancy.version,
+            "encoding": data.occupancy.encoding, "time_resolution": data.occupancy.time_resolution,
+            "dispatch_events": data.occupancy.dispatch_events},
         "realtime": None if data.realtime is None else {
             "samples": [[se, [list(p) for p in pts]] for se, pts in data.realtime.samples.items()],
             "frequency_hz": data.realtime.frequency_hz},
@@ -124,20 +128,23 @@ def read_digest(digest, read_fresh):
         c = m["code"]
         code = CodeListing(
             isa=c["isa"], source=c["source"], labels=[(int(p), str(n)) for p, n in c["labels"]], version=c["version"],
-            extra_columns=c["extra_columns"], **{n: digest.array(f"code.{n}") for n in _CODE},
+            extra_columns=c["extra_columns"], layout=c["layout"], sums=tuple(c["sums"]), has_addresses=bool(c["has_addresses"]),
+            **{n: digest.array(f"code.{n}") for n in _CODE},
         )
         ix = m["index"]
         cols = [digest.array(f"index.{n}").tolist() for n in ("se", "simd", "slot", "instance", "begin", "end")]
         entries = [WaveEntry(se, simd, slot, k, name, b, e) for se, simd, slot, k, b, e, name in zip(*cols, ix["filenames"])]
         index = FilenamesIndex(
             gfxip=ix["gfxip"], gfxv=ix["gfxv"], version=ix["version"], counter_names=ix["counter_names"],
-            waves=entries, pc_sampling=ix["pc_sampling"], other_simd=ix["other_simd"],
+            waves=entries, pc_sampling=ix["pc_sampling"], other_simd=ix["other_simd"], se_filenames=list(ix["se_filenames"]),
         )
         occ = None
         if m["occupancy"] is not None:
+            mo = m["occupancy"]
             occ = Occupancy(events=unpack(digest.array("occupancy.events"), packing.get("occupancy.events")),
-                            dispatches={int(k): v for k, v in m["occupancy"]["dispatches"]},
-                            version=m["occupancy"]["version"])
+                            dispatches={int(k): v for k, v in mo["dispatches"]},
+                            version=mo["version"], encoding=mo["encoding"], time_resolution=int(mo["time_resolution"]),
+                            dispatch_events=list(mo["dispatch_events"]))
         rt = None
         if m["realtime"] is not None:
             rt = Realtime(samples={int(se): [tuple(p) for p in pts] for se, pts in m["realtime"]["samples"]},

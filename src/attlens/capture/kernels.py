@@ -572,6 +572,13 @@ def kernel_table(path_or_paths, exclude: str | None = DEFAULT_EXCLUDE) -> Kernel
                     candidates=list(used),
                 )
         else:
+            from attlens.io.legacy import is_v1_results_json, legacy_message
+
+            v1 = [f for f in jsons if is_v1_results_json(f)]
+            if v1 and len(v1) == len(jsons):
+                from attlens.errors import UnsupportedLayout
+
+                raise UnsupportedLayout(legacy_message(v1[0], "results.json (a Chrome trace)"))
             notes.append(f"{', '.join(f.name for f in jsons[:3])}: no kernel dispatch records (rocprofv3 ran without --kernel-trace)")
 
     if source is not None:

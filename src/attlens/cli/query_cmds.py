@@ -44,8 +44,8 @@ def register(sub) -> None:
     add_no_color(p)
     p.set_defaults(func=cmd_pcsampling)
 
-    p = sub.add_parser("captures", help="list the captures under a folder: kernel, target, waves, dispatch, empty shells", epilog=EPILOG)
-    p.add_argument("path", help="a folder (searched up to four levels down) or a capture directory")
+    p = sub.add_parser("captures", help="list the captures under a folder (every layout generation) and the other profiler outputs found", epilog=EPILOG)
+    p.add_argument("path", help="a folder (searched up to eight levels down) or a capture directory")
     add_json(p, "attlens.captures")
     add_no_color(p)
     p.set_defaults(func=cmd_captures)

@@ -103,15 +103,15 @@ def cmd_report(args) -> int:
     counters = None
     if args.pmc:
         from attlens.analysis.pmc import PmcCounters, analyze_dispatches
-        from attlens.capture.pmc_run import detect_target, read_pmc_outputs
+        from attlens.capture.pmc_run import detect_target, read_counter_run
 
         from attlens.io.confine import user_path
 
-        pivot, source = read_pmc_outputs(user_path(args.pmc))
-        target = detect_target(user_path(args.pmc))
+        pivot, source, machine = read_counter_run(user_path(args.pmc))
+        target = (machine or {}).get("target") or detect_target(user_path(args.pmc))
         if not target:
             raise UsageError(f"{args.pmc}: cannot tell the GPU target of the counters (no agent_info.csv / sysinfo.csv beside them)")
-        counters = PmcCounters(analyze_dispatches(pivot, target), source, target)
+        counters = PmcCounters(analyze_dispatches(pivot, target, machine=machine), source, target)
     if args.format == "md":
         if len(dirs) != 1:
             raise UsageError("--format md writes one capture's bundle: pass one capture")

@@ -1,5 +1,8 @@
 """``filenames.json``: the index of wave files and the GFX IP (att-format.md §2.1).
 
+The rocprofv2 ATT plugin's index has no ``gfxip`` or ``version`` and lists its
+per-SE ``se<N>_info.json`` files under ``se_filenames`` (docs/formats.md).
+
 Every wave file it names is resolved inside the capture directory (after
 symlinks) before anything reads it. An entry naming a path outside the
 capture (``../x``, ``/abs``, a symlink leading out), a file that is not a
@@ -47,6 +50,8 @@ class FilenamesIndex:
     pc_sampling: bool = False
     other_simd: dict = field(default_factory=dict)
     refused: list[tuple[WaveEntry, str]] = field(default_factory=list)  # (entry, what was done and why)
+    # the rocprofv2 ATT plugin's per-SE file list (its filenames.json has no gfxip or version)
+    se_filenames: list[str] = field(default_factory=list)
 
     @property
     def readable(self) -> list[WaveEntry]:
@@ -126,6 +131,7 @@ def read_filenames_json(path: Path) -> FilenamesIndex:
             seen[ident] = f"the entry of SE {w.se} SIMD {w.simd} slot {w.slot} K {w.instance}"
     counters = doc.get("counter_names")
     other = doc.get("other_simd_filenames")
+    se_files = doc.get("se_filenames")
     return FilenamesIndex(
         gfxip=int64(doc.get("gfxip")),
         gfxv=json_safe_str(doc.get("gfxv")),
@@ -135,4 +141,5 @@ def read_filenames_json(path: Path) -> FilenamesIndex:
         pc_sampling=bool(doc.get("pc_sampling", False)),
         other_simd=other if isinstance(other, dict) else {},
         refused=refused,
+        se_filenames=[f for f in se_files if isinstance(f, str)][:4096] if isinstance(se_files, list) else [],
     )

@@ -166,6 +166,12 @@ class _Db:
         per_schema = [self._objects(s) for s in self.schemas]
         for i, objs in enumerate(per_schema):
             if "rocpd_kernel_dispatch" not in objs and "kernels" not in objs:
+                from attlens.errors import UnsupportedLayout
+                from attlens.io.legacy import is_v1_tables, legacy_message
+
+                names = [r[0] for r in self.conn.execute(f"SELECT name FROM {self.schemas[i]}.sqlite_master").fetchall()]
+                if is_v1_tables(names):
+                    raise UnsupportedLayout(legacy_message(self.paths[i], "results.db (a KERN table)"))
                 raise NotACapture(f"{self.paths[i].name}: not a rocpd database (no rocpd_kernel_dispatch table)")
         for base in BASES + ("kernels",):
             if not all(base in objs for objs in per_schema):

@@ -2,10 +2,14 @@
 
 Sources (see docs/architecture.md for the full list and what is inferred):
 LLVM AMDGPU ``AMDGPUBaseInfo`` (total/granule of VGPRs and SGPRs, 800 SGPRs
-per SIMD on GFX8-GFX9, no SGPR limit on GFX10+), the CDNA3/CDNA4 ISA guides
-(unified 512-entry VGPR+AGPR file per SIMD lane, 8 waves per SIMD), real
-rocprofv3 ``agent_info.csv`` rows (gfx950: 256 CUs, 160 KiB LDS, 8 waves per
-SIMD, 32 shader engines) and the waitcnt encodings of each ISA generation.
+per SIMD on GFX8-GFX9, no SGPR limit on GFX10+, 10 waves per SIMD before
+gfx90a, 8 on gfx90a and later), the CDNA3/CDNA4 ISA guides (unified 512-entry
+VGPR+AGPR file per SIMD lane, 8 waves per SIMD), the ROCm GPU specifications
+table (MI100: 120 CUs, 64 KiB LDS, separate 256-entry VGPR and AccVGPR
+files), real rocprofv3 ``agent_info.csv`` rows (gfx950: 256 CUs, 160 KiB LDS,
+8 waves per SIMD, 32 shader engines), rocprofiler-compute ``sysinfo.csv``
+files (MI100 and MI200 peak HBM bandwidth) and the waitcnt encodings of each
+ISA generation.
 Values a capture's own metadata provides (CU count, LDS size, max waves) are
 overridden by that metadata when present.
 """
@@ -36,6 +40,8 @@ _GFX12_WAITCNT = {
 #   vgprs_per_simd    VGPR entries per lane available to resident waves
 #   vgpr_granule      allocation granule (registers) for wave_size
 #   unified_agpr      AGPRs share the VGPR pool; arch VGPRs rounded to 4 first
+#   separate_agpr     AGPRs have their own file of vgprs_per_simd entries (gfx908):
+#                     the larger of the two counts limits occupancy
 #   max_vgprs_per_wave addressable arch VGPRs per wave (AGPRs: same again when unified)
 #   lds_bytes_per_cu  LDS per CU (per WGP on RDNA)
 #   lds_granule_bytes LDS allocation granule
@@ -56,6 +62,33 @@ _GFX12_WAITCNT = {
 #   pc_sampling       PC-sampling methods rocprofv3 offers (rocprofiler-sdk docs: stochastic on
 #                     MI300/MI350, host-trap from MI200 on; none on consumer RDNA), best first
 ARCH_TABLE: dict[str, dict] = {
+    "gfx908": {
+        "family": "CDNA",
+        "products": "MI100",
+        "gfxip_major": 9,
+        "waitcnt_model": "gfx9",
+        "wave_size": 64,
+        "simds_per_cu": 4,
+        "max_waves_per_simd": 10,
+        "vgprs_per_simd": 256,
+        "vgpr_granule": 4,
+        "unified_agpr": False,
+        "separate_agpr": True,
+        "max_vgprs_per_wave": 256,
+        "lds_bytes_per_cu": 64 * 1024,
+        "lds_granule_bytes": 512,
+        "sgprs_per_simd": 800,
+        "sgpr_granule": 16,
+        "max_sgprs_per_wave": 102,
+        "cu_count": 120,
+        "shader_engines": 8,
+        "time_quantum": 4,
+        "waitcnt_max": _GFX9_WAITCNT,
+        "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
+        "hbm_peak_gbps": {"": 1228.8, "AMD Instinct MI100": 1228.8},
+        "hbm_peak_source": "AMD Instinct MI100 specification 1.2288 TB/s; rocprofiler-compute sysinfo.csv of an MI100: hbm_bw 1228.8 = 1200 MHz x 32 B x 32 channels",
+        "pc_sampling": [],  # host-trap from MI200 on (see the column's source above)
+    },
     "gfx90a": {
         "family": "CDNA2",
         "products": "MI210 / MI250 / MI250X",
@@ -78,8 +111,9 @@ ARCH_TABLE: dict[str, dict] = {
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
-        "hbm_peak_gbps": {"": 3276.8, "AMD Instinct MI250X": 3276.8, "AMD Instinct MI250": 3276.8, "AMD Instinct MI210": 1638.4},
-        "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth): MI250X/MI250 3.2768 TB/s, MI210 1.6384 TB/s",
+        # per agent: a kernel runs on one GCD, and an MI250X/MI250 is two GCDs (two agents) of 1.6384 TB/s each
+        "hbm_peak_gbps": {"": 1638.4, "AMD Instinct MI250X": 1638.4, "AMD Instinct MI250": 1638.4, "AMD Instinct MI210": 1638.4},
+        "hbm_peak_source": "AMD product specifications (peak theoretical memory bandwidth, per GCD = per agent): MI250X/MI250 3.2768 TB/s over 2 GCDs, MI210 1.6384 TB/s (1 GCD); rocprofiler-compute sysinfo.csv of an MI200 agent: hbm_bw 1638.4 = 1600 MHz x 32 B x 32 channels",
         "pc_sampling": ["host_trap"],
     },
     "gfx942": {

@@ -177,6 +177,8 @@ class ArchInfo:
     evidence: list[str] = field(default_factory=list)
     product: str | None = None
     clock_mhz: int | None = None
+    # what each source of facts said (model/context.py Claim.to_dict), in order of trust
+    claims: list[dict] = field(default_factory=list)
 
 
 @brief_repr("arch_vgprs", "agprs", "sgprs", "lds_bytes", "workgroup", "grid", "dispatch_id")
@@ -242,6 +244,8 @@ class Dispatch:
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # some input was skipped (see warnings)
     rocprof_files: list[str] = field(default_factory=list)
+    layout: str = "rocprofv3"  # the profiler generation that wrote the capture (model/layouts.py)
+    stall_recorded: bool = True  # False: the records carry no stall cycles (rocprofv2); stall is unavailable
     digest: object | None = field(default=None, repr=False, compare=False)  # attlens.cache.store.Digest
     # per-pc partial sums the loader's parse processes computed (model/loader.py _half_pass)
     prepared: dict = field(default_factory=dict, repr=False, compare=False)

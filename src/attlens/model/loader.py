@@ -27,6 +27,7 @@ from attlens.model.dispatch import (
     parse_source,
 )
 from attlens.model.isa import mnemonic
+from attlens.model.layouts import LAYOUT_V2, capture_layout, stall_recorded
 from attlens.model.locate import CaptureSummary, find_captures, resolve_capture_dirs, summarize_capture  # noqa: F401  (re-exported)
 
 _DIR_NAME = re.compile(r"ui_output_agent_(\d+)_dispatch_(\d+)")
@@ -126,7 +127,8 @@ def _build_static(code) -> StaticCode:
 class CaptureData:
     """Everything read from the capture directory alone (what a digest holds);
     the target and resources, which also depend on files beside it, are
-    resolved on every load."""
+    resolved on every load. The capture's layout generation (docs/formats.md)
+    follows from ``code``, ``index`` and ``records`` (:func:`capture_layout`)."""
 
     code: object  # CodeListing
     index: object  # FilenamesIndex
@@ -213,6 +215,13 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
         raise CorruptCapture(f"{d.name}: filenames.json lists {len(index.waves)} waves but code.json is missing")
     code = read_code_json(code_path)
     n_pc = code.size
+    layout = capture_layout(index, code)
+    unlisted = _unlisted_wave_files(d, index)
+    if unlisted:
+        warnings.append(
+            f"the folder holds {len(unlisted)} wave file(s) that filenames.json does not list (e.g. {unlisted[0]}): "
+            f"only the {len(index.waves)} listed waves are read"
+        )
 
     if progress is not None:
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
@@ -273,9 +282,131 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
 
     occupancy, realtime, snapshots, side_warnings = table.meanwhile
     warnings.extend(side_warnings)
+    if occupancy is not None and (waves.cu < 0).all():
+        warnings.extend(_cu_from_occupancy(waves, occupancy))
+    warnings.extend(_stats_cross_check(d, code))
+    warnings.extend(_prologue_note(code, records))
+    if layout == LAYOUT_V2 and records.count and not records.stall.any():
+        warnings.append(STALL_NOT_RECORDED)
 
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
                        _merge_halves(table.derived))
+
+
+STALL_NOT_RECORDED = (
+    "the rocprofv2 ATT plugin records no stall cycles (every record's stall field is 0): stall figures are "
+    "unavailable, not zero; latency (stall + issue together) and idle are measured"
+)
+
+
+def _unlisted_wave_files(d: Path, index) -> list[str]:
+    """Wave files in the folder that filenames.json does not list (the
+    rocprofv2 plugin may list fewer than it wrote)."""
+    import os
+
+    listed = {w.filename for w in index.waves}
+    try:
+        with os.scandir(d) as it:
+            names = [e.name for e in it if _WAVE_FILE.fullmatch(e.name)]
+    except OSError:
+        return []
+    return sorted(n for n in names if n not in listed)
+
+
+_WAVE_FILE = re.compile(r"se\d+_sm\d+_sl\d+_wv\d+\.json")
+
+
+def _cu_from_occupancy(waves: Waves, occupancy) -> list[str]:
+    """Wave files without a CU (rocprofv2): each wave's CU is the CU of the
+    occupancy start event on its SE, SIMD and slot at its begin time (to the
+    events' resolution); a wave whose start matches several CUs takes the CU
+    most unambiguous waves matched."""
+    ev = occupancy.events  # se, time, cu, simd, slot, start, kernel_id
+    res = max(int(occupancy.time_resolution), 1)
+    starts = ev[ev[:, 5] == 1]
+    index: dict[tuple, set] = {}
+    for se, t, cu, simd, slot in starts[:, :5].tolist():
+        index.setdefault((se, t, simd, slot), set()).add(cu)
+    found = [index.get((int(se), int(b) // res * res, int(sm), int(sl)), set())
+             for se, b, sm, sl in zip(waves.se, waves.begin, waves.simd, waves.slot)]
+    sure = [next(iter(c)) for c in found if len(c) == 1]
+    if not sure:
+        return ["wave files carry no CU and no occupancy start event matches a wave: the traced CU is unknown"]
+    common = max(set(sure), key=sure.count)
+    cu = np.array([next(iter(c)) if len(c) == 1 else (common if common in c else -1) for c in found], dtype=np.int32)
+    waves.cu[:] = cu
+    unknown = int(np.count_nonzero(cu < 0))
+    note = (f"wave files carry no CU: the CU of each wave comes from its occupancy.json start event "
+            f"({len(sure)} of {waves.count} matched one CU")
+    return [note + (f", {unknown} matched none" if unknown else "") + ")"]
+
+
+# AMDGPU kernel-argument preloading: the first 256 bytes of the kernel are a
+# compatibility prologue (load the arguments into SGPRs, wait, branch to entry
+# + 256); firmware that preloads starts the waves at entry + 256 (docs/formats.md).
+PRELOAD_PROLOGUE_BYTES = 256
+
+
+def preload_prologue(code) -> tuple[int, int] | None:
+    """(first pc, first pc after it) of a kernarg-preload prologue at the
+    kernel's entry: only s_load / s_waitcnt / s_nop and an s_branch to entry
+    + 256 in the first 256 bytes; None when the listing has no such prologue."""
+    if not code.has_addresses:
+        return None
+    pcs = np.flatnonzero(code.instruction_mask)
+    if not len(pcs):
+        return None
+    first = int(pcs[0])
+    entry = int(code.vaddr[first])
+    after = entry + PRELOAD_PROLOGUE_BYTES
+    loads = branch = False
+    for pc in pcs.tolist():
+        va = int(code.vaddr[pc])
+        if va >= after:
+            return (first, pc) if loads and branch and va == after else None
+        m = mnemonic(code.isa[pc])
+        if m.startswith("s_load"):
+            loads = True
+        elif m == "s_branch":
+            try:
+                branch = va + 4 + 4 * int(code.isa[pc].split()[1], 0) == after
+            except (IndexError, ValueError):
+                return None
+        elif m not in ("s_waitcnt", "s_nop"):
+            return None
+    return None
+
+
+def _prologue_note(code, records) -> list[str]:
+    span = preload_prologue(code)
+    if span is None:
+        return []
+    a, b = span
+    ran = bool(records.count) and bool(((records.pc >= a) & (records.pc < b)).any())
+    if ran:
+        return []
+    return [f"pcs {a}-{b - 1} are the kernel-argument preload prologue ({PRELOAD_PROLOGUE_BYTES} bytes at the entry: load "
+            f"the arguments, then branch to pc {b}); firmware that preloads arguments starts the waves at pc {b}, so they "
+            "never run: not dead code"]
+
+
+def _stats_cross_check(d: Path, code) -> list[str]:
+    """The decoder's own stats table inside the capture (``att_output.csv``)
+    against code.json: a warning when they differ or the table is unreadable."""
+    from attlens.io.stats_csv import compare_stats, read_stats_csv
+
+    p = d / "att_output.csv"
+    if not p.exists() or not code.has_addresses:
+        return []
+    try:
+        stats = read_stats_csv(p)
+    except (CorruptCapture, InputNotFound) as exc:
+        return [f"{exc}; the stats table is not used as a cross-check"]
+    bad = {k: v for k, v in compare_stats(stats, code).items() if v}
+    if not bad:
+        return []
+    return ["att_output.csv differs from code.json (" + ", ".join(f"{k}: {v} rows" for k, v in bad.items())
+            + "); attlens reports the wave-file sums"]
 
 
 _SIDE_FILES = ("occupancy.json", "realtime.json", "snapshots.json")
@@ -387,14 +518,15 @@ class _ContextCodec:
         return ArchInfo(**meta["arch"]), Resources(**res), list(meta["used"]), list(meta["warnings"])
 
 
-def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest):
+def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest, occupancy=None):
     """Target and resources (kept in the digest, keyed by the files beside the
     capture, when there is one). Returns (arch, resources, files used, warnings)."""
     from attlens.model.context import resolve_arch_and_resources
 
     def compute():
         added: list[str] = []
-        arch, resources, used = resolve_arch_and_resources(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, added)
+        arch, resources, used = resolve_arch_and_resources(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, added,
+                                                           occupancy=occupancy)
         return arch, resources, used, added
 
     if digest is None:
@@ -422,10 +554,12 @@ def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
     m = _DIR_NAME.search(d.name)
     handle = int(m.group(1)) if m else None
     dispatch_id = int(m.group(2)) if m else None
-    arch, resources, used, added = _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest)
+    arch, resources, used, added = _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest,
+                                                    data.occupancy)
     warnings += added
     n_missing = len(index.waves) - data.waves.count
     partial = data.skipped_waves or n_missing > 0 or any("ignored" in w or "dropped" in w for w in warnings)
+    layout = capture_layout(index, code)
     return Dispatch(
         path=d,
         kernel_name=kernel_name,
@@ -445,4 +579,6 @@ def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
         rocprof_files=used,
         digest=digest,
         prepared=data.prepared,
+        layout=layout,
+        stall_recorded=stall_recorded(layout, data.records),
     )

@@ -36,6 +36,7 @@ from attlens import __version__
 from attlens.analysis.stalls import CLASS_IDS
 from attlens.model.dispatch import STATE_NAMES
 from attlens.report.text import n as fmt_int, pct as fmt_pct
+from attlens.report.viewerdata import pack
 
 TIMELINE_BINS = 6000  # horizontal resolution of the downsampled timeline
 MIN_BIN_CYCLES = 4  # never finer than this (gfx9 time quantum)
@@ -265,15 +266,16 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
 
 
 def _rle(rows) -> dict:
-    """Per lane runs of equal values: delta-encoded starts, values (-1 empty)."""
+    """Per lane runs of equal values: delta-encoded starts, values (-1 empty), packed."""
     off, starts, vals = [0], [], []
     for row in rows:
         change = np.flatnonzero(row[1:] != row[:-1]) + 1
         s = np.r_[0, change]
-        starts.extend(np.diff(np.r_[0, s]).tolist())
-        vals.extend(row[s].tolist())
-        off.append(len(vals))
-    return {"off": off, "start": starts, "val": vals}
+        starts.append(np.diff(np.r_[0, s]))
+        vals.append(row[s])
+        off.append(off[-1] + len(s))
+    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
+    return {"off": off, "start": pack(cat(starts)), "val": pack(cat(vals))}
 
 
 def _dominant(cov: np.ndarray) -> np.ndarray:
@@ -333,6 +335,9 @@ def _timeline(result, waves) -> dict:
     step = max(1, GRID_CHUNK_CELLS // per_lane)
     state_rows, cls_rows = [], []
     per_state = np.zeros((n_bins, 5), dtype=np.int64)
+    se_ids = sorted({k[0] for k in keys})
+    se_of_lane = np.array([se_ids.index(k[0]) for k in keys], dtype=np.int64)
+    per_se_state = np.zeros((len(se_ids), n_bins, 5), dtype=np.int64)
     res = np.zeros(n_bins, dtype=np.int64)
     for lo in range(0, n_lanes, step):
         hi = min(lo + step, n_lanes)
@@ -349,6 +354,8 @@ def _timeline(result, waves) -> dict:
         cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width)
         state_rows.extend(_dominant(cov_state))
         per_state += cov_state.sum(axis=0)
+        for si in np.unique(se_of_lane[lo:hi]).tolist():
+            per_se_state[si] += cov_state[se_of_lane[lo:hi] == si].sum(axis=0)
         del cov_state, seg, dur, seg_w, csum, seg_start, state
         rec = _ranges(w.rec_start[wv], rec_count[wv])
         rec_w = np.repeat(np.arange(len(wv)), rec_count[wv])
@@ -361,10 +368,14 @@ def _timeline(result, waves) -> dict:
         res += _coverage(wlane, begin[wv], end[wv], np.zeros(len(wv), dtype=np.int64), hi - lo, n_bins, 1, t0, width).sum(axis=(0, 2))
 
     scale = 100.0 / width  # stored as hundredths of a wave
+    simds_per_se = [len({(k[1], k[2]) for k in keys if k[0] == se}) for se in se_ids]
     occupancy = {
-        "resident": np.rint(res * scale).astype(np.int64).tolist(),
-        "states": {STATE_NAMES[s]: np.rint(per_state[:, s] * scale).astype(np.int64).tolist() for s in (1, 2, 3, 4)},
+        "resident": pack(np.rint(res * scale)),
+        "states": {STATE_NAMES[s]: pack(np.rint(per_state[:, s] * scale)) for s in (1, 2, 3, 4)},
         "scale": 100,
+        # per traced SE: waves in each state, summed over the SE's traced SIMDs (row-major SE x bin)
+        "per_se": {"se": se_ids, "simds": simds_per_se,
+                   "states": {STATE_NAMES[s]: pack(np.rint(per_se_state[:, :, s] * scale)) for s in (1, 2, 3, 4)}},
     }
     order = np.lexsort((begin, lane))
     per_wave = waves.states.per_wave
@@ -378,12 +389,13 @@ def _timeline(result, waves) -> dict:
         "clock_note": clk.note,
         "lanes": [{"se": k[0], "cu": k[1], "simd": k[2], "slot": k[3]} for k in keys],
         "waves": {
-            "index": order.tolist(),
-            "lane": lane[order].tolist(),
-            "begin": (begin[order] - t0).tolist(),
-            "end": (end[order] - t0).tolist(),
-            "states": [[int(per_wave[i, s]) for s in (1, 2, 3, 4)] for i in order.tolist()],
-            "records": w.n_records[order].astype(np.int64).tolist(),
+            "index": pack(order),
+            "lane": pack(lane[order]),
+            "begin": pack(begin[order] - t0),
+            "end": pack(end[order] - t0),
+            # per wave: IDLE, EXEC, WAIT, STALL cycles (4 values a wave)
+            "states": pack(np.asarray(per_wave)[order][:, [1, 2, 3, 4]]),
+            "records": pack(w.n_records[order]),
         },
         "state_names": [STATE_NAMES[s] for s in range(5)],
         "state": _rle(state_rows),
@@ -440,6 +452,7 @@ def build_report_data(result, plan, waves, pmc=None, topk: int = 20) -> dict:
     d = result.dispatch
     analysis = result.to_dict(topk)
     wd = waves.to_dict(per_wave=False)
+    timeline = _timeline(result, waves)
     return {
         "schema": REPORT_SCHEMA,
         "schema_version": 1,
@@ -451,10 +464,26 @@ def build_report_data(result, plan, waves, pmc=None, topk: int = 20) -> dict:
         "isa": _isa_table(result),
         "source": _source_view(result),
         "deps": _deps(waves),
-        "timeline": _timeline(result, waves),
+        "timeline": timeline,
+        **_viewer_panels(d, waves, timeline),
         "pmc": _pmc_dict(pmc, d.resources.dispatch_id),
         "reproduce": reproduce_commands(str(d.path)),
     }
+
+
+def _viewer_panels(d, waves, timeline: dict) -> dict:
+    """The hotspot scope (clock-range brush, latency histogram) and the
+    single-wave timeline's records (attlens.report.viewerdata)."""
+    from attlens.report import viewerdata as vd
+
+    if not timeline.get("bins"):
+        return {"scope": None, "wave_detail": None}
+    w = d.waves
+    offs = waves.clock.se_offsets_cycles or {}
+    shift = np.array([offs.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
+    picks = vd.detail_waves(w.begin.astype(np.int64) + shift, w.end.astype(np.int64) + shift)
+    return {"scope": vd.scope(d, offs, timeline["t0"], timeline["t1"], timeline["bin_cycles"]),
+            "wave_detail": vd.wave_detail(d, picks)}
 
 
 def headline(result) -> dict:
@@ -487,11 +516,20 @@ def _fill(template: str, values: dict[str, str]) -> str:
     return _MARKER.sub(lambda m: values[m.group(1)], template)
 
 
+# The page's script: one function scope written in parts (report.js opens
+# it, report_init.js closes it); joined here in this order.
+REPORT_SCRIPTS = ("report.js", "report_code.js", "report_hotspots.js", "report_timeline.js", "report_init.js")
+
+
+def report_script() -> str:
+    return "\n".join(_template(name) for name in REPORT_SCRIPTS)
+
+
 def render_html_text(result, plan, waves, pmc=None) -> str:
     data = build_report_data(result, plan, waves, pmc)
-    script = _template("report.js")
+    script = report_script()
     if "</script" in script.lower():  # pragma: no cover - template invariant
-        raise ValueError("report.js must not contain </script")
+        raise ValueError("the report's script must not contain </script")
     kernel = result.dispatch.kernel_name or "(unnamed kernel)"
     return _fill(
         _template("report.html"),
@@ -696,14 +734,14 @@ def diff_to_html(res, top: int = 30) -> str:
               f'<div class="card"><div class="v" id="lat-before">{_fmt_cycles(v["latency_per_wave_before"])}</div><div class="l">latency cycles per wave, before</div></div>',
               f'<div class="card"><div class="v" id="lat-after">{_fmt_cycles(v["latency_per_wave_after"])}</div><div class="l">latency cycles per wave, after</div></div>',
               f'<div class="card"><div class="v {_delta_class(rel)}" id="lat-change">{_fmt_change(rel)}</div><div class="l">change</div></div>',
-              f'<div class="card"><div class="v">{_fmt_cycles(b.total_stall / max(b.waves, 1))} → {_fmt_cycles(a.total_stall / max(a.waves, 1))}</div><div class="l">stall cycles per wave</div></div>',
+              f'<div class="card"><div class="v">{_fmt_cycles(b.total_stall / max(b.waves, 1))} → {_fmt_cycles(a.total_stall / max(a.waves, 1))}</div><div class="l">instruction stall cycles per wave</div></div>',
               "</div>"]
     if v["class_moves"]:
         parts.append("<ul>" + "".join(f"<li>{h(m)}</li>" for m in v["class_moves"][:5]) + "</ul>")
     parts.append("</section>")
 
     classes = [c for c in res.classes if c["stall_before"] or c["stall_after"]][:top]
-    parts += ['<section id="classes"><h2>Per class (stall cycles per wave)</h2>',
+    parts += ['<section id="classes"><h2>Per class (instruction stall cycles per wave)</h2>',
               _bars_svg([(c["class"], c["stall_delta"], f"{_fmt_cycles(c['stall_delta'], True)} ({_fmt_change(c['stall_relative'])})") for c in classes], "stall change per class"),
               _html_table([("class", False), ("before", True), ("after", True), ("delta", True), ("change", True), ("share before", True), ("share after", True)],
                           [[code(c["class"]), _fmt_cycles(c["stall_before"]), _fmt_cycles(c["stall_after"]), f'<span class="{_delta_class(c["stall_delta"])}">{_fmt_cycles(c["stall_delta"], True)}</span>',

@@ -88,10 +88,10 @@ def pc_ranges(result) -> list[dict]:
         cur = out[-1] if out else None
         if cur is not None and cur["source"] == src:
             cur["last_pc"] = pc
-            cur["last_vaddr"] = int(d.code.vaddr[pc])
+            cur["last_vaddr"] = d.code.address(pc)[1]
             cur["instructions"] += 1
         else:
-            cur = {"first_pc": pc, "last_pc": pc, "first_vaddr": int(d.code.vaddr[pc]), "last_vaddr": int(d.code.vaddr[pc]),
+            cur = {"first_pc": pc, "last_pc": pc, "first_vaddr": d.code.address(pc)[1], "last_vaddr": d.code.address(pc)[1],
                    "instructions": 1, "source": src, "stall": 0, "latency": 0, "hit": 0}
             out.append(cur)
         cur["stall"] += int(s.stall[pc])
@@ -224,6 +224,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     L += _table(
         ["pcs", "vaddr", "instructions", "source", "stall", "latency"],
         [[f"{r['first_pc']}–{r['last_pc']}" if r["last_pc"] != r["first_pc"] else str(r["first_pc"]),
+          "-" if r["first_vaddr"] is None else
           f"0x{r['first_vaddr']:x}–0x{r['last_vaddr']:x}" if r["last_pc"] != r["first_pc"] else f"0x{r['first_vaddr']:x}",
           str(r["instructions"]), _code(r["source"] or "(no source)", True), _n(r["stall"]), _n(r["latency"])] for r in ranges[:MAX_RANGES]],
         "llrlrr",

@@ -45,6 +45,10 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         f"  code     {h.listed:,} instructions listed, {h.executed:,} executed, {h.never_executed:,} never executed; {mapped}"
     )
     consistent = "equal" if q.code_json.consistent else "[yellow]DIFFER[/yellow]"
+    absent = [k for k, v in q.code_json.mismatching.items() if v is None]
+    if absent:  # "unavailable" is not "equal": say which columns were compared
+        held = [k for k in q.code_json.mismatching if k not in absent]
+        consistent += f" on {', '.join(held)} ({', '.join(absent)} unavailable: not in code.json or not recorded)"
     console.print(f"  check    code.json sums vs wave files: {consistent}")
     hid = ""
     if result.hidden is not None:
@@ -54,10 +58,11 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         for line in pc_sampling_lines(join):
             console.print(f"  {line}")
     sampled = join is not None and join.mode != "none"
-    console.print(
-        f"\n[bold]Totals[/bold]  latency {_n(b.total_latency)} cyc · stall {_n(b.total_stall)} "
-        f"({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)} · idle {_n(b.total_idle)}{hid}"
-    )
+    if result.dispatch.stall_recorded:
+        stall = f"stall {_n(b.total_stall)} ({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)}"
+    else:  # rocprofv2: no stall cycles in the records (unavailable, not 0)
+        stall = "stall unavailable (not recorded by this profiler)"
+    console.print(f"\n[bold]Totals[/bold]  latency {_n(b.total_latency)} cyc · {stall} · idle {_n(b.total_idle)}{hid}")
 
     t = FitTable("Stall by class", [Col("class", "text", min_width=11), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
                                     Col("meaning", "wrap", min_width=16)])
@@ -79,7 +84,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             cls = x.class_
             if len(x.class_stall) > 1:
                 cls += " (" + ", ".join(f"{k[5:] if k.startswith('wait_') else k} {v / max(x.stall, 1):.0%}" for k, v in sorted(x.class_stall.items(), key=lambda kv: -kv[1])[:3]) + ")"
-            cells = [str(rank), str(x.pc), hex(x.vaddr), _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _pct(x.stall_share)]
+            cells = [str(rank), str(x.pc), "-" if x.vaddr is None else hex(x.vaddr), _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _pct(x.stall_share)]
             if show_exp:
                 cells.append(_n(x.exposed))
             cells += _sample_cells(x.pc_samples, sampled)
@@ -356,14 +361,25 @@ def render_waits(ws, console, top: int = 10) -> None:
 
 
 def render_captures(cl, console) -> None:
-    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap"), Col("kernel", "text"), Col("target", "text"),
-                                                              Col("waves"), Col("instructions"), Col("dispatch"), Col("path", "path")])
+    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap"), Col("layout", "text"), Col("kernel", "text"),
+                                                              Col("target", "text"), Col("waves"), Col("instructions"), Col("dispatch"),
+                                                              Col("path", "path")])
     for c in cl.captures:
         status = c.status if c.error is None else f"{c.status}: {c.error}"
-        t.add_row(escape(status), escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions), _n(c.dispatch_id), escape(str(c.path)))
+        t.add_row(escape(status), c.layout or "-", escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions),
+                  _n(c.dispatch_id), escape(str(c.path)))
     console.print(t)
     if not cl.captures:
-        console.print("  no capture (no filenames.json) at or up to four levels below this folder")
+        console.print("  no capture (no filenames.json) at or below this folder")
+    if cl.others:
+        o = FitTable("Other profiler outputs", [Col("layout", "text"), Col("status", "wrap"), Col("target", "text"), Col("files", "wrap"),
+                                                 Col("path", "path")])
+        for x in cl.others:
+            status = x.status if x.error is None else f"{x.status}: {x.error}"
+            o.add_row(x.layout, escape(status), x.target or "-", escape(", ".join(x.files)), escape(str(x.path)))
+        console.print(o)
+    if cl.stopped:
+        console.print(f"  [yellow]![/yellow] {escape(cl.stopped)}")
 
 
 

@@ -164,6 +164,22 @@ def fmt_bytes(b) -> str:
     return f"{b:,.0f} B"
 
 
+def bandwidth_share(bw) -> str | None:
+    """The plan's achieved fraction of peak HBM bandwidth as it prints it: a
+    range when a streaming kernel's two byte bounds differ, "≤" for a
+    looping kernel's trace estimate (re-reads count), else one value; None
+    when unavailable. The HTML report's script (report.js, bandwidthShare)
+    and the sweep dashboard show the same text."""
+    if bw is None or not bw.available or bw.fraction_of_peak is None:
+        return None
+    streaming = (bw.streaming_share or 0) >= 0.9
+    if bw.fraction_of_peak_low is not None and abs(bw.fraction_of_peak_low - bw.fraction_of_peak) > 0.005 and streaming:
+        return f"{bw.fraction_of_peak_low:.0%}–{bw.fraction_of_peak:.0%}"
+    if bw.source == "trace" and not streaming:
+        return f"≤ {bw.fraction_of_peak:.0%}"
+    return f"{bw.fraction_of_peak:.0%}"
+
+
 def header_lines(plan) -> list[str]:
     """The dispatch facts every finding stands on."""
     dd = plan.dispatch
@@ -190,8 +206,7 @@ def header_lines(plan) -> list[str]:
     bw = plan.bandwidth
     if bw is not None:
         if bw.available:
-            rng = (f"{bw.fraction_of_peak_low:.0%}–{bw.fraction_of_peak:.0%}" if bw.fraction_of_peak_low is not None and abs(bw.fraction_of_peak_low - bw.fraction_of_peak) > 0.005 and (bw.streaming_share or 0) >= 0.9
-                   else (f"≤ {bw.fraction_of_peak:.0%}" if bw.source == "trace" and (bw.streaming_share or 0) < 0.9 else f"{bw.fraction_of_peak:.0%}"))
+            rng = bandwidth_share(bw)
             out.append(f"Bandwidth  {fmt_bytes(bw.bytes_moved)} {'(PMC)' if bw.source == 'pmc' else 'requested (trace estimate)'} in {fmt_ns(bw.duration_ns)} "
                        f"= {bw.achieved_gbps:,.0f} GB/s: {rng} of the {bw.peak_gbps:,.0f} GB/s HBM peak"
                        + (" (looping kernel: data re-read from L2 counts too, an upper bound)" if bw.source == "trace" and (bw.streaming_share or 0) < 0.9 else ""))

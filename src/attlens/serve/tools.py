@@ -14,7 +14,7 @@ from attlens.serve.roots import Roots
 
 # name -> one-line description (the MCP tool descriptions; docs/agents.md lists the same)
 TOOLS = {
-    "list_captures": "Captures under a folder (up to four levels down): kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave). Same object as `attlens captures PATH --json`.",
+    "list_captures": "Captures under a folder (up to eight levels down): layout generation, kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave, or a PC-sampling folder); other profiler outputs found (rocprofiler-compute workloads, rocprofv3 run files, legacy rocprof v1) under `others`. Same object as `attlens captures PATH --json`.",
     "summary": "Everything about one capture: target, resources, totals, stall by class, top hotspots, occupancy, capture quality, warnings. Same object as `attlens analyze CAPTURE --json --top TOP`.",
     "hotspots": "One ranking of a capture: by instruction, source line or opcode; sorted by stall, latency, exposed (not hidden by other waves) or idle cycles. Same object as `attlens analyze CAPTURE --by BY --sort SORT --top TOP --json`.",
     "plan": "The evidence-backed, prioritized optimization plan: each finding with evidence, the change to try and what would prove it wrong. Same object as `attlens plan CAPTURE --json`.",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import shlex
 from pathlib import Path
 
 from attlens import __version__
@@ -54,9 +55,12 @@ def _sweep_rows(root: Path, out: Path) -> tuple[list[dict], dict]:
         meta = {"source": "sweep", "dir": str(root), "sweep_file": m.meta("sweep_file"), "engine": m.meta("engine"), "counts": m.counts()}
     finally:
         m.close()
+    from attlens.sweep.job import discovery_dir
+
     rows = []
     for j in jobs:
         spec = j["spec"] or {}
+        capture = root / j["capture"] if j["capture"] else None
         rows.append({
             "job": j["job_id"],
             "state": j["state"],
@@ -71,8 +75,19 @@ def _sweep_rows(root: Path, out: Path) -> tuple[list[dict], dict]:
             "href": _link(root / j["report"], out) if j["report"] else None,
             "log": _link(root / "jobs" / j["job_id"] / "job.log", out),
             "summary": j["summary"],
+            "reproduce": _plan_command(capture, discovery_dir(root / j["attempt_dir"]) if j["attempt_dir"] else None),
         })
     return rows, meta
+
+
+def _plan_command(capture: Path | None, rocprof_dir) -> str | None:
+    """The ``attlens plan`` command that reads what the row's analysis read
+    (a sweep job: its discovery run's outputs as ``--rocprof-dir``), so its
+    duration and bandwidth are the row's."""
+    if capture is None:
+        return None
+    cmd = ["attlens", "plan", str(capture)] + (["--rocprof-dir", str(rocprof_dir)] if rocprof_dir else [])
+    return " ".join(shlex.quote(x) for x in cmd)
 
 
 def _analyze_one(args) -> dict:
@@ -111,6 +126,7 @@ def _capture_rows(folder: Path, out: Path, rocprof_dir) -> tuple[list[dict], dic
             "href": _link(Path(rpath), out) if ok else None,
             "log": None,
             "summary": res["summary"],
+            "reproduce": _plan_command(Path(cap), rocprof_dir),
         })
     return rows, {"source": "captures", "dir": str(folder), "sweep_file": None, "engine": None,
                   "counts": {"done": sum(r["state"] == "done" for r in rows), "failed": sum(r["state"] == "failed" for r in rows)}}

@@ -237,6 +237,14 @@ def read_json(p: Path):
 # --------------------------------------------------------------------------- analysis step
 
 
+def discovery_dir(adir: Path) -> Path | None:
+    """The attempt's discovery run: its rocprofv3 outputs give the grid,
+    workgroup and kernel duration that the ATT run's own outputs lack, so the
+    capture is analyzed with them (``--rocprof-dir``)."""
+    disc = Path(adir) / "profile" / "discovery"
+    return disc if disc.is_dir() else None
+
+
 def finish(root: Path, adir: Path) -> dict:
     """Analyze the attempt's best capture, write its report, then
     ``result.json`` (last). Raises :class:`AttlensError` when the capture
@@ -252,10 +260,7 @@ def finish(root: Path, adir: Path) -> dict:
     report = None
     if best:
         report = adir / "report.html"
-        # The discovery run of the same program gives the grid, workgroup and
-        # kernel duration the ATT run's own outputs lack.
-        disc = adir / "profile" / "discovery"
-        summary = analyze_capture(Path(best), report, doc, job.shape, rocprof_dir=disc if disc.is_dir() else None)
+        summary = analyze_capture(Path(best), report, doc, job.shape, rocprof_dir=discovery_dir(adir))
     else:
         summary = summarize_without_capture(doc, job.shape)
     result = {

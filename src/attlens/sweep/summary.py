@@ -24,7 +24,9 @@ could not be determined is ``None`` (null in JSON), never 0.
 - ``bandwidth_fraction``: achieved / peak HBM bandwidth from the plan's
   bandwidth estimate (PMC bytes when attached, else the trace's estimate;
   docs/analysis.md) when bytes, duration and peak are known; otherwise
-  unknown (None), never 0.
+  unknown (None), never 0. ``bandwidth_text``: the same as ``attlens plan``
+  prints it (``80%``, ``≤ 156%`` for a looping kernel whose trace estimate
+  counts re-reads, ``40%–45%`` for a streaming kernel's two byte bounds).
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ def bandwidth_fraction(plan) -> tuple[float | None, str | None]:
         return None, None
     where = "PMC counters" if bw.source == "pmc" else "trace estimate (upper bound)"
     return float(bw.fraction_of_peak), f"{where}: {bw.achieved_gbps:,.0f} of {bw.peak_gbps:,.0f} GB/s"
+
+
+def bandwidth_text(plan) -> str | None:
+    """The same fraction of peak as ``attlens plan`` prints it (a range, or
+    "≤" for a looping kernel's trace estimate): the dashboard shows this."""
+    from attlens.report.text import bandwidth_share
+
+    return bandwidth_share(getattr(plan, "bandwidth", None))
 
 
 def _duration_from_trace(dispatch) -> tuple[float | None, str | None]:
@@ -133,6 +143,7 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
         "findings": [_finding(f) for f in plan.findings],
         "bandwidth_fraction": _r(bw),
         "bandwidth_source": bw_src,
+        "bandwidth_text": bandwidth_text(plan),
         "health": {"status": "bad" if bad else ("warn" if issues else "ok"), "issues": issues, "notes": list(result.warnings)},
     }
 
@@ -155,7 +166,7 @@ def summarize_without_capture(profile_doc: dict, shape: str | None = None) -> di
         "waves": None, "total_cycles": None, "latency": None, "stall": None, "idle": None, "stall_share": None,
         "dominant_class": None, "dominant_class_share": None, "stall_mix": {},
         "occupancy": {"theoretical": None, "observed": None, "limiters": []},
-        "top_finding": None, "findings": [], "bandwidth_fraction": None, "bandwidth_source": None,
+        "top_finding": None, "findings": [], "bandwidth_fraction": None, "bandwidth_source": None, "bandwidth_text": None,
         "health": {"status": "bad", "issues": [profile_doc.get("att_unavailable_reason") or "no thread trace on this target"], "notes": []},
     }
 

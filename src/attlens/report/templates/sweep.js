@@ -29,64 +29,102 @@
   function num(x, nd) { return x === null || x === undefined ? "" : Number(x).toFixed(nd); }
   function sum(r) { return r.summary || {}; }
 
+  // ------------------------------------------------------------------ words
+  function int(n) { return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+  function badge(cls, text, title) { var b = node("span", cls, text); if (title) b.title = title; return b; }
+  function sub(text) { return node("div", "sub", text); }
+  // the grid as attlens analyze and plan count it: workgroups of so many threads
+  function gridText(s) {
+    if (!s.grid || !s.workgroup) return null;
+    var wgs = 1, threads = 1;
+    for (var i = 0; i < s.grid.length; i++) { wgs *= Math.ceil(s.grid[i] / (s.workgroup[i] || 1)); threads *= s.workgroup[i] || 1; }
+    return int(wgs) + " workgroup" + (wgs === 1 ? "" : "s") + " × " + int(threads) + " threads";
+  }
+  function durationText(s) {
+    if (s.duration_us === null || s.duration_us === undefined) return null;
+    var us = Number(s.duration_us);
+    return us >= 1 ? us.toFixed(2).replace(/\B(?=(\d{3})+(?!\d))/g, ",") + " µs" : int(us * 1000) + " ns";
+  }
+  // where the duration came from, in a few words: this dispatch (as attlens plan shows it), or a mean of others
+  function durationSource(s) {
+    var src = s.duration_source || "";
+    if (!src) return "";
+    if (/mean|median|average/i.test(src)) return "not this dispatch: " + src;
+    return "this dispatch";
+  }
+  var HEALTH_TEXT = { ok: "capture ok", warn: "capture: check", bad: "capture: bad" };
+  var HEALTH_WHY = { ok: "capture health: no capture finding, complete input", warn: "capture health: a capture finding or a noisy pair of dispatches (listed below)", bad: "capture health: partial input or a HIGH capture finding (listed below)" };
+
   // ------------------------------------------------------------------ columns
-  // value: the sort key (null sorts last); cell: fills the <td>.
+  // value: the sort key (null sorts last); cell: fills the <td>. Columns hold
+  // several facts each (kernel with its grid and target, stall with its mix)
+  // so that the table fits a 1,366 px window without sideways scrolling.
   var COLUMNS = [
-    { key: "job", label: "job", value: function (r) { return r.job; }, cell: function (td, r) {
+    { key: "job", label: "job", width: "13%", value: function (r) { return r.job; }, cell: function (td, r) {
       if (r.href) { var a = node("a", "report-link", r.job); a.setAttribute("href", r.href); td.appendChild(a); }
       else td.appendChild(node("span", null, r.job));
-      if (r.tags && r.tags.length) td.appendChild(node("div", "sub", r.tags.join(", ")));
+      if (r.tags && r.tags.length) td.appendChild(sub(r.tags.join(", ")));
       if (r.log && r.state !== "done") { var l = node("a", "log-link", "log"); l.setAttribute("href", r.log); td.appendChild(append(node("div", "sub"), l)); }
     } },
-    { key: "kernel", label: "kernel", value: function (r) { return sum(r).kernel || null; }, cell: function (td, r) { td.textContent = sum(r).kernel || ""; } },
-    { key: "shape", label: "shape", value: function (r) { return sum(r).shape || r.shape_label || null; }, cell: function (td, r) { td.textContent = sum(r).shape || r.shape_label || ""; } },
-    { key: "target", label: "target", value: function (r) { return sum(r).target || null; }, cell: function (td, r) { td.textContent = sum(r).target || ""; } },
-    { key: "duration_us", label: "duration (µs)", num: true, value: function (r) { return nz(sum(r).duration_us); }, cell: function (td, r) {
-      td.textContent = num(sum(r).duration_us, 2); if (sum(r).duration_source) td.title = sum(r).duration_source;
+    { key: "kernel", label: "kernel · grid · target", width: "17%", value: function (r) { return sum(r).kernel || null; }, cell: function (td, r) {
+      var s = sum(r);
+      if (s.kernel) td.appendChild(node("div", "kname", s.kernel));
+      var shape = s.shape || r.shape_label, grid = gridText(s);
+      if (shape && (!grid || shape.indexOf("grid ") !== 0)) td.appendChild(node("div", "shape", shape));
+      if (grid) td.appendChild(node("div", "sub grid", grid));
+      if (s.target) td.appendChild(sub(s.target));
     } },
-    { key: "dominant_class", label: "dominant stall", value: function (r) { return sum(r).dominant_class || null; }, cell: function (td, r) {
-      var s = sum(r); if (!s.dominant_class) return;
-      td.appendChild(node("span", null, s.dominant_class));
-      td.appendChild(node("div", "sub", pct(s.dominant_class_share) + " of stall"));
+    { key: "duration_us", label: "duration", num: true, width: "8%", value: function (r) { return nz(sum(r).duration_us); }, cell: function (td, r) {
+      var s = sum(r), t = durationText(s);
+      if (!t) return;
+      td.appendChild(node("span", "dur", t));
+      td.appendChild(sub(durationSource(s)));
+      td.title = (s.duration_source || "") + (r.reproduce ? "\nthe same as: " + r.reproduce : "");
     } },
-    { key: "stall_share", label: "stall mix", num: true, left: true, value: function (r) { return nz(sum(r).stall_share); }, cell: function (td, r) {
+    { key: "stall_share", label: "instruction stall", num: true, left: true, width: "14%", value: function (r) { return nz(sum(r).stall_share); }, cell: function (td, r) {
       var s = sum(r), mix = s.stall_mix || {}, bar = node("div", "mix");
+      if (s.stall_share === null || s.stall_share === undefined) return;
+      td.appendChild(node("div", null, pct(s.stall_share) + " of latency"));
       (DATA.class_order || Object.keys(mix)).forEach(function (c) {
         if (!mix[c]) return;
         var seg = node("span"); seg.style.width = (100 * mix[c]) + "%"; seg.style.background = CLASS_COLORS[c] || "#9e9e9e";
         seg.title = c + " " + pct(mix[c]); seg.dataset.cls = c; bar.appendChild(seg);
       });
-      if (s.stall_share === null || s.stall_share === undefined) return;
       td.appendChild(bar);
-      td.appendChild(node("div", "sub", pct(s.stall_share) + " of latency stalled"));
+      if (s.dominant_class) td.appendChild(sub("most: " + s.dominant_class + ", " + pct(s.dominant_class_share) + " of stall"));
     } },
-    { key: "occupancy", label: "occupancy", num: true, value: function (r) { return nz((sum(r).occupancy || {}).theoretical); }, cell: function (td, r) {
+    { key: "occupancy", label: "occupancy", num: true, width: "8%", value: function (r) { return nz((sum(r).occupancy || {}).theoretical); }, cell: function (td, r) {
       var o = sum(r).occupancy || {};
       if (o.theoretical == null && o.observed == null) return;
       td.appendChild(node("span", "occ", (o.theoretical == null ? "n/a" : o.theoretical) + " / " + (o.observed == null ? "n/a" : o.observed)));
-      if (o.limiters && o.limiters.length) td.appendChild(node("div", "sub", "limited by " + o.limiters.join(", ")));
+      if (o.limiters && o.limiters.length) td.appendChild(sub("limit " + o.limiters.join(", ")));
     } },
-    { key: "top_finding", label: "top finding", num: true, left: true, value: function (r) { var f = sum(r).top_finding; return f ? nz(f.share) : null; }, cell: function (td, r) {
+    { key: "top_finding", label: "top finding", num: true, left: true, width: "20%", value: function (r) { var f = sum(r).top_finding; return f ? nz(f.share) : null; }, cell: function (td, r) {
       var f = sum(r).top_finding;
       if (r.state !== "done" && r.error) { td.appendChild(node("span", "err", r.error)); return; }
       if (!f) { if (r.summary && r.summary.att_available) td.appendChild(node("span", "muted", "no performance rule fired")); return; }
-      append(td, node("span", "sev sev-" + f.severity, f.severity), document.createTextNode(" " + f.title + " "), node("code", null, "[" + f.rule + "]"));
-      if (f.share !== null) td.appendChild(node("div", "sub", pct(f.share) + " of cycles at stake"));
+      append(td, badge("sev sev-" + f.severity, f.severity, "severity " + f.severity), document.createTextNode(" " + f.title + " "), node("code", null, "[" + f.rule + "]"));
+      if (f.share !== null) td.appendChild(sub(pct(f.share) + " of cycles at stake"));
     } },
-    { key: "bandwidth_fraction", label: "bandwidth", num: true, value: function (r) { return nz(sum(r).bandwidth_fraction); }, cell: function (td, r) {
+    { key: "bandwidth_fraction", label: "HBM bandwidth", num: true, width: "8%", value: function (r) { return nz(sum(r).bandwidth_fraction); }, cell: function (td, r) {
       var s = sum(r);
-      td.textContent = pct(s.bandwidth_fraction);
-      td.title = s.bandwidth_fraction === null || s.bandwidth_fraction === undefined ? "unknown: the bytes moved, the dispatch duration or the peak bandwidth is not known" : (s.bandwidth_source || "");
+      if (s.bandwidth_fraction === null || s.bandwidth_fraction === undefined) {
+        if (s.att_available) { td.appendChild(node("span", "muted", "unknown")); td.title = "the bytes moved, the dispatch duration or the peak bandwidth is not known"; }
+        return;
+      }
+      td.appendChild(node("span", "bw", s.bandwidth_text || pct(s.bandwidth_fraction)));
+      td.appendChild(sub("of peak"));
+      td.title = (s.bandwidth_source || "") + (r.reproduce ? "\nthe same as: " + r.reproduce : "");
     } },
-    { key: "health", label: "capture health", value: function (r) { var h = sum(r).health; return h ? HEALTH_RANK[h.status] : null; }, cell: function (td, r) {
-      var h = sum(r).health; if (!h) return;
-      td.appendChild(node("span", "health health-" + h.status, h.status));
-      if (h.issues && h.issues.length) td.appendChild(node("div", "sub", h.issues.join("; ")));
-      if (h.notes && h.notes.length) td.title = h.notes.length + " analysis note(s): " + h.notes.join(" | ");
-    } },
-    { key: "state", label: "state", value: function (r) { return r.state; }, cell: function (td, r) {
-      td.appendChild(node("span", "state state-" + r.state, r.state));
-      if (r.attempts !== null && r.attempts !== undefined) td.appendChild(node("div", "sub", r.attempts + " attempt" + (r.attempts === 1 ? "" : "s")));
+    { key: "status", label: "status", width: "12%", value: function (r) { var h = sum(r).health; return (h ? 10 * HEALTH_RANK[h.status] : 0) + (r.state === "done" ? 0 : 100); }, cell: function (td, r) {
+      td.appendChild(badge("state state-" + r.state, r.state, "job state" + (r.attempts != null ? ", " + r.attempts + " attempt" + (r.attempts === 1 ? "" : "s") : "")));
+      var h = sum(r).health;
+      if (h) {
+        td.appendChild(document.createTextNode(" "));
+        td.appendChild(badge("health health-" + h.status, HEALTH_TEXT[h.status] || h.status, HEALTH_WHY[h.status]));
+        if (h.issues && h.issues.length) td.appendChild(sub(h.issues.join("; ")));
+        if (h.notes && h.notes.length) td.lastChild.title = h.notes.length + " analysis note(s): " + h.notes.join(" | ");
+      }
     } }
   ];
   function nz(x) { return x === undefined ? null : x; }
@@ -99,9 +137,9 @@
     ["done", "failed", "running", "pending"].forEach(function (k) { if (c[k]) parts.push(c[k] + " " + k); });
     h.appendChild(node("p", "muted", parts.join(" · ") + " — " + (m.source === "sweep" ? "sweep folder " : "captures under ") + m.dir +
       (m.sweep_file ? " (sweep file " + m.sweep_file + ")" : "") + ". Generated by attlens " + DATA.attlens_version + "."));
-    h.appendChild(node("p", "muted", "Duration: mean of the kernel's dispatches in the run's kernel trace. Stall mix: stall cycles per class " +
-      "over all traced waves. Occupancy: theoretical waves per SIMD / observed peak on the traced CU. Bandwidth: achieved fraction of peak where a " +
-      "finding states it, blank when unknown. Click a column to sort."));
+    h.appendChild(node("p", "muted", "Duration: the traced dispatch's own, as attlens plan shows it (a mean of the kernel's other dispatches only when the capture has none, and then marked). " +
+      "Instruction stall: share of latency (code.json stall cycles), the bar its mix by class over all traced waves. Occupancy: theoretical waves per SIMD / observed peak on the traced CU. " +
+      "HBM bandwidth: achieved fraction of peak as attlens plan states it (≤ when the trace estimate counts re-reads). Hover a duration or a bandwidth for the attlens plan command that gives the same numbers (a sweep job's capture is read with its discovery run's outputs). Grid in workgroups, as attlens analyze counts them. Click a column to sort."));
     var legend = node("div", "legend");
     (DATA.class_order || []).forEach(function (c) {
       var used = ROWS.some(function (r) { return (sum(r).stall_mix || {})[c]; });
@@ -125,6 +163,7 @@
     var thead = node("thead"), tr = node("tr");
     COLUMNS.forEach(function (col) {
       var th = node("th", (col.num && !col.left ? "num " : "") + "col-" + col.key, col.label); th.dataset.key = col.key;
+      if (col.width) th.style.width = col.width;
       th.addEventListener("click", function () { sortBy(col.key); });
       tr.appendChild(th);
     });

@@ -1,0 +1,164 @@
+"""Compact data of the HTML report's viewer panels (docs/report.md): the
+clock-range scope of the hotspot tables and latency histogram, and the
+per-wave instruction records of the single-wave timeline.
+
+Large integer arrays travel packed: little-endian int32 (float64 when a value
+does not fit), zlib-compressed, base64 text — ``{"$z": ..., "n": count, "t":
+"i32" | "f64"}``. The page inflates them with the browser's own
+``DecompressionStream("deflate")`` (no library); :func:`unpack` is the same
+in Python (tests, readers of the data block).
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+
+import numpy as np
+
+SCOPE_BINS = 100  # clock-range resolution of the hotspot scope (bins over the traced window)
+WAVE_DETAIL_LIMIT = 256  # waves whose instruction records are embedded for the single-wave timeline
+PACK_LEVEL = 6  # zlib level: 9 gains < 2 % on these arrays and is slower
+
+
+_KINDS = (("i8", "<i1"), ("i16", "<i2"), ("i32", "<i4"))
+
+
+def _narrow(values) -> tuple[str, bytes]:
+    """The narrowest little-endian integer type that holds every value
+    (float64 beyond int32: exact up to 2**53, far beyond any cycle count)."""
+    a = np.asarray(values, dtype=np.int64).ravel()
+    lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+    for kind, dtype in _KINDS:
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return kind, a.astype(dtype).tobytes()
+    return "f64", a.astype("<f8").tobytes()
+
+
+def pack(values, level: int = PACK_LEVEL) -> dict:
+    """One integer array, packed (see the module docstring)."""
+    kind, raw = _narrow(values)
+    return {"$z": base64.b64encode(zlib.compress(raw, level)).decode("ascii"), "n": int(np.size(values)), "t": kind}
+
+
+def pack_columns(columns, level: int = PACK_LEVEL) -> dict:
+    """Several integer arrays in one stream (each in its own narrowest type):
+    ``{"$z", "n": [counts], "t": [types]}``; zlib then finds the repeats
+    across them."""
+    parts = [_narrow(c) for c in columns]
+    return {"$z": base64.b64encode(zlib.compress(b"".join(raw for _, raw in parts), level)).decode("ascii"),
+            "n": [int(np.size(c)) for c in columns], "t": [kind for kind, _ in parts]}
+
+
+_DTYPES = {"i8": "<i1", "i16": "<i2", "i32": "<i4", "f64": "<f8"}
+
+
+def unpack(obj):
+    """The int64 array of a :func:`pack` object; the list of arrays of a
+    :func:`pack_columns` object."""
+    raw = zlib.decompress(base64.b64decode(obj["$z"]))
+    many = isinstance(obj["t"], list)
+    kinds, counts = (obj["t"], obj["n"]) if many else ([obj["t"]], [obj["n"]])
+    out, pos = [], 0
+    for kind, n in zip(kinds, counts):
+        dt = np.dtype(_DTYPES[kind])
+        out.append(np.frombuffer(raw, dtype=dt, count=n, offset=pos).astype(np.int64))
+        pos += n * dt.itemsize
+    if pos != len(raw):
+        raise ValueError(f"packed data holds {len(raw)} bytes, its header describes {pos}")
+    return out if many else out[0]
+
+
+def aligned_record_times(dispatch, se_offsets: dict | None) -> np.ndarray:
+    """Each record's issue-attempt time on the common clock (SE offsets added,
+    as the wave timeline draws it)."""
+    w, recs = dispatch.waves, dispatch.records
+    offs = se_offsets or {}
+    shift = np.array([offs.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
+    return recs.time.astype(np.int64) + shift[recs.wave]
+
+
+def scope(dispatch, se_offsets: dict | None, t0: int, t1: int, timeline_bin_cycles: int) -> dict:
+    """Hit, latency (Σ duration), stall and idle per (pc, clock bin): the
+    hotspot tables, the per-class totals and the latency histogram of any
+    range of whole bins are sums of these cells. A record belongs to the bin
+    of its issue-attempt time on the aligned clock. Bins are whole multiples
+    of the wave timeline's bins, so a range read off the timeline falls on
+    bin edges. Only cells with a record are kept (flat index ``pc * bins +
+    bin``, delta-encoded)."""
+    recs = dispatch.records
+    span = max(t1 - t0, 1)
+    k = max(1, -(-span // (timeline_bin_cycles * SCOPE_BINS)))
+    width = timeline_bin_cycles * k
+    n_bins = -(-span // width)
+    # cells of the pcs that ran, counted with bincount (no sort, no copy of the records per column)
+    ran = np.flatnonzero(np.bincount(recs.pc, minlength=dispatch.code.size))
+    row = np.full(dispatch.code.size, -1, dtype=np.int64)
+    row[ran] = np.arange(len(ran))
+    key = aligned_record_times(dispatch, se_offsets)
+    key -= t0
+    key //= width
+    np.clip(key, 0, n_bins - 1, out=key)
+    key += row[recs.pc] * n_bins
+    size = len(ran) * n_bins
+    hit = np.bincount(key, minlength=size)
+    # float64 sums of integers stay exact below 2**53 cycles
+    sums = {name: np.rint(np.bincount(key, weights=col, minlength=size)).astype(np.int64)
+            for name, col in (("latency", recs.duration), ("stall", recs.stall), ("idle", recs.idle))}
+    del key
+    nz = np.flatnonzero(hit)
+    cells = ran[nz // n_bins] * n_bins + nz % n_bins
+    hit = hit[nz]
+    sums = {name: v[nz] for name, v in sums.items()}
+    return {
+        "t0": int(t0),
+        "bins": int(n_bins),
+        "bin_cycles": int(width),
+        # cell step (flat index pc * bins + bin, delta-encoded), hit, latency, stall, idle
+        "cells": pack_columns([np.diff(np.r_[0, cells]), hit, sums["latency"], sums["stall"], sums["idle"]]),
+    }
+
+
+def detail_waves(begin: np.ndarray, end: np.ndarray, limit: int = WAVE_DETAIL_LIMIT) -> list[int]:
+    """The waves whose records are embedded: all of them up to ``limit``;
+    beyond, ``limit - 2`` spread evenly over the dispatch by begin time plus
+    the longest and the shortest wave."""
+    n = len(begin)
+    if n <= limit:
+        return list(range(n))
+    by_begin = np.argsort(begin, kind="stable")
+    picks = set(by_begin[np.unique(np.linspace(0, n - 1, limit - 2).round().astype(np.int64))].tolist())
+    life = end - begin
+    picks.add(int(np.argmax(life)))
+    picks.add(int(np.argmin(life)))
+    return sorted(picks)
+
+
+def wave_detail(dispatch, waves: list[int]) -> dict:
+    """Per picked wave, one :func:`pack_columns` block: per record the pc
+    step from the previous record's pc, the gap from the previous record's end (time + duration; the first record: from the
+    wave's begin), the issue cycles (duration − stall) and the stall, then
+    the wave-state segments' state and duration. Steps and gaps are mostly 1
+    and 0, which zlib packs to about 1 kB a wave (softmax)."""
+    w, recs, tl = dispatch.waves, dispatch.records, dispatch.timeline
+    blobs = []
+    for i in waves:
+        a, b = int(w.rec_start[i]), int(w.rec_stop[i])
+        s, e = int(w.tl_start[i]), int(w.tl_stop[i])
+        t = recs.time[a:b].astype(np.int64)
+        dur = recs.duration[a:b].astype(np.int64)
+        stall = recs.stall[a:b].astype(np.int64)
+        gap = np.diff(np.r_[int(w.begin[i]), t]) - np.r_[0, dur[:-1]]
+        step = np.diff(np.r_[0, recs.pc[a:b].astype(np.int64)])
+        blobs.append(pack_columns([step, gap, dur - stall, stall, tl.state[s:e], tl.duration[s:e]]))
+    return {"limit": WAVE_DETAIL_LIMIT, "waves": [int(i) for i in waves], "blob": blobs}
+
+
+def unpack_wave(blob: dict) -> dict:
+    """A :func:`wave_detail` block as arrays: pc, time (relative to the wave's
+    begin), duration, stall per record; state, state_cycles per segment."""
+    step, gap, issue, stall, state, state_cycles = unpack(blob)
+    dur = issue + stall
+    time = np.cumsum(gap + np.r_[0, dur[:-1]]) if len(dur) else np.zeros(0, np.int64)
+    return {"pc": np.cumsum(step), "time": time, "duration": dur, "stall": stall, "state": state, "state_cycles": state_cycles}

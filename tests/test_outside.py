@@ -1,0 +1,396 @@
+"""Captures and counters of other teams, GPUs and tool generations
+(../shared/outside/, docs/formats.md). Every expected value is computed here
+from the raw files (wave records summed with the writer's rules, occupancy
+integers decoded with the documented bits, CSV rows parsed by hand), never
+copied from attlens output."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clirun import assert_clean, run_main
+from conftest import loaded, require_shared
+
+TRITON = ("orig", "hack0")
+
+
+def outside() -> Path:
+    return require_shared() / "outside"
+
+
+def triton(side: str) -> Path:
+    return next((outside() / "triton-afp4wfp4-gemm" / side).glob("ui_output_agent_*"))
+
+
+def v2() -> Path:
+    return outside() / "rocprofv2-elementwise" / "vectorized_elementwise_kernel_v0_ui"
+
+
+# --------------------------------------------------------------------------- raw-file helpers (independent of attlens)
+
+
+def raw_waves(cap: Path) -> list[tuple[str, dict]]:
+    fn = json.loads((cap / "filenames.json").read_text())
+    names = [leaf[0] for se in fn["wave_filenames"].values() for sm in se.values() for sl in sm.values() for leaf in sl.values()]
+    return [(n, json.loads((cap / n).read_text())["wave"]) for n in names]
+
+
+def raw_sums(cap: Path) -> dict[str, Counter]:
+    """Per-pc hit, Σduration, Σstall and Σidle (att-format.md §2.2: idle from a
+    cursor at wave begin, running maximum of record ends)."""
+    out = {k: Counter() for k in ("hit", "latency", "stall", "idle")}
+    for _name, w in raw_waves(cap):
+        cursor = w["begin"]
+        for t, _ty, stall, dur, pc in w["instructions"]:
+            out["hit"][pc] += 1
+            out["latency"][pc] += dur
+            out["stall"][pc] += stall
+            out["idle"][pc] += max(t - cursor, 0)
+            cursor = max(cursor, t + dur)
+    return out
+
+
+def unpack(u: int) -> tuple[int, int, int, int, int, int]:
+    """docs/formats.md packed occupancy: (time, cu, simd, slot, start, kernel id)."""
+    return (u >> 23) * 8, (u >> 19) & 0xF, (u >> 12) & 3, (u >> 14) & 0xF, (u >> 18) & 1, u & 0xFFF
+
+
+def csv_rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return [{k.strip(): v for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+# --------------------------------------------------------------------------- early rocprofv3: the Triton pair
+
+
+@pytest.mark.parametrize("side", TRITON)
+def test_triton_totals_equal_the_wave_files(side):
+    cap = triton(side)
+    d, r = loaded(cap)
+    raw = raw_sums(cap)
+    rows = json.loads((cap / "code.json").read_text())["code"]
+    assert "header" not in json.loads((cap / "code.json").read_text()) and {len(x) for x in rows} == {8}
+    assert d.layout == "rocprofv3-early" and d.code.layout == "rocprofv3-8col" and d.stall_recorded
+    for k in ("hit", "latency", "stall", "idle"):
+        got = getattr(r.sums, k)
+        assert {pc: int(got[pc]) for pc in np.flatnonzero(got)} == {pc: v for pc, v in raw[k].items() if v}, k
+    b = r.breakdown
+    assert (b.total_latency, b.total_stall, b.total_idle) == (sum(raw["latency"].values()), sum(raw["stall"].values()), sum(raw["idle"].values()))
+    # code.json holds Hit and Latency (equal to the waves'), not Stall/Idle: unavailable, not "equal"
+    assert sum(x[6] for x in rows) == sum(raw["hit"].values()) and sum(x[7] for x in rows) == sum(raw["latency"].values())
+    assert r.quality.code_json.mismatching == {"hit": 0, "latency": 0, "stall": None, "idle": None}
+    doc = r.to_dict()
+    assert doc["quality"]["code_json_mismatching_pcs"]["stall"] is None and doc["capture"]["layout"] == "rocprofv3-early"
+
+
+@pytest.mark.parametrize("side", TRITON)
+def test_triton_target_comes_from_the_default_layout_side_files(side):
+    cap = triton(side)
+    d, _r = loaded(cap)
+    host = cap.parent / "bg-126-035d"
+    info = next(host.glob("*_agent_info.csv"))
+    gpus = {r["Name"] for r in csv_rows(info) if r["Agent_Type"] == "GPU"}
+    # the .att files tie the run's pid prefix to this capture's agent handle and dispatch
+    handle, dispatch = cap.name.split("_")[3], cap.name.split("_")[5]
+    atts = sorted(host.glob(f"*_{handle}_shader_engine_*_{dispatch}.att"))
+    assert atts and {a.name.split("_")[0] for a in atts} == {info.name.split("_")[0]}
+    assert d.arch.target == gpus.pop() and d.arch.source == "agent_info" and d.rocprof_files == [str(info)]
+    assert d.arch.claims[0]["source"] == "agent_info" and d.arch.claims[0]["file"] == info.name
+    gpu_row = next(r for r in csv_rows(info) if r["Agent_Type"] == "GPU")
+    assert d.arch.facts["cu_count"] == int(gpu_row["Cu_Count"]) and d.arch.facts["lds_bytes_per_cu"] == 1024 * int(gpu_row["Lds_Size_In_Kb"])
+
+
+@pytest.mark.parametrize("side", TRITON)
+def test_triton_packed_occupancy_is_decoded_and_matches_the_waves(side):
+    cap = triton(side)
+    d, _r = loaded(cap)
+    occ = json.loads((cap / "occupancy.json").read_text())
+    ints = [(int(se), u) for se, lst in occ.items() if se.isdigit() for u in lst]
+    assert all(isinstance(u, int) for _, u in ints)
+    expect = sorted((se, *unpack(u)) for se, u in ints)
+    assert sorted(map(tuple, d.occupancy.events.tolist())) == expect
+    assert d.occupancy.encoding == "packed" and d.occupancy.time_resolution == 8
+    # att-format.md §2.5: each wave's begin/end is a start/end event on (se, cu, simd, slot), here to 8 cycles
+    events = Counter((se, t, cu, simd, slot, st) for se, t, cu, simd, slot, st, _k in expect)
+    for name, w in raw_waves(cap):
+        se = int(name.split("_")[0][2:])
+        assert events[(se, w["begin"] // 8 * 8, w["cu"], w["simd"], w["slot"], 1)] >= 1, name
+        assert events[(se, w["end"] // 8 * 8, w["cu"], w["simd"], w["slot"], 0)] >= 1, name
+
+
+def test_triton_preload_prologue_is_named_not_dead_code():
+    cap = triton("orig")
+    d, _r = loaded(cap)
+    rows = json.loads((cap / "code.json").read_text())["code"]
+    entry = rows[1][5]
+    prologue = [x for x in rows[1:] if x[5] < entry + 256]
+    assert any(x[0].startswith("s_branch") for x in prologue) and all(x[0].split()[0] in ("s_load_dwordx2", "s_load_dwordx8", "s_load_dwordx4", "s_waitcnt", "s_branch", "s_nop") for x in prologue)
+    first_run = min(min(i[4] for i in w["instructions"]) for _n, w in raw_waves(cap))
+    assert first_run == prologue[-1][2] + 1  # the waves start right after the 256 bytes
+    assert any(f"pcs 1-{first_run - 1} are the kernel-argument preload prologue" in w for w in d.warnings)
+
+
+def test_triton_pair_through_every_command(tmp_path):
+    o, h = triton("orig"), triton("hack0")
+    for cap in (o, h):
+        raw = raw_sums(cap)
+        waves = raw_waves(cap)
+        a = run_main("analyze", cap, "--json")
+        assert_clean(a, as_json=True)
+        assert a.code == 0 and a.json()["totals"]["latency"] == sum(raw["latency"].values())
+        p = run_main("plan", cap, "--json")
+        assert p.code == 0 and p.json()["totals"]["stall"] == sum(raw["stall"].values())
+        w = run_main("waves", cap, "--json")
+        assert w.code == 0 and len(w.json()["waves"]) == len(waves)
+        dp = run_main("deps", cap, "--json", "--top", "0")
+        assert dp.code == 0 and dp.json()["total_charged_cycles"] == sum(x["waited_cycles"] for x in dp.json()["producers"])
+    assert run_main("report", o, "-o", tmp_path / "r.html").code == 0 and (tmp_path / "r.html").stat().st_size > 0
+    assert run_main("report", o, "--format", "md", "-o", tmp_path / "md").code == 0
+    assert run_main("report", "--diff", o, h, "-o", tmp_path / "d.html").code == 0
+    diff = run_main("diff", o, h, "--json")
+    assert diff.code == 0
+    v = diff.json()["verdict"]
+    per_wave = [sum(raw_sums(c)["latency"].values()) / len(raw_waves(c)) for c in (o, h)]
+    assert v["latency_per_wave_before"] == pytest.approx(per_wave[0], abs=1e-3) and v["latency_per_wave_after"] == pytest.approx(per_wave[1], abs=1e-3)
+
+
+# --------------------------------------------------------------------------- rocprofv2 plugin
+
+
+def test_rocprofv2_capture_loads_with_what_it_lacks_unavailable():
+    cap = v2()
+    d, r = loaded(cap)
+    code = json.loads((cap / "code.json").read_text())
+    rows = code["code"]
+    assert "header" not in code and rows[0][0] == "; Begin ATT ASM" and rows[0][2] == rows[1][2] == 0
+    assert d.layout == "rocprofv2" and d.kernel_name == rows[1][0][1:].strip()
+    raw = raw_sums(cap)
+    assert r.breakdown.total_latency == sum(raw["latency"].values()) == sum(x[7] for x in rows)
+    assert int(r.sums.hit.sum()) == sum(raw["hit"].values()) == sum(x[6] for x in rows)
+    assert sum(raw["stall"].values()) == 0 and not d.stall_recorded  # the plugin wrote 0 in every stall field
+    doc = r.to_dict()
+    assert doc["totals"]["stall"] is None and doc["totals"]["stall_share_of_latency"] is None and doc["capture"]["stall_recorded"] is False
+    assert doc["quality"]["code_json_mismatching_pcs"] == {"hit": 0, "latency": 0, "stall": None, "idle": None}
+    # columns 4/5 are line counters, not addresses: unavailable
+    assert all(x["vaddr"] is None and x["codeobj"] is None for x in doc["hotspots"]["instructions_by_stall"])
+    # no gfxip: the family from gfxv
+    fn = json.loads((cap / "filenames.json").read_text())
+    assert "gfxip" not in fn and fn["gfxv"] == "vega" and d.arch.waitcnt_model == "gfx9" and d.arch.target is None
+
+
+def test_rocprofv2_wave_cu_comes_from_occupancy():
+    cap = v2()
+    d, _r = loaded(cap)
+    occ = json.loads((cap / "occupancy.json").read_text())
+    starts = defaultdict(set)
+    for se, lst in occ.items():
+        if se.isdigit():
+            for u in lst:
+                t, cu, simd, slot, st, _k = unpack(u)
+                if st:
+                    starts[(int(se), t, simd, slot)].add(cu)
+    want = {}
+    for name, w in raw_waves(cap):
+        assert "cu" not in w
+        cus = starts[(int(name.split("_")[0][2:]), w["begin"] // 8 * 8, w["simd"], w["slot"])]
+        assert len(cus) == 1, name
+        want[name] = cus.pop()
+    assert {n: int(c) for n, c in zip(d.waves.filenames, d.waves.cu)} == want
+
+
+def test_unlisted_wave_files_are_said_and_not_read(tmp_path):
+    cap = tmp_path / "cap"
+    shutil.copytree(v2(), cap)
+    fn = json.loads((cap / "filenames.json").read_text())
+    dropped = fn["wave_filenames"]["0"]["0"]["0"].pop("2")[0]
+    (cap / "filenames.json").write_text(json.dumps(fn))
+    import attlens
+
+    d = attlens.load(cap, cache=False)
+    assert d.waves.count == len(raw_waves(cap)) and dropped not in d.waves.filenames
+    assert any(f"1 wave file(s) that filenames.json does not list (e.g. {dropped})" in w for w in d.warnings)
+
+
+# --------------------------------------------------------------------------- captures, PC sampling, legacy rocprof
+
+
+def test_captures_names_every_layout_of_the_outside_folder():
+    root = outside()
+    o = run_main("captures", root, "--json")
+    assert o.code == 0
+    doc = o.json()
+    expect = sorted(str(p.parent) for p in root.rglob("filenames.json"))
+    assert [c["path"] for c in doc["captures"]] == expect and doc["stopped"] is None
+    layouts = {}
+    for c in doc["captures"]:
+        p = Path(c["path"])
+        code = json.loads((p / "code.json").read_text())
+        fn = json.loads((p / "filenames.json").read_text())
+        if fn.get("pc_sampling") and not fn.get("wave_filenames"):
+            want = "rocprofv3-pc-sampling"
+        elif "header" in code:
+            want = "rocprofv3"
+        elif code["code"][0][0] == "; Begin ATT ASM":
+            want = "rocprofv2"
+        else:
+            want = "rocprofv3-early"
+        layouts[p.name] = c["layout"]
+        assert c["layout"] == want, p
+    assert sorted(layouts.values()) == ["rocprofv2", "rocprofv3-early", "rocprofv3-early", "rocprofv3-pc-sampling"]
+    others = {Path(x["path"]).relative_to(root).as_posix(): x for x in doc["others"]}
+    for si in root.glob("rocprof-compute/*/sysinfo.csv"):
+        x = others[si.parent.relative_to(root).as_posix()]
+        assert x["layout"] == "rocprof-compute" and x["target"] == csv_rows(si)[0]["gpu_arch"]
+    assert others["legacy-rocprof-v1"]["status"] == "unsupported" and "legacy rocprof (v1)" in others["legacy-rocprof-v1"]["error"]
+    assert others["rocprofv3-csv-gfx1151"]["layout"] == "rocprofv3-run"
+
+
+def test_captures_says_where_the_bounded_walk_stopped(tmp_path):
+    from attlens.model.inventory import MAX_DEPTH
+
+    deep = tmp_path
+    for i in range(MAX_DEPTH + 2):
+        deep = deep / f"d{i}"
+    deep.mkdir(parents=True)
+    doc = run_main("captures", tmp_path, "--json").json()
+    assert doc["captures"] == [] and f"stopped at {MAX_DEPTH} levels" in doc["stopped"]
+
+
+def test_pc_sampling_and_legacy_outputs_are_named():
+    # the PC-sampling folder is issue 21's to read; here: the thread-trace loader names it, never "corrupt"
+    import attlens
+    from attlens.errors import EmptyCapture
+
+    with pytest.raises(EmptyCapture, match="PC-sampling"):
+        attlens.load(outside() / "rcv-pcsampling", cache=False)
+    for p in ("legacy-rocprof-v1", "legacy-rocprof-v1/results.db", "legacy-rocprof-v1/results.json"):
+        o = run_main("kernels", outside() / p)
+        assert_clean(o)
+        assert o.code == 4 and "legacy rocprof (v1)" in o.err and "rocprofv3 --kernel-trace" in o.err, o.describe()
+
+
+# --------------------------------------------------------------------------- rocprofiler-compute counters
+
+
+def _f(row: dict, name: str) -> float:
+    return float(row[name])
+
+
+def _read_bytes(row: dict, target: str) -> float:
+    """Fabric read bytes of one dispatch by the formulas of docs/pmc.md."""
+    if target in ("gfx90a", "gfx908"):
+        r, r32 = _f(row, "TCC_EA_RDREQ_sum"), _f(row, "TCC_EA_RDREQ_32B_sum")
+        return 32 * r32 + 64 * max(r - r32, 0)
+    b, r, r32 = _f(row, "TCC_BUBBLE_sum"), _f(row, "TCC_EA0_RDREQ_sum"), _f(row, "TCC_EA0_RDREQ_32B_sum")
+    return 128 * b + 64 * max(r - b - r32, 0) + 32 * r32
+
+
+def _write_bytes(row: dict, target: str) -> float:
+    ea = "TCC_EA_" if target in ("gfx90a", "gfx908") else "TCC_EA0_"
+    w, w64 = _f(row, f"{ea}WRREQ_sum"), _f(row, f"{ea}WRREQ_64B_sum")
+    return 64 * w64 + 32 * max(w - w64, 0)
+
+
+def _pmc(path) -> dict:
+    o = run_main("pmc", path, "--json")
+    assert_clean(o, as_json=True)
+    assert o.code == 0, o.describe()
+    return {d["dispatch_id"]: d for d in o.json()["dispatches"]}
+
+
+@pytest.mark.parametrize("work", ["vcopy_MI100", "vcopy_MI200", "kernel_MI300X_A1", "vcopy_MI300A_A1", "fmla_MI300_partition"])
+def test_wide_pmc_perf_figures_equal_the_csv_by_hand(work):
+    d = outside() / "rocprof-compute" / work
+    sysinfo = csv_rows(d / "sysinfo.csv")[0]
+    target, peak = sysinfo["gpu_arch"], float(sysinfo["hbm_bw"])
+    got = _pmc(d)
+    rows = csv_rows(d / "pmc_perf.csv")
+    assert sorted(got) == sorted(int(r["Dispatch_ID"]) for r in rows)
+    unusable = set()
+    for r in rows:
+        g = got[int(r["Dispatch_ID"])]
+        assert g["target"]["name"] == target and g["target"]["xcc"] == int(sysinfo["num_xcd"])
+        assert g["target"]["peak_hbm_gbps"] == pytest.approx(peak) and "sysinfo.csv" in g["target"]["peak_source"]
+        rb, wb = _read_bytes(r, target), _write_bytes(r, target)
+        assert g["read"]["bytes"] == pytest.approx(rb) and g["write"]["bytes"] == pytest.approx(wb)
+        start, end = r["Start_Timestamp"], r["End_Timestamp"]
+        dur = float(end) - float(start)
+        rounded = "E" in start.upper() or "E" in end.upper()
+        if rounded or dur <= 0 or (rb + wb) / dur > peak:
+            unusable.add(int(r["Dispatch_ID"]))
+            assert g["bandwidth"]["achieved_gbps"] is None and g["bandwidth"]["timing_unusable"]
+            ceiling = next(x for x in g["decisions"] if x["id"] == "bandwidth_ceiling")
+            assert ceiling["verdict"] is None and ceiling["text"].startswith("timing unusable")
+        else:
+            assert g["bandwidth"]["timing_unusable"] is None
+            assert g["bandwidth"]["achieved_gbps"] == pytest.approx((rb + wb) / dur, rel=1e-6, abs=1e-6)
+            assert g["bandwidth"]["fraction_of_peak"] <= 1.0
+    if work == "fmla_MI300_partition":  # the figure the issue found: 531,690 GB/s for dispatch 9
+        assert 9 in unusable and "665.6 GB/s peak" in got[9]["bandwidth"]["timing_unusable"]
+    if work == "vcopy_MI300A_A1":  # an APU: 6 XCDs, and timestamps rounded to 1.62068E+14
+        assert unusable == set(got) and got[0]["target"]["product"] == "MI300A"
+
+
+def test_long_form_pmc_perf_is_pivoted():
+    d = outside() / "rocprof-compute" / "vcopy_MI300X_A1_rocpd"
+    by = defaultdict(dict)
+    passes = defaultdict(set)  # each counter row carries the Start/End of the pass that collected it
+    for r in csv_rows(d / "pmc_perf.csv"):
+        by[int(r["Dispatch_ID"])][r["Counter_Name"]] = r["Counter_Value"]
+        passes[int(r["Dispatch_ID"])].add((int(r["Start_Timestamp"]), int(r["End_Timestamp"])))
+    got = _pmc(d)
+    assert sorted(got) == sorted(by)
+    from attlens.model.archdata import ARCH_TABLE
+
+    for did, counters in by.items():
+        g = got[did]
+        assert g["read"]["bytes"] == pytest.approx(_read_bytes(counters, "gfx942"))
+        assert g["write"]["bytes"] == pytest.approx(_write_bytes(counters, "gfx942"))
+        pairs = passes[did]
+        dur = sum(e for _, e in pairs) / len(pairs) - sum(s for s, _ in pairs) / len(pairs)
+        assert g["bandwidth"]["duration_ns"] == pytest.approx(dur)
+        # sysinfo.csv of ROCm 7 has no hbm_bw or max_mclk: the product table's MI300X peak
+        assert g["target"]["product"] == "MI300X" and g["target"]["peak_hbm_gbps"] == ARCH_TABLE["gfx942"]["hbm_peak_gbps"]["AMD Instinct MI300X"]
+
+
+def test_per_pass_files_are_merged_when_the_merged_file_is_absent(tmp_path):
+    src = outside() / "rocprof-compute" / "no_roof_MI350"
+    work = tmp_path / "w"
+    work.mkdir()
+    passes = sorted(src.glob("pmc_perf_*.csv"))
+    for f in passes + [src / "sysinfo.csv"]:
+        shutil.copy(f, work / f.name)
+    got = _pmc(work)
+    merged = {int(r["Dispatch_ID"]): r for r in csv_rows(src / "pmc_perf.csv")}
+    per = [{int(r["Dispatch_ID"]): r for r in csv_rows(f)} for f in passes]
+    assert sorted(got) == sorted(merged)
+    for did, g in got.items():
+        for name, v in g["counters"].items():
+            col = name + "_sum" if name + "_sum" in merged[did] else name
+            if col in merged[did] and merged[did][col] != "":
+                assert v == pytest.approx(float(merged[did][col])), (did, name)
+        starts = [float(p[did]["Start_Timestamp"]) for p in per]
+        ends = [float(p[did]["End_Timestamp"]) for p in per]
+        assert g["bandwidth"]["duration_ns"] == pytest.approx(sum(ends) / len(ends) - sum(starts) / len(starts))
+
+
+def test_per_pass_files_without_a_dispatch_are_said():
+    o = run_main("pmc", outside() / "rocprof-compute" / "dispatch_6_8_MI200")
+    assert o.code == 6 and "hold no dispatch" in o.err
+
+
+def test_kd_suffixes_match_the_plain_and_mangled_names():
+    from attlens.model.kernelname import kernel_base_name, same_kernel
+
+    rows = csv_rows(outside() / "rocprof-compute" / "vcopy_MI100" / "pmc_perf.csv")
+    name = rows[0]["Kernel_Name"]
+    assert name.endswith("[clone .kd]")
+    assert kernel_base_name(name) == "vecCopy" and same_kernel(name, "_Z7vecCopyPdS_S_ii")
+    assert same_kernel("vecCopy(double*, double*, double*, int, int) (.kd)", "vecCopy(double*, double*, double*, int, int)")
