@@ -28,12 +28,12 @@ import orjson
 from attlens.cache import cache_root, inside_capture, note, private
 
 
-def _folder(root: Path, capture: Path) -> Path | None:
-    """The digest folder of the capture's current state (None: no digest, or
+def _folder(root: Path, capture: Path, key: str) -> Path | None:
+    """The digest folder of the capture in state ``key`` (None: no digest, or
     a folder on the way that is not private: attlens.cache.private)."""
-    from attlens.cache.keys import TOP, capture_key, path_hash
+    from attlens.cache.keys import TOP, path_hash
 
-    parts = [TOP, path_hash(capture), capture_key(capture)]
+    parts = [TOP, path_hash(capture), key]
     folder = root.joinpath(*parts)
     if not os.path.lexists(folder / "capture.json"):
         return None
@@ -53,8 +53,11 @@ def _name(capture: Path, rocprof_dir, question) -> str:
 
 def _plausible(doc, code) -> bool:
     """What attlens stores: one attlens result object and the exit code its
-    command gave (0, or 8 for a partly read capture). Anything else was not
-    written by attlens (a CRC is no signature: docs/cache.md)."""
+    command gave (0, or 8 for a partly read capture), or the text a command
+    printed (stored text answers). Anything else was not written by attlens
+    (a CRC is no signature: docs/cache.md)."""
+    if isinstance(doc, str):
+        return type(code) is int and code in (0, 8)
     if not (isinstance(doc, dict) and isinstance(doc.get("schema"), str) and doc["schema"].startswith("attlens.")
             and doc["schema"] != "attlens.error" and type(code) is int and code in (0, 8)):
         return False
@@ -76,9 +79,12 @@ def answer(capture: Path, rocprof_dir, question, build) -> tuple[dict, int]:
     if why:
         private.refuse_note(root, why)
         return build()
+    from attlens.cache.keys import capture_key  # computed once per command (keys.command_scope): the loader reuses it
+
     try:
         name = _name(capture, rocprof_dir, question)
-        folder = _folder(root, capture)
+        key = capture_key(capture)
+        folder = _folder(root, capture, key)
     except (OSError, TypeError, ValueError):  # unreadable folder, a question JSON cannot hold
         return build()
     if folder is not None:
@@ -105,10 +111,15 @@ def answer(capture: Path, rocprof_dir, question, build) -> tuple[dict, int]:
             private.remove_tree(path)
     doc, code = build()
     try:
-        folder = _folder(root, capture)
+        # The answer belongs to the state the loader read: the digest it wrote
+        # (or opened) for this key, if the capture did not change meanwhile.
+        folder = _folder(root, capture, key)
         if folder is not None:
             body = orjson.dumps({"document": doc, "exit_code": code})
             private.write_file(folder / name, [b"%08x\n" % zlib.crc32(body), body])  # no temporary file left on failure
+            from attlens.cache.store import DigestStore
+
+            DigestStore(root).evict(keep=folder)  # an answer counts towards the size cap like any write
     except (OSError, TypeError):  # a full or read-only cache; a value JSON cannot hold
         pass
     return doc, code

@@ -23,6 +23,8 @@ from attlens.cli.common import (
     load_analyzed,
     one_capture,
     say,
+    stored_answer,
+    text_answer,
     write_atomic,
 )
 
@@ -128,6 +130,10 @@ def cmd_analyze(args) -> int:
             return json_answer(args, "analyze", dirs[0], lambda r: hotspot_table(r, args.by, args.sort).to_dict(args.top),
                                exposed=not args.no_exposed)
         return json_answer(args, "analyze", dirs[0], lambda r: r.to_dict(args.top), exposed=not args.no_exposed)
+    if not args.json and not args.all:
+        render = _render_hotspots if args.by else _render_analysis
+        return text_answer(args, "analyze", dirs[0], lambda r: render(args, r, _console(args.no_color)),
+                           exposed=not args.no_exposed)
     results = load_analyzed(args, dirs, exposed=not args.no_exposed)
     if args.by:
         return _analyze_by(args, results)
@@ -139,25 +145,42 @@ def cmd_analyze(args) -> int:
         else:
             emit_json(results[0].to_dict(args.top))
     else:
-        from attlens.report.console import make_console
-        from attlens.report.terminal import render_analysis
-
-        console = make_console(args.no_color)
+        console = _console(args.no_color)
         for i, r in enumerate(results):
             if i:
                 console.rule()
-            findings = verdict = None
-            if not args.no_plan:
-                from attlens.analysis.plan import make_plan
-                from attlens.report.text import top_findings_lines, verdict_sentence
-
-                plan = make_plan(r)
-                verdict = verdict_sentence(plan)
-                findings = top_findings_lines(plan) or ["no rule fired"]
-                findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
-            render_analysis(r, console, topk=max(args.top, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort,
-                            findings=findings, verdict=verdict)
+            _render_analysis(args, r, console)
     return exit_code(results)
+
+
+def _console(no_color: bool):
+    """The console of a command's text on stdout (report/console.py)."""
+    from attlens.report.console import make_console
+
+    return make_console(no_color)
+
+
+def _render_analysis(args, r, console) -> None:
+    from attlens.report.terminal import render_analysis
+
+    findings = verdict = None
+    if not args.no_plan:
+        from attlens.analysis.plan import make_plan
+        from attlens.report.text import top_findings_lines, verdict_sentence
+
+        plan = make_plan(r)
+        verdict = verdict_sentence(plan)
+        findings = top_findings_lines(plan) or ["no rule fired"]
+        findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
+    render_analysis(r, console, topk=max(args.top, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort,
+                    findings=findings, verdict=verdict)
+
+
+def _render_hotspots(args, r, console) -> None:
+    from attlens.analysis.hotspots import hotspot_table
+    from attlens.report.terminal import render_hotspots
+
+    render_hotspots(hotspot_table(r, args.by, args.sort), console, top=max(args.top, 1))
 
 
 def _analyze_with_pc_sampling_dirs(args, dirs) -> int:
@@ -243,6 +266,8 @@ def cmd_plan(args) -> int:
         check_output(args.output, [*dirs, args.pc_sampling])
     if args.json and not args.all and not args.output:
         return json_answer(args, "plan", dirs[0], lambda r: _plan(args, r).to_dict())
+    if not args.json and not args.all:
+        return _plan_text_answer(args, dirs[0])
     results = load_analyzed(args, dirs)
     plans = [_plan(args, r) for r in results]
     if args.json:
@@ -279,6 +304,47 @@ def cmd_plan(args) -> int:
     return exit_code(results)
 
 
+def _plan_text(args, r) -> str:
+    """The plan as it is written to a file or as Markdown (no colour)."""
+    if args.format == "md":
+        from attlens.report.markdown import plan_to_markdown
+
+        return plan_to_markdown(_plan(args, r))
+    import io
+
+    from attlens.report.console import make_console as make
+    from attlens.report.terminal import render_plan
+
+    buf = io.StringIO()
+    render_plan(_plan(args, r), make(args.no_color, file=buf))
+    return buf.getvalue()
+
+
+def _plan_text_answer(args, capture) -> int:
+    """``plan`` of one capture as text or Markdown, to stdout or ``-o``: a stored answer."""
+    if not args.output:
+        if args.format == "md":
+            return text_answer(args, "plan", capture, lambda r: emit(_plan_text(args, r)))
+        from attlens.report.terminal import render_plan
+
+        return text_answer(args, "plan", capture, lambda r: render_plan(_plan(args, r), _console(args.no_color)))
+    from attlens.report.tty import terminal_width
+
+    doc, code, _ = stored_answer(args, "plan", capture, lambda r: {"text": _plan_text(args, r), "inputs": input_files([r])},
+                                 extra={"width": terminal_width(_NoTty())})
+    check_output(args.output, [capture, *doc["inputs"]])
+    write_atomic(args.output, doc["text"])
+    say(f"wrote {args.output}")
+    return code
+
+
+class _NoTty:
+    """The width a plan written to a file is laid out at (COLUMNS, else 120)."""
+
+    def isatty(self) -> bool:
+        return False
+
+
 def cmd_rules(args) -> int:
     from attlens.analysis.plan import load_rules
 
@@ -308,6 +374,12 @@ def cmd_waves(args) -> int:
         return json_answer(args, "waves", resolve_capture_dirs(args.path)[0], lambda r: _waves_doc(args, r), exposed=False)
     from attlens.api import waves
 
+    if not args.json and not args.all:
+        from attlens.model.locate import resolve_capture_dirs
+        from attlens.report.terminal import render_waves
+
+        return text_answer(args, "waves", resolve_capture_dirs(args.path)[0],
+                           lambda r: render_waves(waves(r, args.top), _console(args.no_color), top=max(args.top, 1)), exposed=False)
     results = one_capture(args)
     objs = []
     for i, r in enumerate(results):
@@ -342,6 +414,13 @@ def cmd_deps(args) -> int:
         return json_answer(args, "deps", resolve_capture_dirs(args.path)[0], lambda r: _deps_doc(args, r), exposed=False)
     from attlens.api import deps
 
+    if not args.json and not args.all:
+        from attlens.model.locate import resolve_capture_dirs
+        from attlens.report.terminal import render_deps
+
+        return text_answer(args, "deps", resolve_capture_dirs(args.path)[0],
+                           lambda r: render_deps(deps(r, pc=args.pc, line=args.line), _console(args.no_color), top=max(args.top, 1)),
+                           exposed=False)
     results = one_capture(args)
     objs = []
     for i, r in enumerate(results):

@@ -256,7 +256,7 @@ def load_analyzed(args, dirs, exposed: bool = True) -> list:
     kw = analyze_kwargs(args)
     with progress(args) as step:
         for d in dirs:
-            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step)
+            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step, hidden=exposed)
             step(f"analyzing {d.name}")
             out.append(analyze(dispatch, exposed=exposed, **kw))
     return out
@@ -279,13 +279,100 @@ def json_answer(args, command: str, capture, document, exposed: bool = True) -> 
         return document(r), exit_code([r])
 
     question = [command, str(capture), sorted((k, v) for k, v in vars(args).items() if k not in _NOT_IN_QUESTION)]
+    add_sample_state(question, args, capture)
+    doc, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
+    emit_json(doc)
+    return code
+
+
+def add_sample_state(question: list, args, capture) -> None:
+    """An answer shows the PC samples it may read: their files' state is part of the question."""
     source = pc_sampling_source(args)
-    if hasattr(args, "pc_sampling") and source is not False:  # the answer shows the PC samples it may read
+    if hasattr(args, "pc_sampling") and source is not False:
         from attlens.model.pcsampling import sources_state
 
         question.append(sources_state(capture, getattr(args, "rocprof_dir", None), source))
-    doc, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
-    emit_json(doc)
+
+
+# Options that do not change a text answer: the terminal facts that do are
+# asked of the output stream itself (:func:`_terminal_facts`).
+_NOT_IN_TEXT_QUESTION = {"func", "cmd", "cache_dir", "no_cache", "json"}
+
+
+class _Tee:
+    """stdout while a text answer is rendered: everything written reaches the
+    real stream and is kept; it is the same terminal (or not) to whoever asks,
+    so the renderer lays out and colours exactly as without it."""
+
+    def __init__(self, real):
+        self.real = real
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.real.write(text)
+
+    def getvalue(self) -> str:
+        return "".join(self.parts)
+
+    def __getattr__(self, name):  # isatty, fileno, encoding, flush, ...
+        return getattr(self.real, name)
+
+
+def _terminal_facts(no_color: bool) -> dict:
+    """What the text of a rendering depends on besides the question: the width
+    and colour the console will use (report/tty.py), the stream's encoding and,
+    with colour, the variables rich picks its colour system from."""
+    from attlens.report.tty import color_allowed, terminal_width
+
+    out = sys.stdout
+    color = color_allowed(no_color, out)
+    facts = {"width": terminal_width(out), "color": color, "encoding": str(getattr(out, "encoding", None))}
+    if color:
+        facts["env"] = [os.environ.get(k) for k in ("TERM", "COLORTERM", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")]
+    return facts
+
+
+def stored_answer(args, command: str, capture, make, exposed: bool = True, extra=None):
+    """``(value, exit code, computed)``: ``make(result)`` of the analyzed capture
+    (a string or anything JSON holds), or the value stored for the same question
+    in the same state of the capture (attlens.cache.answers). ``computed``
+    says which."""
+    from attlens.cache.answers import answer
+
+    computed = []
+
+    def build():
+        r = load_analyzed(args, [capture], exposed=exposed)[0]
+        computed.append(True)
+        return make(r), exit_code([r])
+
+    question = ["text", command, str(capture), sorted((k, v) for k, v in vars(args).items() if k not in _NOT_IN_TEXT_QUESTION),
+                extra]
+    add_sample_state(question, args, capture)
+    value, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
+    return value, code, bool(computed)
+
+
+def text_answer(args, command: str, capture, render, exposed: bool = True) -> int:
+    """A text command on one capture, to stdout: ``render(result)`` prints it
+    (through the console of report/console.py) and what it printed is stored;
+    the same question on the same capture, terminal width and colour gets the
+    stored text back without loading anything. Returns the exit code."""
+
+    def make(r) -> str:
+        tee = _Tee(sys.stdout)
+        sys.stdout = tee
+        try:
+            render(r)
+        finally:
+            sys.stdout = tee.real
+        return tee.getvalue()
+
+    text, code, computed = stored_answer(args, command, capture, make, exposed, extra=_terminal_facts(getattr(args, "no_color", False)))
+    if not computed:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     return code
 
 

@@ -9,6 +9,7 @@ from attlens.cli.common import (
     add_cache_args,
     add_no_color,
     add_pc_sampling_args,
+    add_sample_state,
     analyze_kwargs,
     check_output,
     emit_json,
@@ -126,12 +127,15 @@ def cmd_report(args) -> int:
         waves = analyze_waves(r)
         md, js = render_markdown_bundle(r, make_plan(r, waves=waves), waves, Path(args.output))
         return _manifest(args, "md", [_written(md, "markdown"), _written(js, "analysis")], [_capture_entry(r, md)])
-    from attlens.report.html import render_captures
-
     log: list[dict] = []
-    with progress(args) as step:
-        written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=counters, force=args.force, progress=step, log=log,
-                                  analyze_kw=analyze_kwargs(args))
+    if len(dirs) == 1 and counters is None:
+        written = _stored_report(args, dirs[0], log)
+    else:
+        from attlens.report.html import render_captures
+
+        with progress(args) as step:
+            written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=counters, force=args.force, progress=step, log=log,
+                                      analyze_kw=analyze_kwargs(args))
     for e in log:
         if e["pmc_refused"]:
             say(f"attlens: warning: no counters attached to {e['path']}: {e['pmc_refused']}")
@@ -140,6 +144,38 @@ def cmd_report(args) -> int:
                 f"{c['field']} {c['capture']} vs {c['counters']}" for c in e["pmc"]["checks"] if c["match"] is False))
     index = len(dirs) > 1
     return _manifest(args, "html", [_written(w, "index" if index and i == len(written) - 1 else "report") for i, w in enumerate(written)], log)
+
+
+def _stored_report(args, capture, log: list) -> list:
+    """The HTML report of one capture (no counters) written to ``-o``: the page
+    made before for the same capture state and output path, or made now and
+    kept (attlens.cache.answers). Returns the files written; ``log`` gets the
+    capture's entry."""
+    import os
+    from pathlib import Path
+
+    from attlens.cache.answers import answer
+
+    computed = []
+
+    def build():
+        from attlens.report.html import render_captures
+
+        entries: list[dict] = []
+        with progress(args) as step:
+            render_captures([capture], args.output, rocprof_dir=args.rocprof_dir, force=args.force, progress=step, log=entries,
+                            analyze_kw=analyze_kwargs(args))
+        computed.append(True)
+        return {"html": Path(args.output).read_text(encoding="utf-8"), "log": entries}, 0
+
+    question = ["report-html", str(capture), os.path.abspath(args.output),
+                sorted((k, v) for k, v in vars(args).items() if k not in ("func", "cmd", "cache_dir", "no_cache", "json"))]
+    add_sample_state(question, args, capture)
+    doc, _ = answer(capture, args.rocprof_dir, question, build)
+    if not computed:
+        write_atomic(args.output, doc["html"])
+    log.extend(doc["log"])
+    return [Path(args.output)]
 
 
 def cmd_demo(args) -> int:
