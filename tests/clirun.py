@@ -68,7 +68,12 @@ def assert_clean(o: Outcome, *, as_json: bool | None = None) -> None:
     if as_json and o.out.strip():
         doc = json.loads(o.out)  # raises on truncated or concatenated output
         assert isinstance(doc, dict) and doc.get("schema", "").startswith("attlens."), o.describe()
-        if o.code not in (errors.EXIT_OK, errors.EXIT_PARTIAL, errors.EXIT_REGRESSION):
+        if o.code not in WITH_RESULT:
             assert doc["schema"] == "attlens.error" and doc["error"]["exit_code"] == o.code, o.describe()
     if o.code not in (errors.EXIT_OK, errors.EXIT_PARTIAL, errors.EXIT_REGRESSION, 130):
         assert "error:" in o.err, o.describe()
+
+
+# Exit codes whose --json document is the command's result, not an attlens.error:
+# a partial analysis, a regression, a gate refused on partial input (check).
+WITH_RESULT = {errors.EXIT_OK, errors.EXIT_PARTIAL, errors.EXIT_REGRESSION, errors.EXIT_GATE_PARTIAL}

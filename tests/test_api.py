@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -222,7 +223,12 @@ def test_dataframes_hold_the_captures_numbers(lay):
     for pc, stall, latency, isa in zip(df.pc, df.stall, df.latency, df.isa):
         assert (stall, latency, isa) == (by_pc[pc][8], by_pc[pc][7], by_pc[pc][0])
     assert list(df.stall) == sorted(df.stall, reverse=True) and df.stall.iloc[0] == max(row[8] for row in code)
-    assert {"class", "class_stall"} <= set(df.columns) and "class_" not in df.columns
+    assert "class" in set(df.columns) and "class_" not in df.columns
+    # the stall per class is columns, not a dict per cell; a class a pc does not stall on is 0 there
+    split = [c for c in df.columns if c.startswith("class_stall.")]
+    assert "class_stall" not in df.columns and split
+    assert (df[split].sum(axis=1) == df.stall).all()
+    assert not any(isinstance(v, dict) for c in df.columns for v in df[c].head(50))
 
     lines = r.to_pandas("lines")
     want = defaultdict(int)
@@ -304,7 +310,8 @@ def test_empty_tables_keep_their_columns(lay):
     full_deps = api.deps(r)
     plan = api.plan(r)
     # the fixed column lists are the JSON rows' keys
-    assert FINDING_COLUMNS == list(plan.findings[0].to_dict())
+    assert FINDING_COLUMNS == list(plan.to_pandas().columns)  # the JSON keys, the ledger spread into ledger.* columns
+    assert [c.split(".")[0] for c in FINDING_COLUMNS if not c.startswith("ledger.")] + ["ledger"] == [k for k in plan.findings[0].to_dict() if k != "ledger"] + ["ledger"]
     assert _PRODUCER_COLUMNS == list(full_deps.to_dict(1)["producers"][0]) and _WAIT_COLUMNS == list(full_deps.to_dict(1)["waits"][0])
     assert SITE_COLUMNS == list(api.waits(r).to_dict(1)["sites"][0])
     assert LINE_COLUMNS == list(api.diff(r, r).to_dict(1)["lines"][0])
@@ -319,7 +326,7 @@ def test_to_pandas_without_pandas_names_the_extra(lay, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ImportError
     r = lay[1]
     for call in (r.to_pandas, api.plan(r).to_pandas, api.deps(r).to_pandas):
-        with pytest.raises(ImportError, match=r"pip install 'attlens\[pandas\]'") as exc:
+        with pytest.raises(ImportError, match=r"pip install -e '\.\[pandas\]'") as exc:
             call()
         assert exc.value.name == "pandas"
     from attlens.errors import UsageError
@@ -387,7 +394,7 @@ def test_wrong_arguments_are_usage_errors_not_tracebacks(lay):
     bad = [
         lambda: api.hotspots(123),
         lambda: api.analyze(3.5),
-        lambda: api.asm(r, "3"),
+        lambda: api.asm(r, "three"),  # text is an index ("392") or an address ("0x200c")
         lambda: api.asm(r, 3, around=-1),
         lambda: api.deps(r, pc=True),
         lambda: api.deps(r, line=42),
@@ -438,3 +445,60 @@ def test_plan_takes_counters_only_of_its_own_dispatch(lay):
     one = dataclasses.replace(counters.results[0], kernel=d.kernel_name, dispatch_id=-1)
     assert _pmc_for(d, [one]) is one and _pmc_for(d, [one, one]) is None
     assert _pmc_for(d, dataclasses.replace(counters, results=[one])) is one
+
+
+def test_notebook_views_and_the_new_dataframes(lay):
+    """_repr_html_ on results (escaped, with the first rows of to_pandas());
+    to_pandas for asm (waits_on as two aligned list columns) and occupancy
+    (one row per resource); the plan's ledger as columns."""
+    pd = pytest.importorskip("pandas")
+    path, r = lay
+    html = r._repr_html_()
+    assert html.startswith("<div class='attlens-result'><b>AnalysisResult</b>") and "<table" in html and "first 10 of" in html
+    assert "<script" not in html
+    win = attlens.asm(r, 392, 3)
+    df = win.to_pandas()
+    assert list(df.pc) == [a.pc for a in win.rows] and int(df.center.sum()) == 1
+    for row, a in zip(df.itertuples(), win.rows):
+        assert list(row.waits_on_pcs) == [p for p, _c in a.waits_on] and list(row.waits_on_cycles) == [c for _p, c in a.waits_on]
+    assert "waits_on" not in df.columns and "<b>AsmWindow</b>" in win._repr_html_()
+    occ = attlens.occupancy(r)
+    odf = occ.to_pandas()
+    assert list(odf.name) == [l.name for l in occ.limits]
+    assert set(odf[odf.limiter].name) == set(occ.limiters)
+    assert (odf.waves_per_simd.dropna() >= occ.theoretical_waves_per_simd).all()
+    pdf = attlens.plan(r).to_pandas()
+    assert {"ledger.requested_cycles", "ledger.granted_cycles"} <= set(pdf.columns) and "ledger" not in pdf.columns
+    assert list(pdf["ledger.granted_cycles"]) == list(pdf.cycles_at_stake)
+    assert isinstance(pd.DataFrame, type)
+
+
+def test_wrong_types_and_huge_values_are_usage_errors(lay, tmp_path):
+    """Row 16 (and row 9 through the API): load(None), kernels(5), a flag given
+    as text (analyze(exposed="no") analyzed *with* the model), waits(steady=
+    "yes"), plan(pmc="x"), to_dict(2**70), around=2**70: UsageError, never a
+    raw TypeError or a silently wrong answer. The twins: bytes paths, numpy
+    booleans and the bound itself are taken."""
+    import numpy as np
+
+    from attlens.errors import UsageError
+
+    path, r = lay
+    bad = [
+        lambda: api.load(None), lambda: api.load(3), lambda: api.load("a\0b"), lambda: api.load(path, cache=5),
+        lambda: api.kernels(5), lambda: api.kernels([]), lambda: api.kernels([path, 7]), lambda: api.kernels(path, exclude=3),
+        lambda: api.analyze(path, exposed="no"), lambda: api.waits(r, steady="yes"), lambda: api.plan(r, pmc="x"),
+        lambda: api.plan(r, pmc=[1]), lambda: r.to_dict(2**70), lambda: api.hotspots(r).to_dict(2**64),
+        lambda: api.deps(r).to_dict(2**64), lambda: api.waits(r).to_dict(2**70), lambda: api.asm(r, 392, around=2**70),
+        lambda: api.asm(r, 2**70), lambda: api.waves(r, top=2**64), lambda: api.diff(path, path, force="yes"),
+        lambda: api.check(path, path, force=1), lambda: api.captures(b"x\0y"), lambda: api.pmc(path, target=5),
+        lambda: api.pmc(path, ideal_bytes=float("nan")),
+    ]
+    for i, call in enumerate(bad):
+        with pytest.raises(UsageError):
+            call()
+    # twins
+    assert api.load(os.fsencode(path)).kernel_name == r.dispatch.kernel_name
+    assert api.analyze(path, exposed=np.bool_(False)).hidden is None
+    assert api.waits(r, steady=np.bool_(True)).steady is True
+    assert r.to_dict(1_000_000_000)["hotspots"]["instructions_by_stall"] == r.to_dict(0)["hotspots"]["instructions_by_stall"]

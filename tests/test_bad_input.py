@@ -776,6 +776,78 @@ def test_json_ctrl_c_while_writing_waits_for_the_whole_document(real, monkeypatc
     assert json.loads(b"".join(chunks))["n"][-1] == 999
 
 
+def _child_env() -> dict:
+    from conftest import REPO
+
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
+
+def _pipe_holds(fd: int) -> int:
+    import array
+    import fcntl
+    import termios
+
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf)
+    return buf[0]
+
+
+@pytest.mark.parametrize("answer", ["computed", "stored"])
+def test_ctrl_c_while_json_fills_a_pipe_never_cuts_the_document(answer, tmp_path):
+    """Row 15: `analyze --json` into a pipe nobody reads yet: the writer blocks
+    after 64 KiB; a Ctrl-C then used to cut stdout at exactly 65,536 (or
+    131,072) bytes. Now the document is whole, the exit 130, one line on
+    stderr (a real process, a real pipe, a real signal)."""
+    cap = require_shared() / "traces/layernorm/big/ui_output_agent_22257_dispatch_23"
+    env = {**_child_env(), "ATTLENS_CACHE_DIR": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "attlens", "analyze", str(cap), "--json", "--top", "0"]
+    if answer == "stored":
+        subprocess.run(argv, env=env, capture_output=True, timeout=300, check=True)
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    while _pipe_holds(p.stdout.fileno()) < 65536 and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert p.poll() is None, "the document fits the pipe: nothing to interrupt"
+    time.sleep(0.05)  # blocked in write()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert b"Traceback" not in err and p.returncode == 130, err.decode()[-2000:]
+    doc = json.loads(out)
+    assert doc["schema"] == "attlens.analyze" and len(out) > 65536
+    assert err.decode().strip().splitlines()[-1] == "attlens: interrupted"
+
+
+def test_ctrl_c_at_any_moment_is_never_a_traceback():
+    """Row 15: a Ctrl-C from the first line attlens runs (a quiet handler is
+    installed before the command line is imported), through the analysis,
+    to the end: exit 130 and one line, stdout empty or one whole document.
+    (What Python does before that — its own start-up, site-packages hooks —
+    is not attlens'.)"""
+    import random
+
+    cap = require_shared() / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    child = ("import os, sys; fd = int(sys.argv[1]); os.write(fd, b'r'); os.close(fd); sys.argv = ['attlens', *sys.argv[2:]]; "
+             "from attlens.__main__ import entry; raise SystemExit(entry())")
+    rng = random.Random(23)
+    delays = [0.002, 0.005, 0.01, 0.02, 0.04] + [rng.uniform(0.05, 0.4) for _ in range(5)]
+    for delay in delays:
+        r, w = os.pipe()
+        p = subprocess.Popen([sys.executable, "-c", child, str(w), "analyze", str(cap), "--json", "--no-cache"], env=_child_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(w,))
+        os.close(w)
+        assert os.read(r, 1) == b"r"
+        os.close(r)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        assert b"Traceback" not in err, (delay, err.decode()[-2000:])
+        assert p.returncode in (0, 130), (delay, p.returncode, err.decode()[-500:])
+        if p.returncode == 130:
+            assert err.decode().strip().splitlines()[-1] == "attlens: interrupted", (delay, err.decode())
+        if out.strip():
+            assert json.loads(out)["schema"] == "attlens.analyze"
+
+
 def test_json_stdout_carries_nothing_else(real, monkeypatch):
     """Whatever a command prints while it runs goes to stderr under --json."""
     from attlens.analysis import analyze as analyze_mod
@@ -865,3 +937,121 @@ def test_huge_source_line_number_is_not_a_line(tmp_path):
     assert own.line is None and own.file == "/k/numeric.py:18446744073709551616"
     assert chain[0].line == 12
     assert parse_source("/k/a.py:872")[0].line == 872
+
+
+# --------------------------------------------------------------- row 14 of issue 23: the last silent cases
+
+
+def _edit(path: Path, fn) -> None:
+    doc = json.loads(path.read_text())
+    doc = fn(doc) or doc
+    path.write_text(json.dumps(doc))
+
+
+def test_code_json_header_that_does_not_describe_its_rows(real):
+    """A header reordered to start with "Source" (the rows unchanged) read
+    source paths as instructions: exit 0, "(unnamed kernel)", 100 % class
+    'other', no warning. Now exit 7 naming the header."""
+    _edit(real / "code.json", lambda d: d.__setitem__("header", "Source, _, LineNumber, ISA, Codeobj, Vaddr, Hit, Latency, Stall, Idle"))
+    o = run_main("analyze", real, "--json")
+    assert_clean(o)
+    assert o.code == errors.EXIT_CORRUPT and "the header does not describe the rows" in o.err, o.describe()
+
+
+def test_code_json_header_in_another_order_that_matches_its_rows(real):
+    """The twin: columns really in another order, the header saying so: read by name, same analysis."""
+    want = run_main("analyze", real, "--json", "--no-cache").json()
+
+    def swap(d):
+        d["header"] = "Source, _, LineNumber, ISA, Codeobj, Vaddr, Hit, Latency, Stall, Idle"
+        for row in d["code"]:
+            row[0], row[3] = row[3], row[0]
+
+    _edit(real / "code.json", swap)
+    o = run_main("analyze", real, "--json", "--no-cache")
+    assert o.code == 0 and o.json()["totals"] == want["totals"] and o.json()["capture"]["kernel"] == want["capture"]["kernel"]
+
+
+def test_no_label_row_and_no_known_mnemonic_are_warned(real):
+    """Without the kernel's label row the name is unknown, and a listing whose
+    instructions no mnemonic rule knows has no stall classes: both said."""
+    def strip(d):
+        d["code"] = [r for r in d["code"] if not r[0].startswith(";")]
+        for r in d["code"]:
+            r[0] = "zz_" + r[0]
+
+    _edit(real / "code.json", strip)
+    o = run_main("analyze", real, "--json", "--no-cache")
+    assert_clean(o)
+    ws = o.json()["warnings"]
+    assert any("no kernel label row" in w for w in ws) and any("no executed instruction has a known mnemonic" in w for w in ws), ws
+
+
+@pytest.mark.parametrize("freq", [1e-300, 0, -5, "100MHz", 1e300, None])
+def test_realtime_frequency_that_is_no_clock_is_warned(real, freq):
+    """frequency = 1e-300 gave a "0.0 MHz" shader clock without a word."""
+    def put(d):
+        if freq is None:
+            del d["metadata"]["frequency"]
+        else:
+            d["metadata"]["frequency"] = freq
+
+    _edit(real / "realtime.json", put)
+    o = run_main("waves", real, "--json", "--no-cache")
+    assert_clean(o)
+    doc = o.json()
+    assert doc["clock"]["shader_clock_mhz"] is None
+    assert any("realtime.json" in w and "frequency" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_renamed_shader_engine_keys_are_warned(real):
+    """Every SE key of realtime.json and occupancy.json renamed: the clock was
+    null and the occupancy dropped, silently. Now a warning each (exit 8)."""
+    _edit(real / "realtime.json", lambda d: {("X" + k if k.startswith("SE") else k): v for k, v in d.items()})
+    _edit(real / "occupancy.json", lambda d: {("se" + k if k.isdigit() else k): v for k, v in d.items()})
+    o = run_main("analyze", real, "--json", "--no-cache")
+    assert_clean(o)
+    ws = o.json()["warnings"]
+    assert o.code == EXIT_PARTIAL and o.json()["capture"]["partial"] is True
+    assert any(w.startswith("realtime.json: no 'SE<n>' sample list") for w in ws) and any(w.startswith("occupancy.json: no shader-engine") for w in ws), ws
+
+
+def test_pristine_capture_has_none_of_the_row_14_warnings(real):
+    """The clean twin of every case above."""
+    o = run_main("analyze", real, "--json", "--no-cache")
+    assert o.code == 0
+    for needle in ("realtime.json", "occupancy.json", "label row", "known mnemonic", "header"):
+        assert not any(needle in w for w in o.json()["warnings"]), o.json()["warnings"]
+
+
+def test_a_rocpd_table_without_its_columns_is_refused(tmp_path):
+    """A rocpd_kernel_dispatch(a int) table read as one kernel named ""; now exit 7."""
+    import sqlite3
+
+    db = tmp_path / "x_results.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE rocpd_kernel_dispatch (a INTEGER)")
+    con.execute("INSERT INTO rocpd_kernel_dispatch VALUES (1)")
+    con.commit()
+    con.close()
+    o = run_main("kernels", db, "--json")
+    assert_clean(o)
+    assert o.code == errors.EXIT_CORRUPT and "rocpd_kernel_dispatch has no dispatch_id" in o.err, o.describe()
+
+
+def test_a_counter_row_cut_inside_a_quoted_field_is_noted(tmp_path):
+    """The last row of a counter_collection.csv cut inside a quoted field was
+    dropped silently; every dispatch now says a counter may be missing. The
+    twin, the whole file, has no such note."""
+    shared = require_shared()
+    src = shared / "rocprofv3-samples/gfx1151-sys-trace/decode_fetch_counter_collection.csv"
+    whole, cut = tmp_path / "whole_counter_collection.csv", tmp_path / "cut_counter_collection.csv"
+    raw = src.read_bytes()
+    whole.write_bytes(raw)
+    last = raw.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    cut.write_bytes(raw[: raw.rindex(last) + last.index(b'"') + 3])  # inside the first quoted field
+    for path, noted in ((cut, True), (whole, False)):
+        o = run_main("pmc", path, "--target", "gfx942", "--json")
+        assert_clean(o)
+        notes = [n for d in o.json()["dispatches"] for n in d["notes"] if "row(s) skipped" in n]
+        assert bool(notes) is noted, o.describe()

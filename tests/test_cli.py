@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,8 +14,8 @@ from attlens.synth import default_kernel, write_capture
 from conftest import require_shared
 
 
-def run(*args, check_code=0):
-    p = subprocess.run([sys.executable, "-m", "attlens", *map(str, args)], capture_output=True, text=True, timeout=120)
+def run(*args, check_code=0, env=None):
+    p = subprocess.run([sys.executable, "-m", "attlens", *map(str, args)], capture_output=True, text=True, timeout=120, env=env)
     assert "Traceback" not in p.stderr + p.stdout
     if check_code is not None:
         assert p.returncode == check_code, p.stderr
@@ -111,7 +112,7 @@ def test_terminal_modes_on_real_capture(mode):
     shared = require_shared()
     cap = shared / "traces/pa/big/ui_output_agent_10886_dispatch_209"
     p = run("analyze", cap, "--mode", mode, "--topk", "5", "--rocprof-dir", shared / "traces/pa/rocprofv3")
-    assert "Stall by class" in p.stdout and "Occupancy" in p.stdout
+    assert "Instruction stall by class" in p.stdout and "Occupancy" in p.stdout
 
 
 def test_sort_by_latency(tmp_path):
@@ -121,3 +122,76 @@ def test_sort_by_latency(tmp_path):
     p = run("analyze", cap, "--sort", "latency", "--topk", "1", "--mode", "asm")
     assert "Top 1 instructions by latency" in p.stdout
     assert f"{top['latency']:,}" in p.stdout
+
+
+def test_demo_reuses_one_folder(tmp_path):
+    """Without --out the demo writes to one folder per user ($XDG_CACHE_HOME/attlens-demo),
+    the same one every run, instead of a new temporary folder each time."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    first = json.loads(run("demo", "--json", env=env).stdout)
+    home = tmp_path / "xdg" / "attlens-demo"
+    files = sorted(p.relative_to(home) for p in home.rglob("*"))
+    second = json.loads(run("demo", "--json", env=env).stdout)
+    assert first["capture"] == second["capture"] == str(home / "ui_output_agent_1_dispatch_7")
+    assert sorted(p.relative_to(home) for p in home.rglob("*")) == files  # the same files, written again
+    assert [p.name for p in (tmp_path / "xdg").iterdir()] == ["attlens-demo"]
+    assert first["analysis"]["totals"] == second["analysis"]["totals"]
+
+
+def test_help_cites_nothing_a_pip_user_lacks():
+    """--help of every command names no docs/ file (an installed attlens has
+    none); the exit codes are listed, the schemas are one command away."""
+    from attlens.cli import build_parser
+
+    parser = build_parser()
+    texts = [parser.format_help()]
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, p in sub.choices.items():
+        texts.append(p.format_help())
+        for a in p._actions:
+            if a.__class__.__name__ == "_SubParsersAction":
+                texts += [q.format_help() for q in a.choices.values()]
+    assert len(texts) > 20
+    for t in texts:
+        assert "docs/" not in t, t[:200]  # (report.md, FINDINGS.md, SKILL.md are files attlens writes or ships)
+    assert "8 partial input" in sub.choices["analyze"].format_help() and "attlens schema NAME" in sub.choices["analyze"].format_help()
+
+
+# --------------------------------------------------------------------------- every integer option is bounded (issue 23)
+
+HUGE = str(2**64)
+
+
+@pytest.mark.parametrize("argv", [
+    ["analyze", "CAP", "--top", HUGE, "--json"], ["analyze", "CAP", "--context", HUGE], ["asm", "CAP", "--pc", "5", "--around", HUGE],
+    ["asm", "CAP", "--pc", HUGE], ["deps", "CAP", "--pc", HUGE], ["waits", "CAP", "--top", HUGE, "--json"],
+    ["waves", "CAP", "--top", HUGE], ["export", "CAP", "--max-waves", HUGE, "-o", "OUT"], ["export", "CAP", "--max-events", HUGE, "-o", "OUT"],
+    ["diff", "CAP", "CAP", "--top", HUGE, "--json"], ["demo", "--top", HUGE, "-o", "OUT"],
+    ["mcp", "--cache", HUGE], ["kernels", "CAP", "--top", HUGE], ["profile", "--iteration", HUGE, "--", "true"],
+    ["capture", "--timeout", "1e300", "--", "true"], ["check", "CAP", "--baseline", "CAP", "--max-regression", "nan"],
+])
+def test_integer_options_past_their_bound_are_usage_errors(argv, tmp_path):
+    """Row 9: --top, --around, --max-events (and every other count) of 2**64:
+    exit 2 with one line naming the option (they reached the JSON writer and
+    ended in exit 1); nothing is read or written."""
+    from clirun import assert_clean, run_main
+
+    shared = require_shared()
+    cap = shared / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    args = [str(cap) if a == "CAP" else str(tmp_path / "out.x") if a == "OUT" else a for a in argv]
+    o = run_main(*args)
+    assert_clean(o)
+    assert o.code == 2, o.describe()
+    opt = next(a for a in argv if a.startswith("--") and a not in ("--json", "--"))
+    assert opt in o.err and ("out of range" in o.err or "must be <=" in o.err or "is not a finite" in o.err), o.describe()
+    assert not (tmp_path / "out.x").exists()
+
+
+def test_integer_options_at_their_bound_are_taken():
+    """The twin: the largest accepted value works (every row)."""
+    from clirun import run_main
+
+    shared = require_shared()
+    cap = shared / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    big, every = run_main("waits", cap, "--top", "1000000000", "--json"), run_main("waits", cap, "--top", "0", "--json")
+    assert big.code == every.code == 0 and big.json()["sites"] == every.json()["sites"] and big.json()["topk"] == 1000000000

@@ -153,3 +153,113 @@ def test_json_inputs_and_check_gate(tmp_path):
     assert "unknown class" in run("check", b, "--baseline", a, "--metric", "class:nope", code=2).stderr
     md = run("diff", a, b, "--format", "md").stdout
     assert "## Per source line" in md and "toy_kernel.py:25" in md
+
+
+# --------------------------------------------------------------------------- a gate never passes on damaged input (issue 23)
+
+FLASH_SMALL = "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """The original capture, and a copy with one wave file cut in half
+    (analyze: exit 8, a warning naming the file, "code.json sums differ")."""
+    import shutil
+
+    shared = require_shared()
+    orig = tmp_path / "orig" / "C"
+    shutil.copytree(shared / FLASH_SMALL, orig)
+    damaged = tmp_path / "damaged" / "C"
+    shutil.copytree(orig, damaged)
+    wave = damaged / "se3_sm1_sl0_wv0.json"
+    wave.write_bytes(wave.read_bytes()[: wave.stat().st_size // 2])
+    return orig, damaged
+
+
+def _warned(doc, needle="se3_sm1_sl0_wv0.json"):
+    return [w for w in doc["warnings"] if needle in w]
+
+
+def test_check_fails_on_a_partly_read_capture(pair, tmp_path):
+    """Row 3: check exits 22 (not 0), passed false, the warnings carried,
+    whichever side is damaged, also from a saved analysis and in JUnit."""
+    from attlens.errors import EXIT_GATE_PARTIAL
+    from clirun import assert_clean, run_main
+
+    orig, damaged = pair
+    analyzed = run_main("analyze", damaged, "--json")
+    assert analyzed.code == 8 and any("code.json sums differ" in w for w in analyzed.json()["warnings"])
+    saved = tmp_path / "damaged.json"
+    saved.write_text(run_main("analyze", damaged, "--json", "--top", "0").out)
+    junit = tmp_path / "gate.xml"
+    for cur, base in ((damaged, orig), (orig, damaged), (saved, orig)):
+        o = run_main("check", cur, "--baseline", base, "--json", "--max-regression", "1000", "--junit", junit)
+        assert_clean(o)
+        doc = o.json()
+        assert o.code == EXIT_GATE_PARTIAL and doc["passed"] is False and doc["partial"] is True, o.describe()
+        side = "current" if cur != orig else "baseline"
+        assert _warned(doc, f"{side}: se3_sm1_sl0_wv0.json") and any("code.json sums differ" in w for w in doc["warnings"])
+        assert "partly read" in o.err
+        failure = ET.parse(junit).getroot().find("testcase/failure")
+        assert failure is not None and failure.get("type") == "partial-input"
+    text = run_main("check", damaged, "--baseline", orig)
+    assert text.code == EXIT_GATE_PARTIAL and "PARTIAL INPUT" in text.out and "se3_sm1_sl0_wv0.json" in text.err
+
+
+def test_check_of_whole_captures_passes(pair):
+    """The clean twin: the same gate on the original against itself passes, with no warning."""
+    from clirun import run_main
+
+    orig, _ = pair
+    o = run_main("check", orig, "--baseline", orig, "--json")
+    assert o.code == 0 and o.json()["passed"] is True and o.json()["partial"] is False and not _warned(o.json())
+    assert all(w.startswith(("current: location collapse", "baseline: location collapse")) for w in o.json()["warnings"])
+
+
+def test_diff_says_partial_and_carries_the_warnings(pair):
+    """Row 3: diff exits 8 (as analyze), says "partial" in its verdict and in
+    every format, and its JSON carries both sides' warnings."""
+    from clirun import assert_clean, run_main
+
+    orig, damaged = pair
+    o = run_main("diff", orig, damaged, "--json")
+    assert_clean(o)
+    doc = o.json()
+    assert o.code == 8 and doc["partial"] is True and doc["after"]["partial"] is True and doc["before"]["partial"] is False
+    assert "partial" in doc["verdict"]["summary"] and _warned(doc, "after: se3_sm1_sl0_wv0.json")
+    for fmt in ("text", "md"):
+        t = run_main("diff", orig, damaged, "--format", fmt, "--no-color")
+        assert t.code == 8 and "partial" in t.out and "se3_sm1_sl0_wv0.json" in t.err
+    twin = run_main("diff", orig, orig, "--json")
+    assert twin.code == 0 and twin.json()["partial"] is False and not _warned(twin.json())
+    assert "partial" not in twin.json()["verdict"]["summary"]
+
+
+@pytest.mark.parametrize("cmd", [["plan"], ["deps"], ["waves"], ["asm", "--pc", "100"], ["waits"], ["occupancy"],
+                                 ["analyze", "--by", "line"]])
+def test_every_one_capture_answer_carries_analyzes_warnings(pair, cmd):
+    """Row 3: plan --json / deps --json dropped analyze's warnings (the
+    skipped file, "code.json sums differ"); every one-capture object carries
+    them, and the partial exit code; the twin on the whole capture has none."""
+    from clirun import assert_clean, run_main
+
+    orig, damaged = pair
+    want = run_main("analyze", damaged, "--json").json()["warnings"]
+    o = run_main(cmd[0], damaged, *cmd[1:], "--json")
+    assert_clean(o)
+    assert o.code == 8 and o.json()["warnings"] == want, o.describe()
+    twin = run_main(cmd[0], orig, *cmd[1:], "--json")
+    assert twin.code == 0 and twin.json()["warnings"] == run_main("analyze", orig, "--json").json()["warnings"]
+    assert not _warned(twin.json())
+
+
+def test_report_carries_the_warnings(pair, tmp_path):
+    from clirun import run_main
+
+    orig, damaged = pair
+    o = run_main("report", damaged, "-o", tmp_path / "r.html", "--json")
+    assert o.code == 8 and _warned(o.json()["captures"][0])
+    o = run_main("report", "--diff", orig, damaged, "-o", tmp_path / "d.html", "--json")
+    assert o.code == 8 and "se3_sm1_sl0_wv0.json" in (tmp_path / "d.html").read_text()
+    twin = run_main("report", orig, "-o", tmp_path / "o.html", "--json")
+    assert twin.code == 0 and not _warned(twin.json()["captures"][0])

@@ -20,9 +20,18 @@ wide and long pmc_perf.csv) are fuzzed on samples from ../shared/outside, and
 the pipeline also on the same capture rewritten in the early rocprofv3 layout
 (``world_early``).
 
+The same invariant is kept where 0.2 added state (issue 23): the capture's
+digest in the cache (every digest file damaged, a FIFO or symlink in its
+place, a record edited with a recomputed CRC), a sweep folder's manifest
+(bytes, any value in any column, tables and columns dropped, the lock file),
+sweep files (bytes, structural edits, aliases), and the real outputs of
+other teams and tool generations in ``../shared/outside`` through the whole
+command line.
+
 ``ATTLENS_FUZZ_EXAMPLES`` scales the number of examples (default: 250 for
 the readers and the wave reader, 200 for the pipeline, 40 for the early
-layout: about 25 s in all on an idle machine).
+layout, 120 digests, 150 manifests, 300 sweep files, 80 outside captures:
+about a minute in all on an idle machine).
 """
 
 from __future__ import annotations
@@ -541,3 +550,337 @@ def _reference_records(doc):
     if not ok(rows, 5) or not ok(tl, 2):
         return None
     return np.array(rows, dtype=np.int64).reshape(-1, 5), np.array(tl, dtype=np.int64).reshape(-1, 2)
+
+
+# --------------------------------------------------------------------------- the digest fuzz (issue 23)
+#
+# The digest of the capture (its columns, derived results, stored answers) is
+# damaged the ways the capture is: bytes flipped or cut, a JSON record edited
+# *with its checksum recomputed* (what a CRC cannot catch), a FIFO, a
+# directory, a symlink out, an empty file in place of any file. The command
+# keeps the invariant; where the damage breaks a checksum (or the file), the
+# output is exactly the fresh parse's.
+
+DIGEST_COMMANDS = {
+    "analyze-json": ["analyze", "--json"],  # the stored answer
+    "analyze-top3": ["analyze", "--json", "--top", "3"],  # a new question: digest and derived results
+    "plan-json": ["plan", "--json"],
+    "deps-json": ["deps", "--json"],
+    "waves-json": ["waves", "--json"],
+    "detail": ["analyze", "--detail", "--no-color", "--top", "5"],
+}
+
+
+@pytest.fixture(scope="module")
+def digest_world(world):
+    """A cache holding the capture's digest, derived results and the stored
+    answers of every DIGEST_COMMANDS question; and each question's fresh output."""
+    cap = world / "run" / "big" / Path(CAPTURE).name
+    cache = world / "digest-cache"
+    fresh = {}
+    for name, argv in DIGEST_COMMANDS.items():
+        o = run_main(argv[0], cap, *argv[1:], "--no-cache")
+        fresh[name] = (o.code, o.out)
+        built = run_main(argv[0], cap, *argv[1:], "--cache-dir", cache)
+        assert (built.code, built.out) == fresh[name], name
+    assert list(cache.glob("digests-v1/*/*/answer-*.json")) and list(cache.glob("digests-v1/*/*/derived-*.json"))
+    return cap, cache, fresh
+
+
+def _recrc(raw: bytes, data, cap: Path, world: Path) -> bytes:
+    """A structural edit of a ``<crc>\\n<json>`` record, with a matching CRC-32."""
+    import zlib
+
+    body = raw.partition(b"\n")[2]
+    doc = mutate_json(data, orjson.loads(body), cap, {})
+    new = json.dumps(doc).encode()
+    return b"%08x\n" % zlib.crc32(new) + new
+
+
+@fuzz_settings(120)
+@given(data=st.data())
+def test_fuzz_digest_files_keep_the_invariant(digest_world, world, data):
+    cap, cache0, fresh = digest_world
+    with tempfile.TemporaryDirectory(dir=world) as tmp:
+        cache = Path(tmp) / "cache"
+        shutil.copytree(cache0, cache, symlinks=True)
+        folder = next(cache.glob("digests-v1/*/*/"))
+        files = sorted(p for p in folder.iterdir() if p.is_file())
+        target = data.draw(st.sampled_from(files), label="file")
+        kinds = ["bytes", "replace-file"] + (["json-recrc"] if target.suffix == ".json" else [])
+        how = data.draw(st.sampled_from(kinds), label="how")
+        if how == "bytes":
+            target.write_bytes(mutate_bytes(data, target.read_bytes()))
+        elif how == "json-recrc":
+            target.write_bytes(_recrc(target.read_bytes(), data, cap, world))
+        else:
+            kind = data.draw(st.sampled_from(["fifo", "dir", "symlink-out", "symlink-dev", "empty"]), label="file-trick")
+            target.unlink()
+            if kind == "fifo":
+                os.mkfifo(target)
+            elif kind == "dir":
+                target.mkdir()
+            elif kind == "symlink-out":
+                target.symlink_to(world / "outside" / "secret.py")
+            elif kind == "symlink-dev":
+                target.symlink_to("/dev/zero")
+            else:
+                target.write_bytes(b"")
+        name = data.draw(st.sampled_from(sorted(DIGEST_COMMANDS)), label="command")
+        argv = DIGEST_COMMANDS[name]
+        with Opens() as rec:
+            o = run_main(argv[0], cap, *argv[1:], "--cache-dir", cache)
+        note = f"damage: {how} {target.name}\n"
+        assert_clean(o, as_json="--json" in argv), note + o.describe()
+        assert SENTINEL not in o.out + o.err, note + o.describe()
+        assert_never_outside(rec.paths, world)
+        if how != "json-recrc" and target.name != "used":
+            assert (o.code, o.out) == fresh[name], note + o.describe()
+
+
+# --------------------------------------------------------------------------- the sweep manifest fuzz (issue 23)
+#
+# A sweep folder's manifest (SQLite) damaged: bytes flipped or cut, a value
+# of any type in any column (SQLite keeps whatever it is given), a JSON
+# column edited, a table dropped, rows deleted, the file replaced by a FIFO,
+# a folder, a symlink; the lock file too. `sweep status` and `sweep report`
+# keep the invariant: a documented exit code (7 with the repair hint for a
+# damaged manifest), never an internal error or a traceback.
+
+WEIRD_SQL = [None, -1, 0, 2**63 - 1, -(2**63), 1.5, 1e300, "", "x", "done", "\x00", "{", "[]", '{"a": 1}', "../../x", b"\x00\xff"]
+
+
+@pytest.fixture(scope="module")
+def manifest_world(world):
+    """A sweep folder: job a done (with the summary of the real capture), b failed, c pending."""
+    import time
+
+    from attlens.sweep.manifest import Manifest
+    from attlens.sweep.spec import Job
+    from attlens.sweep.summary import analyze_capture
+
+    root = world / "sweepdir"
+    cap = world / "run" / "big" / Path(CAPTURE).name
+    m = Manifest.open(root, create=True)
+    jobs = [Job(name=n, argv=["true"], cwd=str(root), tags=["t"], shape="s") for n in ("a", "b", "c")]
+    m.sync_jobs(jobs)
+    now = time.time()
+    m.set_meta(sweep_file=str(root / "sweep.toml"), engine="local")
+    m.begin_attempt("a", 1, "local", "host", "0", now, 1234, "99")
+    adir = root / "jobs" / "a" / "attempt-1"
+    adir.mkdir(parents=True)
+    (adir / "report.html").write_text("<html></html>")
+    rec = {"engine": "local", "host": "host", "gpu": "0", "started_at": now, "ended_at": now + 1, "seconds": 1.0, "exit_code": 0}
+    m.record_done("a", 1, rec, {"attempt_dir": "jobs/a/attempt-1", "capture": str(cap), "report": "jobs/a/attempt-1/report.html",
+                                "profile_json": None, "summary": analyze_capture(cap, None)})
+    m.begin_attempt("b", 1, "local", "host", "1", now, 1235, "98")
+    m.end_attempt("b", 1, {**rec, "outcome": "failed", "exit_code": 14, "error": "rocprofv3 failed"}, job_state="failed")
+    m.close()
+    for p in [root, *root.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    assert run_main("sweep", "status", root, "--json").code == 0
+    return root
+
+
+def _damage_manifest(data, world: Path, root: Path) -> str:
+    import sqlite3
+
+    m = root / "manifest.sqlite"
+    how = data.draw(st.sampled_from(["bytes", "value", "json", "schema", "replace-file", "lock"]), label="how")
+    if how == "bytes":
+        m.write_bytes(mutate_bytes(data, m.read_bytes()))
+        return how
+    if how in ("replace-file", "lock"):
+        target = m if how == "replace-file" else root / ".sweep.lock"
+        kind = data.draw(st.sampled_from(["fifo", "dir", "symlink-out", "empty"]), label="file-trick")
+        if target.exists() or target.is_symlink():
+            target.unlink()
+        if kind == "fifo":
+            os.mkfifo(target)
+        elif kind == "dir":
+            target.mkdir()
+        elif kind == "symlink-out":
+            target.symlink_to(world / "outside" / "secret.py")
+        else:
+            target.write_bytes(b"")
+        return f"{how} {kind}"
+    con = sqlite3.connect(str(m))
+    try:
+        con.execute("PRAGMA foreign_keys = OFF")
+        con.execute("PRAGMA ignore_check_constraints = ON")
+        table = data.draw(st.sampled_from(["jobs", "attempts", "meta"]), label="table")
+        cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+        rows = [r[0] for r in con.execute(f"SELECT rowid FROM {table}")]
+        if how == "schema":
+            op = data.draw(st.sampled_from(["drop-table", "drop-column", "delete-rows", "duplicate-row"]), label="schema-op")
+            if op == "drop-table":
+                con.execute(f"DROP TABLE {table}")
+            elif op == "drop-column":
+                con.execute(f"ALTER TABLE {table} DROP COLUMN {data.draw(st.sampled_from(cols), label='column')}")
+            elif op == "delete-rows":
+                con.execute(f"DELETE FROM {table}")
+            elif rows:
+                con.execute(f"INSERT OR IGNORE INTO {table} SELECT * FROM {table} WHERE rowid = ?", (rows[0],))
+        elif rows:
+            col = data.draw(st.sampled_from(cols if how == "value" else [c for c in cols if c in ("spec", "summary")] or cols), label="column")
+            row = data.draw(st.sampled_from(rows), label="row")
+            if how == "json":
+                raw = con.execute(f"SELECT {col} FROM {table} WHERE rowid = ?", (row,)).fetchone()[0]
+                try:
+                    value = json.dumps(mutate_json(data, json.loads(raw), root, {}))
+                except (TypeError, ValueError):
+                    value = data.draw(st.sampled_from(WEIRD_SQL), label="value")
+            else:
+                value = data.draw(st.sampled_from(WEIRD_SQL), label="value")
+            con.execute(f"UPDATE {table} SET {col} = ? WHERE rowid = ?", (value, row))
+        con.commit()
+    except sqlite3.Error:
+        pass  # an edit SQLite refuses (a primary key clash): the file as it is
+    finally:
+        con.close()
+    return how
+
+
+SWEEP_COMMANDS = {
+    "status-json": lambda d, o: ["sweep", "status", d, "--json"],
+    "status-text": lambda d, o: ["sweep", "status", d, "--no-color"],
+    "report": lambda d, o: ["sweep", "report", d, "-o", o / "dash.html", "--json"],
+}
+
+
+@fuzz_settings(150)
+@given(data=st.data())
+def test_fuzz_sweep_manifest_keeps_the_invariant(manifest_world, world, data):
+    with tempfile.TemporaryDirectory(dir=world) as tmp:
+        root = Path(tmp) / "sweep"
+        shutil.copytree(manifest_world, root, symlinks=True)
+        what = _damage_manifest(data, world, root)
+        name = data.draw(st.sampled_from(sorted(SWEEP_COMMANDS)), label="command")
+        argv = SWEEP_COMMANDS[name](root, Path(tmp))
+        with Opens() as rec:
+            o = run_main(*argv)
+        note = f"damage: {what}\n"
+        assert_clean(o, as_json="--json" in argv), note + o.describe()
+        assert SENTINEL not in o.out + o.err, note + o.describe()
+        assert_never_outside(rec.paths, world)
+        if o.code == 7:
+            assert "move it aside" in o.err or "remove it" in o.err, note + o.describe()
+
+
+# --------------------------------------------------------------------------- the sweep file fuzz (issue 23)
+
+
+def _sweep_samples() -> dict:
+    from attlens.sweep.spec import example
+
+    return {"toml": example("toml").encode(), "yaml": example("yaml").encode()}
+
+
+@fuzz_settings(300)
+@given(data=st.data())
+def test_fuzz_sweep_files_raise_only_sweep_file_errors(world, data):
+    """A damaged sweep file (bytes, or the document edited and written as
+    YAML/JSON: weird values, deep nesting, huge numbers, path tricks, aliases)
+    is a SweepFileError (exit 30) or a sweep whose every job passes the
+    checks the schema promises."""
+    import math
+
+    from attlens.errors import AttlensError
+    from attlens.sweep.spec import MAX_SECONDS, load_sweep, policy_problem
+
+    samples = _sweep_samples()
+    kind = data.draw(st.sampled_from(["toml-bytes", "yaml-bytes", "structural", "alias"]), label="kind")
+    if kind == "toml-bytes":
+        name, raw = "s.toml", mutate_bytes(data, samples["toml"])
+    elif kind == "yaml-bytes":
+        name, raw = "s.yaml", mutate_bytes(data, samples["yaml"])
+    elif kind == "structural":
+        import yaml
+
+        doc = mutate_json(data, yaml.safe_load(samples["yaml"]), world, {})
+        name, raw = "s.yaml", json.dumps(doc).encode()  # JSON is YAML
+    else:
+        name = "s.yaml"
+        raw = samples["yaml"].replace(b"jobs:", b"x: &x [1, 2]\njobs:", 1) + b"  - {name: extra, argv: *x}\n"
+    with tempfile.TemporaryDirectory(dir=world) as tmp:
+        f = Path(tmp) / name
+        f.write_bytes(raw)
+        try:
+            sweep = load_sweep(f)
+        except AttlensError as exc:
+            assert exc.exit_code == 30 and "\n" not in str(exc) and len(str(exc)) < 2000, str(exc)[:3000]
+            return
+    names = [j.name for j in sweep.jobs]
+    assert len(set(names)) == len(names)
+    for j in sweep.jobs:
+        assert policy_problem(j) is None, j
+        assert all(isinstance(a, str) for a in j.argv) and j.argv
+        assert 0 < j.timeout <= MAX_SECONDS and math.isfinite(j.backoff)
+
+
+# --------------------------------------------------------------------------- the outside captures (issue 23)
+#
+# Real outputs of other teams, GPUs and tool generations (../shared/outside:
+# an early-rocprofv3 Triton capture with its side files, a PC-sampling
+# directory, legacy rocprof v1 databases, gfx1151 CSVs), damaged like the
+# FlyDSL capture above. Whatever attlens makes of them, the invariant holds.
+
+OUTSIDE = {
+    "triton": ("triton-afp4wfp4-gemm/orig", ["analyze --json", "plan --json", "waves --json", "deps --json"]),
+    "pcsampling": ("rcv-pcsampling", ["analyze --json", "captures --json"]),
+    "legacy": ("legacy-rocprof-v1", ["kernels --json"]),
+    "csv": ("rocprofv3-csv-gfx1151", ["kernels --json", "pmc --json"]),
+}
+
+
+@pytest.fixture(scope="module")
+def outside_world(world):
+    shared = require_shared()
+    root = world / "outside-world"
+    for key, (rel, _cmds) in OUTSIDE.items():
+        shutil.copytree(shared / "outside" / rel, root / key)
+    for p in root.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return root
+
+
+def _outside_target(key: str, folder: Path) -> Path:
+    """The path a command is given: the capture directory, or the folder."""
+    if key == "triton":
+        return next(folder.glob("ui_output_agent_*"))
+    return folder
+
+
+@fuzz_settings(80)
+@given(data=st.data())
+def test_fuzz_outside_captures_keep_the_invariant(outside_world, world, data):
+    key = data.draw(st.sampled_from(sorted(OUTSIDE)), label="source")
+    with tempfile.TemporaryDirectory(dir=world) as tmp:
+        folder = Path(tmp) / key
+        shutil.copytree(outside_world / key, folder, symlinks=True)
+        target = _outside_target(key, folder)
+        files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".csv", ".db", ".att"))
+        victim = data.draw(st.sampled_from(files), label="file")
+        tricks = path_tricks(world, target) if target.is_dir() else {}
+        how = data.draw(st.sampled_from(["json", "bytes", "none"] if victim.suffix == ".json" else ["bytes", "none"]), label="how")
+        if how == "json":
+            try:
+                doc = orjson.loads(victim.read_bytes())
+            except orjson.JSONDecodeError:
+                doc = None
+            if doc is not None:
+                victim.write_text(json.dumps(mutate_json(data, doc, target, tricks)))
+        elif how == "bytes":
+            victim.write_bytes(mutate_bytes(data, victim.read_bytes()))
+        before = digest(folder)
+        cmd = data.draw(st.sampled_from(OUTSIDE[key][1]), label="command").split()
+        argv = [cmd[0], target, *cmd[1:]]
+        if cmd[0] == "pmc":
+            argv += ["--target", "gfx942"]
+        with Opens() as rec:
+            o = run_main(*argv)
+        note = f"damage: {how} {victim.relative_to(folder)}\n"
+        assert_clean(o, as_json="--json" in argv), note + o.describe()
+        assert SENTINEL not in o.out + o.err, note + o.describe()
+        assert_never_outside(rec.paths, world)
+        assert digest(folder) == before, note + "an input was changed"

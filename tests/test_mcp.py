@@ -20,7 +20,7 @@ from attlens.cli import main
 from conftest import REPO, require_shared
 
 if os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
-    pytest.importorskip("mcp", reason="the mcp SDK (pip install 'attlens[mcp]') is not installed")
+    pytest.importorskip("mcp", reason="the mcp SDK (pip install -e '.[mcp]') is not installed")
 
 LAYERNORM = "traces/layernorm/big/ui_output_agent_22257_dispatch_23"
 FLASH_BEFORE = "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
@@ -33,7 +33,10 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
     folder = str((shared / "traces/layernorm").resolve())
     return [
         ("list_captures", "list_captures", {"path": folder}, ["captures", folder]),
-        ("summary", "summary", {"capture": lay}, ["analyze", lay]),
+        ("summary", "summary", {"capture": lay}, ["analyze", lay, "--summary"]),
+        ("summary_full", "summary", {"capture": lay, "top": 3, "detail": "full"}, None),
+        ("asm_addr", "asm", {"capture": lay, "pc": "0x200c", "around": 1}, None),
+        ("rules", "rules", {}, ["rules"]),
         ("hotspots_opcode", "hotspots", {"capture": lay, "by": "opcode", "sort": "latency", "top": 5}, ["analyze", lay, "--by", "opcode", "--sort", "latency", "--topk", "5"]),
         ("hotspots_line", "hotspots", {"capture": lay, "by": "line", "sort": "exposed", "top": 3}, ["analyze", lay, "--by", "line", "--sort", "exposed", "--topk", "3"]),
         ("hotspots_instr", "hotspots", {"capture": lay, "sort": "idle", "top": 0}, ["analyze", lay, "--by", "instruction", "--sort", "idle", "--topk", "0"]),
@@ -52,7 +55,7 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         ("schema", "schema", {"name": "attlens.waits"}, None),
         # PC samples: the viewer's PC-sampling folder (a copy under a root)
         ("pc_sampling", "pc_sampling", {"path": str(tmp / "rcv"), "top": 5}, ["pcsampling", str(tmp / "rcv"), "--top", "5"]),
-        ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--top", "3"]),
+        ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--summary", "--top", "3"]),
         # refusals and errors
         ("outside", "summary", {"capture": "/etc"}, None),
         ("dotdot", "summary", {"capture": str(tmp / ".." / "..")}, None),
@@ -65,6 +68,26 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         ("unknown_schema", "schema", {"name": "nope"}, None),
         ("stale_1", "summary", {"capture": str(tmp / "copy")}, None),
         ("stale_2", "summary", {"capture": str(tmp / "copy")}, None),  # after the copy's filenames.json is rewritten
+        # issue 23: a wave file rewritten in place, same size and mtime, under the running server
+        ("inplace_1", "summary", {"capture": str(tmp / "copy2")}, None),
+        ("inplace_same", "summary", {"capture": str(tmp / "copy2")}, None),  # the clean twin: nothing changed
+        ("inplace_2", "summary", {"capture": str(tmp / "copy2")}, None),
+        # issue 23: bounds and paths checked before use: a usage error, never an internal one
+        ("top_huge", "summary", {"capture": lay, "top": 2**64}, None),
+        ("around_huge", "asm", {"capture": lay, "pc": 392, "around": 2**70}, None),
+        ("waves_huge", "waves", {"capture": lay, "top": 2**64}, None),
+        ("deps_huge", "deps", {"capture": lay, "top": 2**64}, None),
+        ("diff_huge", "diff", {"before": fb, "after": fa, "top": 2**64}, None),
+        ("path_nul", "summary", {"capture": lay + "\x00x"}, None),
+        ("path_long", "summary", {"capture": "/" + "a" * 5000}, None),
+        ("path_long_name", "list_captures", {"path": str(tmp / ("n" * 300))}, None),
+        ("after_bad_args", "occupancy", {"capture": lay}, None),
+        # issue 23: a partly read capture: every tool's result carries analyze's warnings
+        ("partial_summary", "summary", {"capture": str(tmp / "partial")}, None),
+        ("partial_plan", "plan", {"capture": str(tmp / "partial")}, None),
+        ("partial_deps", "deps", {"capture": str(tmp / "partial")}, None),
+        ("partial_asm", "asm", {"capture": str(tmp / "partial"), "pc": 392}, None),
+        ("partial_check", "check", {"capture": str(tmp / "partial"), "baseline": str(tmp / "copy2"), "max_regression": 1000.0}, None),
     ]
 
 
@@ -80,9 +103,13 @@ def session(tmp_path_factory):
     (tmp / "broken" / "filenames.json").write_text('{"wave_filenames": [1, 2')
     os.symlink("/", tmp / "link-out")
     shutil.copytree(shared / LAYERNORM, tmp / "copy")
+    shutil.copytree(shared / LAYERNORM, tmp / "copy2")
+    shutil.copytree(shared / LAYERNORM, tmp / "partial")
+    victim = sorted((tmp / "partial").glob("se*_wv*.json"))[0]
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
     shutil.copytree(shared / "outside/rcv-pcsampling", tmp / "rcv")
     qs = questions(shared, tmp)
-    env = {"PYTHONPATH": str(REPO / "src"), "ATTLENS_SHARED": str(shared)}
+    env = {"PYTHONPATH": str(REPO / "src"), "ATTLENS_SHARED": str(shared), "ATTLENS_CACHE_DIR": os.environ["ATTLENS_CACHE_DIR"]}
     params = StdioServerParameters(command=sys.executable, args=["-m", "attlens", "mcp", "--root", str(shared / "traces"), "--root", str(tmp)], env=env)
     out: dict = {}
 
@@ -97,6 +124,8 @@ def session(tmp_path_factory):
                         doc = json.loads(fn.read_text())
                         del doc["wave_filenames"]["0"]  # drop shader engine 0's waves
                         fn.write_text(json.dumps(doc))
+                    if key == "inplace_2":
+                        rewrite_in_place(sorted((tmp / "copy2").glob("se*_wv*.json"))[0])
                     out[key] = await s.call_tool(tool, arguments)
 
     # In a thread of its own: another test's event loop (Playwright's sync API) may still run in this one.
@@ -115,6 +144,21 @@ def session(tmp_path_factory):
     if errors:
         raise errors[0]
     return {"answers": out, "questions": {q[0]: q for q in qs}}
+
+
+def rewrite_in_place(wave: Path) -> None:
+    """Raise the first record's stall by changing one digit: same size, same
+    mtime (restored), same inode."""
+    st = wave.stat()
+    data = bytearray(wave.read_bytes())
+    i = data.index(b'"instructions":[[') + len(b'"instructions":[[')
+    i = data.index(b",", data.index(b",", i) + 1) + 1  # the stall field
+    assert chr(data[i]).isdigit()
+    data[i] = ord("9") if data[i] != ord("9") else ord("8")
+    with open(wave, "r+b") as f:
+        f.write(bytes(data))
+    os.utime(wave, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert wave.stat().st_size == st.st_size and wave.stat().st_mtime_ns == st.st_mtime_ns and wave.stat().st_ino == st.st_ino
 
 
 def cli_json(args: list[str], capsys) -> tuple[int, dict]:
@@ -141,9 +185,51 @@ def test_initialize_and_list_tools(session):
     assert props["by"]["enum"] == ["instruction", "line", "opcode"]
     assert props["sort"]["enum"] == ["stall", "latency", "exposed", "idle"]
     assert hot.input_schema["required"] == ["capture"]
+    # every tool: read-only annotations and the shipped JSON Schema of its result as outputSchema
+    from attlens import schemas
+    from attlens.serve.server import OUTPUT_SCHEMAS, output_schema
+
+    assert names == set(OUTPUT_SCHEMAS) and "rules" in names
+    for t in a["tools"]:
+        ann = t.annotations
+        assert ann.read_only_hint is True and ann.destructive_hint is False and ann.idempotent_hint is True and ann.open_world_hint is False, t.name
+        assert t.output_schema["type"] == "object"
+        # the shipped schema (summary: attlens.summary, or attlens.pc_sampling on a PC-sampling folder), bundled with the
+        # shared definitions it reaches; the SDK client checks every result below against it
+        assert t.output_schema == output_schema(t.name), t.name
+        if isinstance(OUTPUT_SCHEMAS[t.name], str):
+            shipped = schemas.bundle(OUTPUT_SCHEMAS[t.name])
+            assert {k: v for k, v in t.output_schema.items() if k != "$defs"} == {k: v for k, v in shipped.items() if k != "$defs"}
+    summ = next(t for t in a["tools"] if t.name == "summary")
+    assert summ.input_schema["properties"]["detail"]["enum"] == ["brief", "full"]
 
 
-@pytest.mark.parametrize("key", ["list_captures", "summary", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
+def test_summary_fits_an_agents_budget(session):
+    """~4k tokens at most (bytes / 4) with the default arguments, where the old
+    summary (attlens.analyze) cost ~20k on softmax; one ranking of each kind,
+    not three; detail='full' adds the attlens.analyze object."""
+    from attlens import schemas
+
+    res = session["answers"]["summary"]
+    text = res.content[0].text
+    assert len(text.encode()) / 4 <= 4000
+    doc = json.loads(text)
+    schemas.validate(doc)
+    assert doc["schema"] == "attlens.summary" and doc["analysis"] is None and doc["verdict"]["sentence"]
+    assert {"instructions", "lines"} <= set(doc) and not any(k.startswith("instructions_by") for k in doc)
+    full = result_object(session["answers"]["summary_full"])
+    schemas.validate(full)
+    assert full["detail"] == "full" and full["analysis"]["schema"] == "attlens.analyze" and len(full["instructions"]) == 3
+    assert full["analysis"]["hotspots"]["topk"] == 3
+
+
+def test_asm_takes_an_address(session):
+    got = result_object(session["answers"]["asm_addr"])
+    center = [r for r in got["rows"] if r["center"]]
+    assert len(center) == 1 and center[0]["vaddr"] == 0x200C and got["pc"] == center[0]["pc"] == 392
+
+
+@pytest.mark.parametrize("key", ["list_captures", "summary", "rules", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
                                  "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels",
                                  "pc_sampling", "summary_pcs"])
 def test_tool_equals_cli_json(session, key, capsys):
@@ -153,11 +239,6 @@ def test_tool_equals_cli_json(session, key, capsys):
     got = result_object(res)
     rc, want = cli_json(cli, capsys)
     assert rc in (0, 20)  # check exits 20 when the gate fails; the tool reports passed=false
-    if key == "summary":
-        # the summary leads with the plan's verdict: the same object as `attlens plan --json`'s
-        verdict = got.pop("verdict")
-        _rc, plan = cli_json(["plan", cli[1]], capsys)
-        assert verdict == plan["verdict"] and verdict["sentence"]
     assert got == want
     assert got["schema"].startswith("attlens.") and got["schema"] != "attlens.error"
     if key == "check":
@@ -211,4 +292,40 @@ def test_missing_sdk_is_a_clear_usage_error():
     code = "import sys; sys.modules['mcp'] = None; from attlens.cli import main; raise SystemExit(main(['mcp']))"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert p.returncode == 2
-    assert "pip install 'attlens[mcp]'" in p.stderr and "Traceback" not in p.stderr
+    assert "pip install 'mcp>=2.0'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_capture_rewritten_in_place_under_the_server_is_read_again(session):
+    """Row 2: one digit of a wave file changed, its size and mtime restored,
+    while the server runs: the next call gives the fresh totals; unchanged,
+    the same answer."""
+    a = session["answers"]
+    first, same, second = (result_object(a[k]) for k in ("inplace_1", "inplace_same", "inplace_2"))
+    assert same == first
+    assert second["totals"]["stall"] != first["totals"]["stall"]
+
+
+@pytest.mark.parametrize("key", ["top_huge", "around_huge", "waves_huge", "deps_huge", "diff_huge", "path_nul", "path_long", "path_long_name"])
+def test_out_of_range_arguments_and_bad_paths_are_usage_errors(session, key):
+    """Row 9: a top or around of 2**64 and more, a path with a NUL byte or of
+    5,000 characters: a tool error of kind UsageError (exit 2), not an
+    internal error; the server keeps serving."""
+    res = session["answers"][key]
+    assert res.is_error
+    err = result_object(res)["error"]
+    assert (err["kind"], err["exit_code"]) == ("UsageError", 2), err
+    assert "internal" not in err["message"]
+    assert not session["answers"]["after_bad_args"].is_error
+
+
+@pytest.mark.parametrize("key", ["partial_summary", "partial_plan", "partial_deps", "partial_asm", "partial_check"])
+def test_tool_results_carry_the_warnings_of_a_partly_read_capture(session, key):
+    """Row 3 through MCP: the skipped wave file is named in every result's
+    warnings; check does not pass (partial); the whole capture's results
+    name no skipped file (the twin: summary of copy2)."""
+    got = result_object(session["answers"][key])
+    assert any("se" in w and "_wv" in w for w in got["warnings"]), got["warnings"]
+    if key == "partial_check":
+        assert got["passed"] is False and got["partial"] is True
+    twin = result_object(session["answers"]["inplace_1"])
+    assert not any("_wv" in w for w in twin["warnings"])

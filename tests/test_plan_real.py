@@ -554,10 +554,10 @@ def test_reports_label_the_ledger_traced_wave_cycles(shared):
     buf = StringIO()
     render_plan(plan, Console(file=buf, width=400, color_system=None))
     txt = buf.getvalue()
-    assert txt.splitlines()[0] == f"Verdict: {plan.verdict.sentence}"
+    assert txt.splitlines()[1] == f"Verdict  {plan.verdict.sentence}"  # right under the title
     assert "traced wave-cycles" in txt and "kernel cycles" not in txt
     md = plan_to_markdown(plan)
-    assert md.splitlines()[0] == f"**Verdict:** {plan.verdict.sentence}" and "kernel cycles" not in md
+    assert md.splitlines()[2] == f"**Verdict:** {plan.verdict.sentence}" and "kernel cycles" not in md
 
 
 def run(*args, code=0):
@@ -583,16 +583,20 @@ def test_plan_cli_outputs(shared, tmp_path):
     md = tmp_path / "plan.md"
     run("plan", cap, "--format", "md", "-o", md)
     text = md.read_text()
-    assert text.splitlines()[0] == f"**Verdict:** {verdict}"  # the same sentence first, in every surface
-    for section in ("## Stall summary", "## Findings", "## Priorities", "**Change:**", "**Would prove it wrong:**", "Cycle ledger:"):
-        assert section in text
-    assert "traced wave-cycles at stake" in text and "kernel cycles" not in text
+    order = ("**Verdict:**", "## Priorities", "## Instruction stall by class", "## Findings", "**Change:**", "**Would prove it wrong:**", "Cycle ledger:")
+    pos = [text.find(section) for section in order]
+    assert -1 not in pos and pos == sorted(pos), pos  # the verdict and the priorities first
     for f in doc["findings"]:
         assert f"{f['cycles_at_stake']:,}" in text or f["kind"] != "performance"
+    # the verdict: the same sentence in JSON, Markdown and the terminal, right under the title
+    assert text.splitlines()[2] == f"**Verdict:** {verdict}"
+    assert "traced wave-cycles at stake" in text and "kernel cycles" not in text
     txt = run("plan", cap, "--no-color").stdout
-    assert " ".join(txt.split("attlens plan")[0].split()) == f"Verdict: {verdict}"
+    assert " ".join(txt.split("\nVerdict  ")[1].split("\nPriorities")[0].split()) == verdict
     assert "traced wave-cycles at stake" in txt and "kernel cycles" not in txt
-    assert "{" not in txt.split("Stall summary")[1]  # evidence as rows, never raw dicts
+    assert "{" not in txt.split("Instruction stall by class")[1]  # evidence as rows, never raw dicts
+    # the story first (verdict, priorities), the dispatch facts after, then each finding
+    assert txt.index("\nVerdict  ") < txt.index("\nPriorities\n") < txt.index("\nDispatch   ") < txt.index("\n1. ")
     assert not re.search(r"\d\.\d{5,}", txt)  # no 16-digit floats
     off = json.loads(run("plan", cap, "--json", "--disable", "occupancy-limit").stdout)
     assert "occupancy-limit" not in {f["rule"] for f in off["findings"]}

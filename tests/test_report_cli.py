@@ -90,8 +90,7 @@ def test_plan_markdown_file_shows_trace_strings_literally(tmp_path):
     run("plan", a, "--format", "md", "-o", tmp_path / "p.md")
     md = (tmp_path / "p.md").read_text()
     assert "\x1b" not in md and "\x07" not in md
-    assert md.splitlines()[0].startswith("**Verdict:** ")  # the verdict leads; the title follows
-    assert md.splitlines()[2] == "# Optimization plan — `` evil`|<b>x</b>\\x1b]0;PWNED\\x07 ``"  # CommonMark: padded double-backtick span
+    assert md.splitlines()[0] == "# Optimization plan — `` evil`|<b>x</b>\\x1b]0;PWNED\\x07 ``"  # CommonMark: padded double-backtick span
 
 
 def test_report_exits_8_when_some_input_was_skipped(tmp_path):

@@ -19,15 +19,18 @@ from conftest import loaded, require_shared
 
 SECTIONS = [
     "# attlens report",
+    "**Verdict:**",  # the story first: the verdict and the top findings, before any number
+    "Top findings:",
     "## Headline",
     "## Wave states",
-    "## Stall by class",
+    "## Instruction stall by class",
     "## Occupancy",
     "## Top ",  # source lines
     "## Top ",  # instructions
     "## PC range → source",
     "## Recommendations",
     "## Pipe utilization",
+    "## Capture",  # the capture's metadata after the story
     "## Reproduce",
 ]
 
@@ -82,10 +85,10 @@ def check_numbers(md: str, a: dict, wa, result) -> None:
     head = {r[0]: r[1] for r in _table(_section(md, "## Headline"))}
     assert _num(head["traced wave-cycles (latency + idle)"]) == t["latency"] + t["idle"]
     assert _num(head["latency"]) == t["latency"]
-    assert _num(head["stall"]) == t["stall"]
+    assert _num(head["instruction stall"]) == t["stall"]
     assert _num(head["idle"]) == t["idle"]
     assert _num(head["issue (latency − stall)"]) == t["issue"]
-    assert _num(head["stall share of latency"]) == pytest.approx(t["stall_share_of_latency"], abs=5e-4)
+    assert _num(head["instruction stall share of latency"]) == pytest.approx(t["stall_share_of_latency"], abs=5e-4)
     theo = a["occupancy"]["theoretical_waves_per_simd"]
     assert head["occupancy, theoretical (waves/SIMD)"].split(" ")[0] == ("n/a" if theo is None else str(theo))
 
@@ -94,7 +97,7 @@ def check_numbers(md: str, a: dict, wa, result) -> None:
         assert _num(cyc) == states["cycles"][name]
         assert _num(share) == pytest.approx(states["share"][name], abs=5e-4)
 
-    rows = _table(_section(md, "## Stall by class"))
+    rows = _table(_section(md, "## Instruction stall by class"))
     assert [_unspan(r[0]) for r in rows] == [c["class"] for c in a["stall_by_class"]]
     for r, c in zip(rows, a["stall_by_class"]):
         assert _num(r[1]) == c["stall"] and _num(r[3]) == c["latency"] and _num(r[5]) == c["records"]
@@ -111,6 +114,7 @@ def check_numbers(md: str, a: dict, wa, result) -> None:
     assert len(instrs) == len(want)
     for r, h in zip(instrs, want):
         assert int(r[1]) == h["pc"] and _unspan(r[2]) == h["isa"] and _num(r[4]) == h["hit"] and _num(r[6]) == h["stall"]
+        assert int(r[10], 16) == h["vaddr"]  # the address beside the pc index
 
     # pc ranges cover every listed instruction once, with all the stall
     ranges = pc_ranges(result)
@@ -149,7 +153,7 @@ def test_hotspot_context_and_recommendations(toy_bundle):
     r, plan, wa, md, js, out = toy_bundle
     top = js["hotspots"]["instructions_by_stall"][0]
     assert top["isa"] == "s_waitcnt vmcnt(0)" and top["source"].endswith("toy_kernel.py:24")  # the planted hotspot
-    block = md[md.index(f"### 1. pc {top['pc']} — `s_waitcnt vmcnt(0)`"):]
+    block = md[md.index(f"### 1. pc {top['pc']} (0x{top['vaddr']:x}) — `s_waitcnt vmcnt(0)`"):]
     fence = block[block.index("```asm"): block.index("```\n", block.index("```asm") + 3)]
     marked = [ln for ln in fence.splitlines() if ln.startswith(">>")]
     assert len(marked) == 1 and f" {top['pc']} " in marked[0] and "s_waitcnt vmcnt(0)" in marked[0]

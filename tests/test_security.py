@@ -382,7 +382,7 @@ def test_output_beside_a_capture_is_fine(cap, tmp_path):
     """Clean twin: writing next to the capture (its parent folder) is allowed."""
     o = run_main("plan", cap, "--format", "md", "-o", cap.parent / "plan.md")
     assert o.code == EXIT_OK, o.describe()
-    assert (cap.parent / "plan.md").read_text().startswith("**Verdict:** ")
+    assert (cap.parent / "plan.md").read_text().startswith("#")
 
 
 def test_output_path_problems_are_clear_errors(cap, tmp_path):
@@ -425,6 +425,32 @@ def test_output_read_only_folder(cap, tmp_path):
     o = run_main("plan", cap, "-o", ro / "plan.txt")
     assert_clean(o)
     assert o.code == EXIT_OUTPUT, o.describe()
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "CAP", "--format", "md", "-o", "X/md"], ["report", "CAP", "-o", "X/r.html"], ["demo", "--out", "X/demo"],
+    ["export", "CAP", "-o", "X/t.json"], ["diff", "CAP", "CAP", "-o", "X/d.txt"], ["check", "CAP", "--baseline", "CAP", "--junit", "X/j.xml"],
+    ["plan", "CAP", "-o", "X/p.txt"], ["sweep", "init", "X/s.toml"],
+])
+def test_an_output_folder_that_cannot_be_made_is_exit_9(cap, argv):
+    """Row 13: report --format md into a folder that cannot be created exited 1
+    (the HTML report: 9). /proc refuses a new folder even to root."""
+    x = f"/proc/attlens-no-such-{os.getpid()}"
+    o = run_main(*[str(cap) if a == "CAP" else a.replace("X", x) for a in argv])
+    assert_clean(o)
+    assert o.code == EXIT_OUTPUT and f"cannot write {x}" in o.err, o.describe()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_markdown_report_into_a_read_only_folder(cap, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    o = run_main("report", cap, "--format", "md", "-o", ro / "md")
+    assert_clean(o)
+    assert o.code == EXIT_OUTPUT, o.describe()
+    twin = run_main("report", cap, "--format", "md", "-o", tmp_path / "md")
+    assert twin.code == 0 and (tmp_path / "md" / "report.md").is_file()
 
 
 def test_demo_refuses_a_non_empty_folder(tmp_path):

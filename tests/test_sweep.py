@@ -378,7 +378,7 @@ def test_bad_input_and_options(tmp_path):
     assert "not a sweep folder" in attlens(env, "sweep", "status", tmp_path / "full", code=3).stderr
     (tmp_path / "badm").mkdir()
     (tmp_path / "badm" / "manifest.sqlite").write_text("not sqlite")
-    assert "not a usable SQLite manifest" in attlens(env, "sweep", "status", tmp_path / "badm", code=3).stderr
+    assert "not a usable SQLite manifest" in attlens(env, "sweep", "status", tmp_path / "badm", code=7).stderr  # damaged: issue 23
     assert "no such file" in attlens(env, "sweep", "report", tmp_path / "nope", code=3).stderr
     p = attlens(env, "sweep", "run", good, "--out", tmp_path / "o", "--gpus", "0", "--only", "zz", code=2)
     assert "no job named zz" in p.stderr
@@ -448,3 +448,179 @@ def test_report_of_a_folder_of_captures(tmp_path, shared):
     before = sorted(p.name for p in (x / "dashboard-reports").rglob("*"))
     p = attlens(env, "sweep", "report", x / "dashboard-reports", "-o", x / "dashboard.html", code=9)
     assert "inside the input folder" in p.stderr and sorted(p.name for p in (x / "dashboard-reports").rglob("*")) == before
+
+
+# --------------------------------------------------------------------------- sweeps survive what the capture parser survives (issue 23)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        # row 5: TOML allows nan and inf, and a JSON Schema comparison lets nan through
+        ('[[jobs]]\nname = "a"\nargv = ["x"]\ntimeout = nan\n', "jobs[0].timeout: nan is not a finite number"),
+        ('[[jobs]]\nname = "a"\nargv = ["x"]\nbackoff = nan\n', "jobs[0].backoff: nan is not a finite number"),
+        ('[defaults]\ntimeout = inf\n[[jobs]]\nname = "a"\nargv = ["x"]\n', "defaults.timeout: inf is not a finite number"),
+        ('[[jobs]]\nname = "a"\nargv = ["x"]\ntimeout = 1e30\n', "jobs[0].timeout: 1e+30 is greater than the maximum of 2592000"),
+        ('[[jobs]]\nname = "a"\nargv = ["x"]\nbackoff = -0.5\n', "jobs[0].backoff"),
+        ('[[jobs]]\nname = "a"\nargv = ["x"]\nprofile = { target_cu = 99 }\n', "jobs[0].profile.target_cu"),
+        # row 8: a NUL byte cannot be passed to a program, its environment or a path
+        ('[[jobs]]\nname = "a"\nargv = ["x", "a\\u0000b"]\n', "jobs[0].argv[1]"),
+        ('[[jobs]]\nname = "a"\nargv = ["x"]\nenv = { K = "v\\u0000" }\n', "jobs[0].env.K"),
+        ('[[jobs]]\nname = "a"\nargv = ["x"]\ncwd = "d\\u0000"\n', "jobs[0].cwd"),
+        ('[[jobs]]\nname = "a"\ncommand = "x \\u0000"\n', "jobs[0].command"),
+    ],
+)
+def test_sweep_numbers_are_finite_and_bounded_and_text_has_no_nul(tmp_path, text, message):
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    p = attlens(dict(os.environ), "sweep", "run", f, "--out", tmp_path / "o", "--gpus", "0", code=30)
+    assert message in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_policy_is_checked_in_code_too():
+    """What the schema refuses, the normalized job refuses as well (a job may
+    come from elsewhere than a file); the clean twin passes."""
+    from attlens.sweep.spec import Job, policy_problem
+
+    ok = Job(name="a", argv=["x"], cwd="/tmp", timeout=60.0, backoff=0.0, retries=0)
+    assert policy_problem(ok) is None
+    for bad in (dict(timeout=float("nan")), dict(timeout=0.0), dict(timeout=1e12), dict(backoff=float("inf")), dict(retries=101),
+                dict(argv=["x", "a\0b"]), dict(cwd="/t\0"), dict(env={"K": "\0"})):
+        assert policy_problem(Job(**{**ok.to_dict(), **bad})) is not None, bad
+
+
+def test_cli_sweep_options_are_bounded(tmp_path):
+    good = write_sweep(tmp_path / "g.toml", [{"name": "a", "argv": ["true"]}])
+    env = dict(os.environ)
+    for opt, value in (("--timeout", "nan"), ("--timeout", "1e30"), ("--backoff", "inf"), ("--retries", "101"),
+                       ("--analysis-workers", str(2**64)), ("--max-parallel", str(2**64))):
+        p = attlens(env, "sweep", "run", good, "--out", tmp_path / "o", "--gpus", "0", opt, value, code=2)
+        assert opt in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "o").exists()
+
+
+BOMB = """\
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+jobs: [{name: x, argv: *i}]
+"""
+
+
+def test_yaml_alias_bomb_is_refused_at_once(tmp_path):
+    """Row 6: ten lines that expand to 387 million strings: refused while
+    parsing (no alias is accepted), one line, in a second or two."""
+    from attlens.errors import SweepFileError
+    from attlens.sweep.spec import load_sweep
+
+    f = tmp_path / "bomb.yaml"
+    f.write_text(BOMB)
+    t0 = time.monotonic()
+    with pytest.raises(SweepFileError) as exc:
+        load_sweep(f)
+    assert time.monotonic() - t0 < 5
+    assert "alias (*a) is not accepted" in str(exc.value) and "\n" not in str(exc.value)
+    # the twin: the same document written out, without aliases, is a sweep
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("defaults: {argv: [\"true\"]}\njobs:\n  - {name: x, argv: [lol, lol]}\n  - {name: y}\n")
+    assert [j.argv for j in load_sweep(plain).jobs] == [["lol", "lol"], ["true"]]
+
+
+def test_too_many_jobs_are_refused_before_they_are_checked(tmp_path):
+    """Row 6: 100,001 jobs: one short line, in seconds (0.2: 77 s and a 3.8 MB line)."""
+    from attlens.errors import SweepFileError
+    from attlens.sweep.spec import MAX_JOBS, load_sweep
+
+    f = tmp_path / "many.toml"
+    f.write_text("".join(f'[[jobs]]\nname = "j{i}"\nargv = ["true"]\n' for i in range(MAX_JOBS + 1)))
+    t0 = time.monotonic()
+    with pytest.raises(SweepFileError) as exc:
+        load_sweep(f)
+    assert time.monotonic() - t0 < 30
+    assert "100,001 jobs; a sweep file holds at most 100,000" in str(exc.value) and len(str(exc.value)) < 300
+
+
+def test_schema_messages_are_short(tmp_path):
+    """A schema violation that quotes its value (a 5,000-element tags list) stays one short line."""
+    from attlens.errors import SweepFileError
+    from attlens.sweep.spec import load_sweep
+
+    f = tmp_path / "s.toml"
+    f.write_text('[[jobs]]\nname = "a"\nargv = ["x"]\ntags = ' + json.dumps([f"t{i}" for i in range(5000)]) + "\n")
+    with pytest.raises(SweepFileError) as exc:
+        load_sweep(f)
+    assert "jobs[0].tags" in str(exc.value) and len(str(exc.value)) < 400
+
+
+@pytest.fixture
+def finished(main_sweep, tmp_path):
+    """A copy of the main sweep's folder (5 jobs done, 4 failed)."""
+    out = tmp_path / "out"
+    shutil.copytree(main_sweep["out"], out)
+    return out
+
+
+def _done_attempts(doc) -> dict:
+    return {j["job"]: j["attempts"] for j in doc["jobs"] if j["state"] == "done"}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "not_sqlite", "jobs_table_dropped"])
+def test_a_damaged_manifest_never_reruns_finished_jobs(main_sweep, finished, damage):
+    """Row 7/8: sweep status and sweep run refuse a damaged manifest (exit 7,
+    one line, a repair hint) — run never started a new manifest over it —
+    and following the hint (move it aside, run again) takes the finished
+    jobs from their folders: none is profiled again."""
+    env, tmp = main_sweep["env"], main_sweep["tmp"]
+    m = finished / "manifest.sqlite"
+    for side in ("manifest.sqlite-wal", "manifest.sqlite-shm"):
+        (finished / side).unlink(missing_ok=True)
+    if damage == "truncated":
+        m.write_bytes(m.read_bytes()[: m.stat().st_size // 2])
+    elif damage == "empty":
+        m.write_bytes(b"")
+    elif damage == "not_sqlite":
+        m.write_text("{}")
+    else:
+        con = sqlite3.connect(str(m))
+        con.execute("PRAGMA foreign_keys = OFF")
+        con.execute("DROP TABLE jobs")
+        con.commit()
+        con.close()
+    raw = m.read_bytes()
+    n_runs = len(fake_runs(tmp))
+    for args in (("status", finished), ("run", main_sweep["sweep"], "--out", finished, "--gpus", GPUS), ("report", finished)):
+        p = attlens(env, "sweep", *args, code=7)
+        assert "the sweep manifest is damaged" in p.stderr and "move it aside" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert m.read_bytes() == raw and len(fake_runs(tmp)) == n_runs
+    # the repair the hint gives
+    m.rename(m.with_name("manifest.sqlite.damaged"))
+    p = attlens(env, "sweep", "run", main_sweep["sweep"], "--out", finished, "--gpus", GPUS, "--only", "g1,g2,g3,g4,flaky", "--json")
+    doc = json.loads(p.stdout)
+    assert _done_attempts(doc) == _done_attempts(main_sweep["doc"]) and "taken from their folders" in p.stderr
+    assert len(fake_runs(tmp)) == n_runs, "a finished job was profiled again"
+    assert _jobs(doc)["g1"]["summary"] == _jobs(main_sweep["doc"])["g1"]["summary"]
+
+
+def test_a_damaged_summary_or_lock_is_a_clean_error(main_sweep, finished):
+    """Row 8: a summary that is not JSON, a lock file that is a folder: exit 7 with the way out; the twin reads."""
+    env = main_sweep["env"]
+    assert attlens(env, "sweep", "status", finished, "--json").returncode == 0  # the clean twin
+    con = sqlite3.connect(str(finished / "manifest.sqlite"))
+    with con:
+        con.execute("UPDATE jobs SET summary = '{not json' WHERE job_id = 'g2'")
+    con.close()
+    for args in (("status", finished), ("report", finished)):
+        p = attlens(env, "sweep", *args, code=7)
+        assert "job 'g2': its summary is not the JSON object attlens wrote" in p.stderr and "move it aside" in p.stderr
+    lock_dir = finished / ".sweep.lock"
+    lock_dir.unlink(missing_ok=True)
+    lock_dir.mkdir()
+    p = attlens(env, "sweep", "run", main_sweep["sweep"], "--out", finished, "--gpus", GPUS, code=7)
+    assert ".sweep.lock" in p.stderr and "remove it" in p.stderr and p.stderr.count("\n") == 1

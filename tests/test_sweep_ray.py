@@ -17,7 +17,7 @@ def _require_ray():
     try:
         import ray  # noqa: F401
     except ImportError:
-        msg = "Ray is not installed (pip install 'attlens[ray]')"
+        msg = "Ray is not installed (pip install -e '.[ray]')"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(msg + ": CI must run the Ray engine test")
         pytest.skip(msg)

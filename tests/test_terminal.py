@@ -250,7 +250,7 @@ def test_no_color_and_no_color_env_on_a_terminal(toy):
 def test_progress_only_on_a_terminal_stderr(toy):
     err, out, rc = run_tty("analyze", toy, "--no-cache", stdout_tty=False, stderr_tty=True)
     assert rc == 0 and "wave files" in err and "\x1b[" in err, "progress drawn on a terminal's stderr"
-    assert "Stall by class" in out and "\x1b" not in out
+    assert "Instruction stall by class" in out and "\x1b" not in out
     assert run("analyze", toy).stderr == ""
     err, _, _ = run_tty("analyze", toy, "--no-color", stdout_tty=False, stderr_tty=True)
     assert err == "", "--no-color: no progress animation either"
@@ -298,3 +298,107 @@ def test_control_characters_never_reach_the_terminal(evil, tmp_path, capsys):
 def test_safe_text():
     assert safe_text("a\x1b[2Jb\x07\x9b\u202e\tc\n") == "a\\x1b[2Jb\\x07\\x9b\\u202e\tc\n"
     assert safe_text("plain µs ×") == "plain µs ×"
+
+
+# --------------------------------------------------------------------------- the ISA is never cut (issue 22)
+
+
+def test_isa_column_never_splits_a_word_and_gives_way_last():
+    """Columns give way in their stated order: the source path, then the class,
+    and the instruction last; the instruction wraps between operands only."""
+    isa = "v_permlane32_swap_b32_e32 v3, v35, s[12:15] offset:2560"
+    t = FitTable(None, [Col("pc"), Col("class", "wrap", min_width=11, give_way=5), Col("instruction", "isa", give_way=9),
+                        Col("source", "path", give_way=3)])
+    t.add_row("141", "valu", isa, "/very/long/path/to/the/kernels/softmax_kernel.py:41")
+    for width in (40, 60, 80, 120):
+        text = render(lambda c: c.print(t), width)
+        words = text.split()
+        for w in isa.split():
+            assert w in words, (width, w, text)  # every mnemonic and operand whole
+    wide = render(lambda c: c.print(t), 200)
+    assert isa in wide and "softmax_kernel.py:41" in wide
+    # at 60 columns the source gives way (cut at its start) before the instruction wraps
+    text = render(lambda c: c.print(t), 60)
+    assert "…" in text and "kernel.py:41" in text
+
+
+def test_empty_text_column_takes_no_width():
+    t = FitTable(None, [Col("pc"), Col("instruction", "isa"), Col("waits on (pc: cycles)", "wrap")])
+    t.add_row("1", "s_nop 0", "")
+    t.add_row("2", "s_endpgm", "-")
+    text = render(lambda c: c.print(t), 80)
+    assert "waits on" not in text
+    assert max(len(line) for line in text.splitlines()) < 20
+
+
+def test_no_trailing_spaces():
+    t = FitTable("T", [Col("pc"), Col("instruction", "isa"), Col("source", "path")])
+    t.add_row("1", "s_nop 0", "a.py:1")
+    t.add_row("22", "buffer_load_dword v1, v2, s[0:3], 0 offen", "-")
+    text = render(lambda c: c.print(t), 120)
+    assert text and not [ln for ln in text.splitlines() if ln != ln.rstrip()]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_real_tables_keep_every_mnemonic_whole(width):
+    """softmax's longest mnemonics (v_permlane32_swap_b32_e32, buffer_load_ushort)
+    stay whole in analyze, asm, waits and deps at 80/120/200 columns, each table
+    shows the pc index and the address, and no line has trailing spaces."""
+    from attlens.api import asm, deps, waits
+    from attlens.report.terminal import render_analysis, render_asm, render_deps, render_waits
+
+    _d, r = loaded(require_shared() / SOFTMAX)
+    att = attribute_waits(r.dispatch, r.deps, r.pairs)
+    outs = {
+        "analyze": render(lambda c: render_analysis(r, c, topk=10, mode="asm"), width),
+        "asm": render(lambda c: render_asm(asm(r, 141, 6, attribution=att), c), width),
+        "waits": render(lambda c: render_waits(waits(r, attribution=att), c), width),
+        "deps": render(lambda c: render_deps(deps(r, attribution=att), c), width),
+    }
+    isa = r.dispatch.code.isa
+    for name, text in outs.items():
+        words = set(text.split())
+        assert not [ln for ln in text.splitlines() if ln != ln.rstrip()], name
+        shown = [p for p in range(r.dispatch.code.size) if r.dispatch.code.instruction_mask[p] and hex(int(r.dispatch.code.vaddr[p])) in words]
+        assert shown, name  # addresses are shown
+        for p in shown:
+            mnemonic = isa[p].split()[0]
+            assert mnemonic in words, (name, width, mnemonic)
+    assert "v_permlane32_swap_b32_e32" in outs["asm"].split()
+
+
+def test_pc_takes_an_index_or_an_address():
+    from clirun import run_main
+
+    cap = str(require_shared() / SOFTMAX)
+    by_index = run_main("asm", cap, "--pc", "10", "--around", "2", "--json")
+    by_addr = run_main("asm", cap, "--pc", "0x1738", "--around", "2", "--json")
+    assert by_index.code == by_addr.code == 0 and by_index.json() == by_addr.json()
+    assert by_addr.json()["pc"] == 10 and [r["vaddr"] for r in by_addr.json()["rows"] if r["center"]] == [0x1738]
+    assert [w["wait_pc"] for w in run_main("deps", cap, "--pc", "0x1970", "--json").json()["waits"]] == [98]
+    off = run_main("asm", cap, "--pc", "0x1739")
+    assert off.code == 2 and "no instruction starts at that address" in off.err and "pc 10 at 0x1738" in off.err
+    assert run_main("asm", cap, "--pc", "0xzz").code == 2
+    # the Python API: the same, and its errors name the argument, not a CLI flag
+    import attlens
+
+    _d, r = loaded(require_shared() / SOFTMAX)
+    assert attlens.asm(r, "0x1738", 0).pc == 10
+    from attlens.errors import UsageError
+
+    with pytest.raises(UsageError) as e:
+        attlens.asm(r, 10**6)
+    assert "--" not in str(e.value) and str(e.value).startswith("pc 1000000")
+
+
+def test_captures_paths_tell_big_from_small_at_100_columns():
+    folder = require_shared() / "traces/flash_attn_func"
+    buf = io.StringIO()
+    from attlens.api import captures
+    from attlens.report.terminal import render_captures
+
+    render_captures(captures(folder), make_console(file=buf, width=100))
+    text = buf.getvalue()
+    for rel in ("big/ui_output_agent_38430_dispatch_44", "big/ui_output_agent_55287_dispatch_44_after_loc_fix",
+                "small/ui_output_agent_32235_dispatch_44", "small/ui_output_agent_58550_dispatch_44_after_loc_fix"):
+        assert rel in text.split(), rel

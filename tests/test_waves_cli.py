@@ -53,7 +53,7 @@ def test_deps_selection(toy):
     by_line = json.loads(run("deps", toy, "--json", "--line", "toy_kernel.py:20").stdout)
     assert [p["pc"] for p in by_line["producers"]] == [LOAD_PC]
     p = run("deps", toy, "--pc", 99999, code=2)
-    assert p.stderr.startswith("attlens: error: --pc 99999")
+    assert p.stderr.startswith("attlens: error: pc 99999: no instruction")
     p = run("deps", toy, "--line", "nowhere.py:1", code=2)
     assert "no memory op or wait" in p.stderr
     run("deps", toy)  # terminal output renders

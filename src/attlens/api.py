@@ -21,7 +21,7 @@ Everything heavy is imported on first use.
 
 from __future__ import annotations
 
-__all__ = ["load", "analyze", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
+__all__ = ["load", "analyze", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
            "captures", "pmc", "rules", "pc_samples", "pc_sampling"]
 
 
@@ -50,13 +50,41 @@ def _analysis(x, name: str = "result"):
 
 
 def _int(x, name: str, lo: int | None = None) -> int:
+    """An integer option, bounded like the CLI's (:data:`attlens.limits.MAX_COUNT`)."""
     import numbers
+
+    from attlens.limits import MAX_COUNT
 
     if isinstance(x, bool) or not isinstance(x, numbers.Integral):
         raise _usage(f"{name}={x!r}: expected an integer")
     if lo is not None and x < lo:
         raise _usage(f"{name}={x}: must be {lo} or more")
+    if x > MAX_COUNT:
+        raise _usage(f"{name}={x}: must be at most {MAX_COUNT:,}")
     return int(x)
+
+
+def _bool(x, name: str) -> bool:
+    """A flag: True or False (NumPy's bool too), never a truthy string ("no" is true)."""
+    if isinstance(x, bool) or (type(x).__module__ == "numpy" and type(x).__name__ in ("bool", "bool_")):
+        return bool(x)
+    raise _usage(f"{name}={x!r}: expected True or False")
+
+
+def _path(x, name: str = "path"):
+    """A path argument: text, bytes (decoded as the file system does) or os.PathLike."""
+    import os
+
+    if isinstance(x, bytes):
+        x = os.fsdecode(x)
+    if not _is_path(x):
+        raise _usage(f"{name}: expected a path (str or os.PathLike), not {type(x).__name__}")
+    text = os.fspath(x)
+    if not isinstance(text, str):
+        text = os.fsdecode(text)
+    if "\0" in text:
+        raise _usage(f"{name}: a path cannot hold a NUL byte")
+    return text
 
 
 def _number(x, name: str, lo: float | None = None) -> float:
@@ -92,6 +120,10 @@ def load(path, rocprof_dir=None, cache=None):
     False = parse afresh, or a cache directory."""
     from attlens.model.loader import load as _load
 
+    path = _path(path)
+    rocprof_dir = None if rocprof_dir is None else _path(rocprof_dir, "rocprof_dir")
+    if not (cache is None or cache is False or _is_path(cache) or type(cache).__name__ == "DigestStore"):
+        raise _usage(f"cache: expected None, False or a cache directory, not {type(cache).__name__}")
     return _load(path, rocprof_dir=rocprof_dir, cache=cache)
 
 
@@ -105,6 +137,7 @@ def analyze(capture, exposed: bool = True, rocprof_dir=None, pc_sampling=None, p
     (docs/pcsampling.md)."""
     from attlens.analysis.analyze import analyze as _analyze
 
+    exposed = _bool(exposed, "exposed")
     if _is_path(capture):
         capture = load(capture, rocprof_dir=rocprof_dir)
     elif not (hasattr(capture, "waves") and hasattr(capture, "code") and hasattr(capture, "static")):
@@ -160,8 +193,13 @@ def plan(result, disable=None, only=None, waves=None, pmc=None):
     target or dispatch raise :class:`~attlens.errors.Incomparable`, as
     ``attlens report --pmc`` does)."""
     from attlens.analysis.plan import make_plan
-    from attlens.analysis.pmc import PmcCounters
+    from attlens.analysis.pmc import PmcCounters, PmcResult
+    from attlens.analysis.pmc_attach import PmcAttachment
 
+    ok = pmc is None or isinstance(pmc, (PmcCounters, PmcResult, PmcAttachment)) or (
+        isinstance(pmc, (list, tuple)) and all(isinstance(x, PmcResult) for x in pmc))
+    if not ok:
+        raise _usage(f"pmc: expected the counters of attlens.pmc(...) (or None), not {type(pmc).__name__}")
     result = _analysis(result)
     if isinstance(pmc, PmcCounters):
         from attlens.analysis.pmc_attach import attach_pmc
@@ -171,22 +209,42 @@ def plan(result, disable=None, only=None, waves=None, pmc=None):
     return make_plan(result, disable=_ids(disable, "disable"), only=_ids(only, "only"), waves=waves, pmc=pmc)
 
 
-def asm(result, pc: int, around: int = 10, attribution=None):
-    """The ISA window around one pc: an :class:`~attlens.analysis.asm.AsmWindow`
-    (``attlens asm --pc PC --around AROUND --json``)."""
+def summary(result, top: int = 10, detail: str = "brief", plan=None):
+    """The one-screen summary: the plan's verdict and top findings, then the
+    numbers behind them (one ranking of instructions and one of lines), warnings
+    and notes: a :class:`~attlens.analysis.summary.Summary` (``attlens analyze
+    --summary --json``; ``detail="full"`` adds the whole ``attlens.analyze``
+    object). ``plan``: a plan already made of the same analysis, to reuse."""
+    from attlens.analysis.summary import make_summary
+
+    if not isinstance(detail, str):
+        raise _usage(f"detail={detail!r}: expected 'brief' or 'full'")
+    return make_summary(_analysis(result), plan=plan, top=_int(top, "top", 1), detail=detail)
+
+
+def _pc(pc):
+    """An instruction index (int) as it is, or address / index text
+    (``"0x1738"``, ``"973"``) for :func:`attlens.analysis.asm.resolve_pc`."""
+    return pc if isinstance(pc, str) else _int(pc, "pc")
+
+
+def asm(result, pc: int | str, around: int = 10, attribution=None):
+    """The ISA window around one pc (an index, or an address as ``"0x…"``
+    text): an :class:`~attlens.analysis.asm.AsmWindow` (``attlens asm --pc PC
+    --around AROUND --json``)."""
     from attlens.analysis.asm import asm_window
 
-    return asm_window(_analysis(result), _int(pc, "pc"), _int(around, "around", 0), attribution=attribution)
+    return asm_window(_analysis(result), _pc(pc), _int(around, "around", 0), attribution=attribution)
 
 
-def deps(result, pc: int | None = None, line: str | None = None, attribution=None):
+def deps(result, pc: int | str | None = None, line: str | None = None, attribution=None):
     """Memory -> wait dependencies, of the whole kernel or of one pc / source
     line: a :class:`~attlens.analysis.deps.DepsResult` (``attlens deps --json``)."""
     from attlens.analysis.deps import select_deps
 
     if line is not None and not isinstance(line, str):
         raise _usage(f"line={line!r}: expected FILE:LINE text")
-    return select_deps(_analysis(result), pc=None if pc is None else _int(pc, "pc"), line=line, attribution=attribution)
+    return select_deps(_analysis(result), pc=None if pc is None else _pc(pc), line=line, attribution=attribution)
 
 
 def waits(result, steady: bool = False, attribution=None):
@@ -194,7 +252,7 @@ def waits(result, steady: bool = False, attribution=None):
     (``attlens waits [--steady] --json``)."""
     from attlens.analysis.waitstats import compute_wait_stats
 
-    return compute_wait_stats(_analysis(result), steady=bool(steady), attribution=attribution)
+    return compute_wait_stats(_analysis(result), steady=_bool(steady, "steady"), attribution=attribution)
 
 
 def waves(result, top: int = 10):
@@ -227,7 +285,7 @@ def _side(x, rocprof_dir=None, with_plan: bool = False):
         return side
     if not _is_path(x):
         raise _usage(f"expected a capture path, an analyze --json file, an analysis or a Side, not {type(x).__name__}")
-    return load_side(str(x), rocprof_dir=rocprof_dir, with_plan=with_plan)
+    return load_side(_path(x), rocprof_dir=rocprof_dir, with_plan=with_plan)
 
 
 def diff(before, after, force: bool = False, noise_floor: float | None = None, noise_source: str | None = None):
@@ -237,6 +295,9 @@ def diff(before, after, force: bool = False, noise_floor: float | None = None, n
     ``noise_floor``: a fraction (0.02 = 2 %)."""
     from attlens.analysis.diff import diff as _diff
 
+    force = _bool(force, "force")
+    if noise_source is not None and not isinstance(noise_source, str):
+        raise _usage(f"noise_source={noise_source!r}: expected text or None")
     if noise_floor is not None:
         noise_floor = _number(noise_floor, "noise_floor", 0.0)
     return _diff(_side(before, with_plan=True), _side(after, with_plan=True), force=force, noise_floor=noise_floor, noise_source=noise_source)
@@ -248,6 +309,7 @@ def check(current, baseline, metric: str = "total", max_regression: float = 5.0,
     from attlens.analysis.diff import check as _check
 
     max_regression = _number(max_regression, "max_regression")
+    force = _bool(force, "force")
     if not isinstance(metric, str):
         raise _usage(f"metric={metric!r}: expected total, stall, class:NAME or line:FILE:LINE")
     return _check(_side(current), _side(baseline), metric, max_regression, force)
@@ -259,9 +321,18 @@ def kernels(paths, exclude: str | None = None):
     runtime-helper pattern, ``""`` = flag nothing."""
     from attlens.capture.kernels import kernel_table
 
-    if not isinstance(paths, (str, bytes)) and not hasattr(paths, "__fspath__"):
-        paths = list(paths)
+    if _is_path(paths):
+        paths = _path(paths, "paths")
+    else:
+        try:
+            paths = [_path(p, "paths") for p in paths]
+        except TypeError:
+            raise _usage(f"paths: expected a path or several, not {type(paths).__name__}") from None
+        if not paths:
+            raise _usage("paths: no path given")
         paths = paths[0] if len(paths) == 1 else paths
+    if exclude is not None and not isinstance(exclude, str):
+        raise _usage(f"exclude={exclude!r}: expected a regular expression (text) or None")
     return kernel_table(paths) if exclude is None else kernel_table(paths, exclude=exclude)
 
 
@@ -270,9 +341,7 @@ def captures(path):
     (``attlens captures PATH --json``)."""
     from attlens.model.inventory import list_captures
 
-    if not _is_path(path):
-        raise _usage(f"path: expected a folder path, not {type(path).__name__}")
-    return list_captures(path)
+    return list_captures(_path(path))
 
 
 def pmc(path, target: str | None = None, ideal_bytes: float | None = None, duration_us: float | None = None):
@@ -287,13 +356,17 @@ def pmc(path, target: str | None = None, ideal_bytes: float | None = None, durat
     from attlens.errors import UsageError
     from attlens.io.confine import user_path
 
-    if not _is_path(path):
-        raise _usage(f"path: expected a counter file or folder path, not {type(path).__name__}")
+    path = _path(path)
+    if target is not None and not isinstance(target, str):
+        raise _usage(f"target={target!r}: expected gfx942, gfx950, MI300X, ... (text) or None")
+    for name, v in (("ideal_bytes", ideal_bytes), ("duration_us", duration_us)):
+        if v is not None and _number(v, name) <= 0:
+            raise _usage(f"{name}={v}: must be more than 0")
     p = user_path(path)
     pivot, source, machine = read_counter_run(p)
     target = target or (machine or {}).get("target") or detect_target(p)
     if not target:
-        raise UsageError(f"{path}: cannot tell the GPU target; pass --target gfx942|gfx950|gfx90a|gfx908 (in Python: target=...)")
+        raise UsageError(f"{path}: cannot tell the GPU target; give target (gfx942, gfx950, gfx90a, gfx908, MI300X, MI350X ...)")
     if machine and machine.get("target") and machine["target"] != target.strip().lower().split(":")[0]:
         machine = None  # the caller named another GPU: sysinfo.csv does not describe it
     durations = {d: duration_us * 1000 for d in pivot} if duration_us else None

@@ -31,6 +31,7 @@ EXIT_PROFILER_FAILED = 14  # rocprofv3 (or the program under it) failed or timed
 # diff / check
 EXIT_REGRESSION = 20  # attlens check: the metric regressed beyond --max-regression
 EXIT_INCOMPARABLE = 21  # the two captures cannot be compared meaningfully (use --force)
+EXIT_GATE_PARTIAL = 22  # attlens check: a capture was partly read (skipped input); the gate does not pass on damaged input
 # sweeps (attlens sweep)
 EXIT_SWEEP_FILE = 30  # the sweep file is missing, unreadable or does not follow its schema
 EXIT_SWEEP_INCOMPLETE = 31  # the sweep ran, but some job failed (see attlens sweep status)
@@ -148,6 +149,15 @@ class SweepFileError(AttlensError):
     """The sweep file is missing, unreadable or does not follow its schema."""
 
     exit_code = EXIT_SWEEP_FILE
+
+
+class SweepDamaged(AttlensError):
+    """A sweep folder's own state is damaged: its manifest is truncated, empty,
+    not SQLite or misses a table, a recorded value is not what attlens wrote,
+    or its lock file is not a regular file. Never repaired silently: a sweep
+    run would otherwise start afresh and profile every finished job again."""
+
+    exit_code = EXIT_CORRUPT
 
 
 class SweepIncomplete(AttlensError):

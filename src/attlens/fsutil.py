@@ -58,6 +58,18 @@ def atomic_writer(path: str | os.PathLike):
             pass
 
 
+def make_dirs(path: str | os.PathLike) -> Path:
+    """Create an output folder (and its parents); one that cannot be created
+    (a read-only parent, a file in the way, a full disk) is an
+    :class:`~attlens.errors.OutputRefused` naming it, not an internal error."""
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _refused(out, exc) from None
+    return out
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> int:
     """Write ``data`` to ``path`` atomically; returns the bytes written."""
     raw = data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data

@@ -34,17 +34,25 @@ def capture_ref(dispatch) -> dict:
 
 def rows(items: list, top: int | None) -> list:
     """The first ``top`` items; every item when ``top`` is None or <= 0 (``--top 0``)."""
-    return items if not top or top <= 0 else items[:top]
+    top = top_or_none(top)
+    return items if top is None else items[:top]
 
 
 def top_or_none(top: int | None) -> int | None:
-    """``top`` as the ``topk`` key shows it: None for every row."""
+    """``top`` as the ``topk`` key shows it: None for every row. Not an
+    integer, or above :data:`attlens.limits.MAX_COUNT`: a UsageError."""
     import numbers
+
+    from attlens.limits import MAX_COUNT
 
     if top is not None and (isinstance(top, bool) or not isinstance(top, numbers.Integral)):
         from attlens.errors import UsageError
 
         raise UsageError(f"top={top!r}: expected an integer (0 or None = every row)")
+    if top is not None and top > MAX_COUNT:
+        from attlens.errors import UsageError
+
+        raise UsageError(f"top={top}: at most {MAX_COUNT:,} rows (0 or None = every row)")
     return int(top) if top and top > 0 else None
 
 

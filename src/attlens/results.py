@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-PANDAS_EXTRA = "pip install 'attlens[pandas]'"
+PANDAS_EXTRA = "pip install 'pandas>=2.0' (in the attlens clone: pip install -e '.[pandas]')"
 TEXT_WIDTH = 40  # a string longer than this is shortened in a repr
 SHOWN_ITEMS = 4  # a list, tuple or dict of at most this many short values is shown; a longer one as its length
 
@@ -53,18 +53,55 @@ def brief(obj, fields) -> str:
     return f"{type(obj).__name__}({', '.join(f'{k}={_value(v)}' for k, v in fields)})"
 
 
+HTML_ROWS = 10  # rows of to_pandas() a notebook shows under a result
+
+
 def brief_repr(*fields):
     """Class decorator (outside ``@dataclass``): a one-line ``repr()`` showing
-    ``fields``, each an attribute name or a ``(label, function of the object)`` pair."""
+    ``fields``, each an attribute name or a ``(label, function of the object)``
+    pair, and the same as a small table in a notebook (``_repr_html_``), with
+    the first rows of ``to_pandas()`` when the class has one and pandas is
+    installed."""
 
     def deco(cls):
+        def values(self):
+            return [(f, getattr(self, f)) if isinstance(f, str) else (f[0], f[1](self)) for f in fields]
+
         def __repr__(self) -> str:
-            return brief(self, [(f, getattr(self, f)) if isinstance(f, str) else (f[0], f[1](self)) for f in fields])
+            return brief(self, values(self))
+
+        def _repr_html_(self) -> str:
+            return html_brief(self, values(self))
 
         cls.__repr__ = __repr__
+        cls._repr_html_ = _repr_html_
         return cls
 
     return deco
+
+
+def html_brief(obj, fields) -> str:
+    """A result in a notebook: its class, its headline fields, then the first
+    :data:`HTML_ROWS` rows of ``to_pandas()`` (when it has one and pandas is
+    installed). Every string is escaped: trace strings are data."""
+    from html import escape
+
+    rows = "".join(f"<tr><th style='text-align:left'>{escape(str(k))}</th><td style='text-align:left'>{escape(_value(v))}</td></tr>"
+                   for k, v in fields)
+    out = f"<div class='attlens-result'><b>{escape(type(obj).__name__)}</b><table>{rows}</table>"
+    to_pandas = getattr(obj, "to_pandas", None)
+    if to_pandas is not None:
+        try:
+            import pandas  # noqa: F401  (optional: without it, the headline alone)
+
+            df = to_pandas()
+        except Exception:  # noqa: BLE001 - a notebook view never raises
+            df = None
+        if df is not None and len(df):
+            more = f"first {HTML_ROWS} of {len(df):,} rows; " if len(df) > HTML_ROWS else ""
+            out += df.head(HTML_ROWS).to_html(max_cols=30, escape=True)
+            out += f"<p><small>{more}.to_pandas() has every row, .to_dict() the --json object</small></p>"
+    return out + "</div>"
 
 
 def dataframe(rows: list[dict], columns: list[str] | None = None):
@@ -78,13 +115,22 @@ def dataframe(rows: list[dict], columns: list[str] | None = None):
     return pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=columns)
 
 
-def flat(row: dict, key: str) -> dict:
-    """``row`` with the object under ``key`` spread into ``key.name`` columns
+def flat(row: dict, *keys: str) -> dict:
+    """``row`` with the objects under ``keys`` spread into ``key.name`` columns
     (a wave's ``states`` become ``states.EXEC``, ...)."""
     out = {}
     for k, v in row.items():
-        if k == key:
-            out.update({f"{key}.{kk}": vv for kk, vv in (v or {}).items()})
+        if k in keys and (v is None or isinstance(v, dict)):
+            out.update({f"{k}.{kk}": vv for kk, vv in (v or {}).items()})
         else:
             out[k] = v
     return out
+
+
+def spread_zero(df, prefix: str):
+    """Columns ``prefix.*`` of cycle counts spread from per-row dicts: a key a
+    row did not have is 0 cycles there (not unknown), as integers."""
+    cols = [c for c in df.columns if c.startswith(prefix + ".")]
+    if cols:
+        df[cols] = df[cols].fillna(0).astype("int64")
+    return df

@@ -43,12 +43,22 @@ class AnalysisResult:
 
     @property
     def warnings(self) -> list[str]:
+        """What the reader should act on: input skipped, sums that disagree,
+        no source lines, a location collapse, a grid or kernel that could not
+        be told, metadata that does not describe the code."""
         out = list(self.dispatch.warnings)
         out += self.quality.warnings
-        out += self.dispatch.resources.notes
+        out += self.dispatch.resources.warnings
         if self.pc_sampling is not None:
             out += [f"PC sampling: {w}" for w in self.pc_sampling.warnings]
         return out
+
+    @property
+    def notes(self) -> list[str]:
+        """Expected facts of the target or of the capture layout that qualify
+        a number (gfx950's reported VGPR count is half the allocation; the grid
+        comes from the discovery run's kernel trace): said once, no action."""
+        return list(self.dispatch.resources.notes)
 
     TABLES = ("instructions", "lines", "classes")
 
@@ -59,11 +69,12 @@ class AnalysisResult:
         source line with an executed instruction: ``lines_by_stall``) or
         ``classes`` (``stall_by_class``)."""
         from attlens.errors import UsageError
-        from attlens.results import dataframe
+        from attlens.results import dataframe, flat, spread_zero
 
         h = self.hotspots
         if table == "instructions":
-            return dataframe([_flat_samples(h.instructions[i].to_dict()) for i in h.by_stall])
+            # the stall per class becomes columns class_stall.<class> (0 where a class holds none), the samples pc_samples.*
+            return spread_zero(dataframe([flat(_flat_samples(h.instructions[i].to_dict()), "class_stall") for i in h.by_stall]), "class_stall")
         if table == "lines":
             return dataframe([_flat_samples(h.lines[i].to_dict()) for i in h.lines_by_stall])
         if table == "classes":
@@ -176,6 +187,7 @@ class AnalysisResult:
             },
             "pc_sampling": None if self.pc_sampling is None else self.pc_sampling.to_dict(),
             "warnings": self.warnings,
+            "notes": self.notes,
         }
 
 
@@ -211,7 +223,9 @@ def analyze(dispatch, exposed: bool = True, pc_sampling=None, pc_sampling_scope:
     occ.capture = capture_ref(dispatch)
     qual = compute_quality(dispatch, sums, hot)
     join = join_pc_samples(dispatch, sums, hot, pc_sampling, pc_sampling_scope)
-    return AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden, join)
+    result = AnalysisResult(dispatch, sums, breakdown, deps, hot, occ, qual, pairs, hidden, join)
+    occ.warnings = result.warnings  # attlens.occupancy carries them as every one-capture object does
+    return result
 
 
 def join_pc_samples(dispatch, sums, hot, source, scope: str = "traced"):

@@ -49,6 +49,11 @@ class AsmWindow:
     last_pc: int
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
 
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
+
     def to_dict(self) -> dict:
         """The ``attlens.asm`` object (``attlens asm --json``)."""
         from attlens.jsondoc import capture_ref, header
@@ -63,7 +68,24 @@ class AsmWindow:
             "rows": [self._row(a) for a in self.rows],
             "sources": [{"source": s.source, "text": s.text} for s in self.sources],
             "pc_sampling": _join_ref(self.result),
+            "warnings": self.warnings,
         }
+
+    def to_pandas(self):
+        """The window as a DataFrame: one row per listed instruction or label in
+        listing order, one column per key of ``rows`` in ``to_dict()``; the
+        memory ops a wait waited on as two aligned columns, ``waits_on_pcs`` and
+        ``waits_on_cycles`` (empty lists for other rows)."""
+        from attlens.results import dataframe
+
+        out = []
+        for a in self.rows:
+            row = self._row(a)
+            ws = row.pop("waits_on")
+            row["waits_on_pcs"] = [w["pc"] for w in ws]
+            row["waits_on_cycles"] = [w["cycles"] for w in ws]
+            out.append(row)
+        return dataframe(out)
 
     def _row(self, a: AsmRow) -> dict:
         h = a.hotspot
@@ -106,17 +128,50 @@ def _join_ref(result) -> dict | None:
     return {"source": join.source["path"], "mode": join.mode, "scope": join.scope, "confidence": join.confidence, "reason": join.reason}
 
 
-def asm_window(result, pc: int, around: int = 10, attribution=None) -> AsmWindow:
-    """``around`` instructions either side of ``pc`` (an instruction's pc index)."""
+def resolve_pc(dispatch, pc) -> int:
+    """An instruction's pc index from ``pc``: an index (an integer, or its
+    decimal text ``"973"``) or an address, ``"0x…"`` text (the ``Vaddr`` of
+    code.json, as the disassembly and rocprof-compute-viewer show it).
+    Anything else, or a value naming no instruction, is a UsageError."""
+    import numpy as np
+
+    code = dispatch.code
+    text = str(pc).strip() if isinstance(pc, str) else None
+    if text is not None and text.lower().startswith("0x"):
+        try:
+            addr = int(text, 16)
+        except ValueError:
+            raise UsageError(f"pc {pc!r}: not a hexadecimal address") from None
+        hits = np.flatnonzero((code.vaddr == addr) & code.instruction_mask)
+        if len(hits):
+            return int(hits[0])
+        listed = np.flatnonzero(code.instruction_mask)
+        near = int(listed[np.argmin(np.abs(code.vaddr[listed].astype(np.int64) - addr))]) if len(listed) else None
+        hint = f"the nearest instruction is pc {near} at {hex(int(code.vaddr[near]))}" if near is not None else None
+        raise UsageError(f"pc {text}: no instruction starts at that address", hint=hint)
+    if text is not None:
+        if not text.isdigit():
+            raise UsageError(f"pc {pc!r}: expected an instruction index (973) or an address (0x1738)")
+        pc = int(text)
+    if isinstance(pc, bool) or not isinstance(pc, (int, np.integer)):
+        raise UsageError(f"pc {pc!r}: expected an instruction index (973) or an address (0x1738)")
+    pc = int(pc)
+    if not (0 <= pc < code.size and code.instruction_mask[pc]):
+        raise UsageError(f"pc {pc}: no instruction with that index (0..{code.size - 1}; an address is written 0x…)")
+    return pc
+
+
+def asm_window(result, pc, around: int = 10, attribution=None) -> AsmWindow:
+    """``around`` instructions either side of ``pc`` (an instruction's pc
+    index, or its address as ``"0x…"`` text: :func:`resolve_pc`)."""
     from attlens.analysis.waitattr import attribute_waits
 
     d = result.dispatch
     code, st = d.code, d.static
     mask = code.instruction_mask
-    if not (0 <= pc < code.size and mask[pc]):
-        raise UsageError(f"--pc {pc}: no instruction with that pc index (0..{code.size - 1})")
+    pc = resolve_pc(d, pc)
     if around < 0:
-        raise UsageError(f"--around {around}: must be 0 or more")
+        raise UsageError(f"around {around}: must be 0 or more")
     lo = pc
     for _ in range(around):
         p = lo - 1

@@ -65,6 +65,11 @@ class DepsResult:
             })
         return out
 
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
+
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.deps`` object (``attlens deps [--pc N | --line L] --top TOP --json``; every row when ``top`` is None or 0)."""
         from attlens.jsondoc import capture_ref, header, rows
@@ -85,6 +90,7 @@ class DepsResult:
                 for src, cyc, n in att.by_producer_line()
             ], top),
             "waits": rows(self._wait_dicts(), top),
+            "warnings": self.warnings,
         }
 
 
@@ -123,8 +129,10 @@ def select_deps(result, pc: int | None = None, line: str | None = None, attribut
     d = result.dispatch
     if pc is not None and line is not None:
         raise UsageError("give a pc or a line, not both")
-    if pc is not None and not (0 <= pc < d.code.size and d.code.instruction_mask[pc]):
-        raise UsageError(f"--pc {pc}: no instruction with that pc index (0..{d.code.size - 1})")
+    if pc is not None:
+        from attlens.analysis.asm import resolve_pc
+
+        pc = resolve_pc(d, pc)
     att = attribution if attribution is not None else attribute_waits(d, result.deps, result.pairs)
     if pc is not None:
         pcs = {pc}
@@ -135,5 +143,5 @@ def select_deps(result, pc: int | None = None, line: str | None = None, attribut
     producers = [p for p in att.producers if p.pc in pcs or any(w in pcs for w in p.waits)]
     waits = {w: v for w, v in att.by_wait_pc.items() if w in pcs or any(pp in pcs for pp in v)}
     if line is not None and not producers and not waits:
-        raise UsageError(f"--line {line}: no memory op or wait on that line (try a longer or shorter path suffix)")
+        raise UsageError(f"line {line}: no memory op or wait on that line (try a longer or shorter path suffix)")
     return DepsResult(att, producers, waits, pc, line, result)

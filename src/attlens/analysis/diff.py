@@ -56,11 +56,13 @@ class Side:
     class_latency: dict[str, int]
     line_sites: dict[str, list[Site]]  # "file:line" or NO_SOURCE -> sites in pc order
     line_class: dict[str, dict[str, int]]  # per line: class -> stall
+    partial: bool = False  # some input of this capture was skipped (analyze exits 8)
+    warnings: list[str] = field(default_factory=list)  # analyze's warnings about it
     plan: dict | None = None  # plan_summary() of the capture's plan (None: a JSON side, or not asked for)
 
     def ref(self) -> dict:
         """The side as ``before`` / ``after`` of ``attlens.diff``."""
-        return {"label": self.label, "kernel": self.kernel, "target": self.target, "waves": self.waves}
+        return {"label": self.label, "kernel": self.kernel, "target": self.target, "waves": self.waves, "partial": self.partial}
 
 
 def side_from_result(result, label: str) -> Side:
@@ -76,7 +78,8 @@ def side_from_result(result, label: str) -> Side:
     b = result.breakdown
     f = result.quality.facts
     return Side(label, d.kernel_name, d.arch.target, d.resources.grid, d.resources.workgroup, d.waves.count, f.shader_engines, f.cus, f.simds,
-                b.total_latency, b.total_stall, dict(b.by_class_stall), dict(b.by_class_latency), lines, line_class)
+                b.total_latency, b.total_stall, dict(b.by_class_stall), dict(b.by_class_latency), lines, line_class,
+                bool(d.partial), list(result.warnings))
 
 
 def plan_summary(plan) -> dict:
@@ -167,9 +170,13 @@ def _side_from_doc(doc: dict, path) -> Side:
         if _str(row["class"]) in cls_s:
             cls_s[row["class"]] = _num(row["stall"])
             cls_l[row["class"]] = _num(row["latency"])
+    partial = cap["partial"]
+    if not isinstance(partial, bool):
+        raise TypeError
     return Side(str(path), _str(cap["kernel"]), _str(doc["target"]["name"], none_ok=True), tuple(_ints(res["grid"])) if res["grid"] else None,
                 tuple(_ints(res["workgroup"])) if res["workgroup"] else None, int(_num(cap["waves"])), _ints(cap["shader_engines"]),
-                _ints(cap["cus"]), _ints(cap["simds"]), _num(tot["latency"]), _num(tot["stall"]), cls_s, cls_l, lines, line_class)
+                _ints(cap["cus"]), _ints(cap["simds"]), _num(tot["latency"]), _num(tot["stall"]), cls_s, cls_l, lines, line_class,
+                partial, [_str(w) for w in doc["warnings"]])
 
 
 def load_side(path: str, rocprof_dir=None, with_plan: bool = False) -> Side:
@@ -330,8 +337,24 @@ class DiffResult:
                 "moved_lines": self.moved_lines(),
             },
             "noise_source": self.noise_source,
+            "partial": self.partial,
+            "warnings": side_warnings(self.before, self.after),
             "plans": self.plans,
         }
+
+    @property
+    def partial(self) -> bool:
+        """Either capture was partly read: the comparison is of what was read."""
+        return self.before.partial or self.after.partial
+
+
+def side_warnings(before: Side, after: Side) -> list[str]:
+    """Both sides' warnings, each naming its side (``before: ...``)."""
+    return [f"{name}: {w}" for name, s in (("before", before), ("after", after)) for w in s.warnings]
+
+
+def partial_sides(before: Side, after: Side, names=("before", "after")) -> list[str]:
+    return [n for n, s in zip(names, (before, after)) if s.partial]
 
 
 def _r(x, nd=3):
@@ -369,7 +392,7 @@ def diff(a: Side, b: Side, force: bool = False, noise_floor: float | None = None
     blocking = [c for c in comp if c["blocking"]]
     if blocking and not force:
         what = "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking)
-        raise Incomparable(f"the captures are not comparable ({what})", hint="pass --force to diff anyway")
+        raise Incomparable(f"the captures are not comparable ({what})", hint="force them to be compared (--force; force=True in Python and the MCP tools)")
     wa, wb = max(a.waves, 1), max(b.waves, 1)
 
     classes = []
@@ -476,11 +499,19 @@ def verdict(res: DiffResult) -> dict:
         "noise_floor": res.noise_floor,
         "summary": ("faster" if rel is not None and rel < 0 else "slower" if rel is not None and rel > 0 else "unchanged")
         + (f" by {abs(rel):.1%} per wave" if rel else "")
-        + ("" if significant is None else (" (beyond the noise floor)" if significant else " (within the noise floor)")),
+        + ("" if significant is None else (" (beyond the noise floor)" if significant else " (within the noise floor)"))
+        + _partial_note(a, b),
         "top_improvements": [{"line": l.line, "delta_per_wave": l.delta, "relative": l.relative} for l in improvements],
         "top_regressions": [{"line": l.line, "delta_per_wave": l.delta, "relative": l.relative} for l in regressions],
         "class_moves": moved,
     }
+
+
+def _partial_note(a: Side, b: Side) -> str:
+    sides = partial_sides(a, b)
+    if not sides:
+        return ""
+    return f"; partial: the {' and '.join(sides)} capture{'s were' if len(sides) == 2 else ' was'} partly read (see warnings)"
 
 
 def noise_between(a: Side, b: Side) -> float:
@@ -501,15 +532,15 @@ def metric_value(side: Side, metric: str) -> float:
     if metric.startswith("class:"):
         name = metric[6:]
         if name not in CLASSES and name != WAIT:
-            raise UsageError(f"--metric {metric}: unknown class (see docs/taxonomy.md)")
+            raise UsageError(f"metric {metric}: unknown class (attlens analyze lists the classes)")
         return side.class_stall.get(name, 0) / w
     if metric.startswith("line:"):
         query = metric[5:]
         hits = [k for k in side.line_sites if k == query or k.endswith("/" + query.lstrip("/"))]
         if not hits:
-            raise UsageError(f"--metric {metric}: no such source line in {side.label}")
+            raise UsageError(f"metric {metric}: no such source line in {side.label}")
         return sum(s.latency for k in hits for s in side.line_sites[k]) / w
-    raise UsageError(f"--metric {metric}: expected total, stall, class:NAME or line:FILE:LINE")
+    raise UsageError(f"metric {metric}: expected total, stall, class:NAME or line:FILE:LINE")
 
 
 @brief_repr("kernel", "metric", "baseline", "current", "change_percent", "max_regression_percent", "passed")
@@ -523,28 +554,44 @@ class CheckResult:
     current: float
     change_percent: float | None  # None: the baseline is 0 and the current value is not
     max_regression_percent: float
-    passed: bool
+    passed: bool  # False whenever ``partial``: a gate never passes on damaged input
+    partial: list[str] = field(default_factory=list)  # the sides partly read: "current", "baseline"
+    warnings: list[str] = field(default_factory=list)  # their warnings, each naming its side
+
+    @property
+    def regressed(self) -> bool:
+        return self.change_percent is None or self.change_percent > self.max_regression_percent
+
+    @property
+    def verdict(self) -> str:
+        return "PARTIAL INPUT" if self.partial else ("REGRESSION" if self.regressed else "ok")
 
     @property
     def message(self) -> str:
         change = "n/a" if self.change_percent is None else f"{self.change_percent:+.2f}%"
-        return (f"{self.metric} per wave {self.baseline:,.1f} -> {self.current:,.1f} ({change}; "
-                f"limit +{self.max_regression_percent}%): {'ok' if self.passed else 'REGRESSION'}")
+        text = (f"{self.metric} per wave {self.baseline:,.1f} -> {self.current:,.1f} ({change}; "
+                f"limit +{self.max_regression_percent}%): {self.verdict}")
+        if self.partial:
+            text += f" (the {' and '.join(self.partial)} capture{'s were' if len(self.partial) == 2 else ' was'} partly read: not gated)"
+        return text
 
     def to_dict(self) -> dict:
         """The ``attlens.check`` object (``attlens check --json``)."""
         from attlens.jsondoc import header
 
         return {**header("attlens.check"), "metric": self.metric, "baseline": self.baseline, "current": self.current,
-                "change_percent": self.change_percent, "max_regression_percent": self.max_regression_percent, "passed": self.passed}
+                "change_percent": self.change_percent, "max_regression_percent": self.max_regression_percent, "passed": self.passed,
+                "partial": bool(self.partial), "warnings": list(self.warnings)}
 
 
 def check(cur: Side, base: Side, metric: str = "total", max_regression: float = 5.0, force: bool = False) -> CheckResult:
     """Gate ``cur`` against ``base``: passed when ``metric`` grew by at most ``max_regression`` %."""
     blocking = [c for c in comparability(base, cur) if c["blocking"]]
     if blocking and not force:
-        raise Incomparable("not comparable: " + "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking), hint="pass --force")
+        raise Incomparable("not comparable: " + "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking), hint="force them to be compared (--force; force=True in Python and the MCP tools)")
     before, after = metric_value(base, metric), metric_value(cur, metric)
     change = (after - before) / before * 100 if before else (0.0 if after == 0 else None)
-    passed = change is not None and change <= max_regression
-    return CheckResult(cur.kernel, metric, before, after, change, max_regression, passed)
+    partial = partial_sides(cur, base, ("current", "baseline"))
+    passed = change is not None and change <= max_regression and not partial
+    warnings = [f"{n}: {w}" for n, s in (("current", cur), ("baseline", base)) for w in s.warnings]
+    return CheckResult(cur.kernel, metric, before, after, change, max_regression, passed, partial, warnings)

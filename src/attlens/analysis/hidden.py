@@ -66,16 +66,42 @@ BATCH_RECORDS = 1 << 16  # records handled together (bounds the temporaries)
 
 
 def _compute_hidden(dispatch, sums, batch_records: int = BATCH_RECORDS) -> HiddenLatency:
-    """(SE, SIMD) scopes in batches of about ``batch_records`` records (a scope
+    """Per-pc hidden latency from the accumulated hidden cycles: the ones the
+    loader's parse processes prepared on their halves (``dispatch.prepared``),
+    or computed here over every scope."""
+    n_pc = dispatch.code.size
+    acc = getattr(dispatch, "prepared", {}).get("hidden_acc")
+    if acc is None or acc.shape != (3, n_pc):
+        acc = hidden_cycles(dispatch.records, dispatch.waves, matrix_pcs(dispatch.static.mnemonic), batch_records)
+    per_pc = np.rint(acc).astype(np.int64)
+    issue_pc = sums.latency - sums.stall
+    hi = np.minimum(per_pc[0], sums.idle)
+    hs = np.minimum(per_pc[1], sums.stall)
+    hu = np.minimum(per_pc[2], issue_pc)
+    total = sums.idle + sums.latency
+    return HiddenLatency(hi, hs, hu, total - hi - hs - hu, total)
+
+
+def matrix_pcs(mnemonics: list[str]) -> np.ndarray:
+    """Per pc: a matrix (MFMA/WMMA) instruction."""
+    return np.array([m.startswith(_MATRIX_PREFIXES) for m in mnemonics], dtype=bool)
+
+
+def hidden_cycles(recs, w, is_matrix_pc: np.ndarray, batch_records: int = BATCH_RECORDS) -> np.ndarray:
+    """(3, n_pc) float64: hidden idle, stall and issue cycles per pc, unclamped,
+    summed over the (SE, SIMD) scopes of the waves ``w`` (``se``, ``simd``,
+    ``begin``, ``rec_start``, ``rec_stop``) whose records are ``recs``. Scopes
+    are independent and every value an integer below 2^53, so the arrays of
+    disjoint sets of scopes add up exactly (the loader's two processes each
+    compute their half).
+
+    (SE, SIMD) scopes go in batches of about ``batch_records`` records (a scope
     is never split: its busy lists need all of it). Within a batch every time
     is shifted by its scope's offset, far enough apart that no packed block
     reaches the next scope, so each busy list is one sorted array and each
     record group needs one ``searchsorted`` per boundary and candidate list."""
-    recs, w = dispatch.records, dispatch.waves
-    n_pc = dispatch.code.size
-    is_matrix_pc = np.array([m.startswith(_MATRIX_PREFIXES) for m in dispatch.static.mnemonic], dtype=bool)
-    acc = np.zeros((3, n_pc), dtype=np.float64)  # hidden idle, stall, issue per pc
-    scope_key = w.se.astype(np.int64) * 64 + w.simd
+    acc = np.zeros((3, len(is_matrix_pc)), dtype=np.float64)  # hidden idle, stall, issue per pc
+    scope_key = scope_keys(w.se, w.simd)
     wave_order = np.argsort(scope_key, kind="stable")
     keys = scope_key[wave_order]
     n_rec = (w.rec_stop - w.rec_start).astype(np.int64)
@@ -92,13 +118,12 @@ def _compute_hidden(dispatch, sums, batch_records: int = BATCH_RECORDS) -> Hidde
         if total:
             _batch(recs, w, waves_b, scope_b, n_rec, is_matrix_pc, acc)
         i = j
-    per_pc = np.rint(acc).astype(np.int64)
-    issue_pc = sums.latency - sums.stall
-    hi = np.minimum(per_pc[0], sums.idle)
-    hs = np.minimum(per_pc[1], sums.stall)
-    hu = np.minimum(per_pc[2], issue_pc)
-    total = sums.idle + sums.latency
-    return HiddenLatency(hi, hs, hu, total - hi - hs - hu, total)
+    return acc
+
+
+def scope_keys(se: np.ndarray, simd: np.ndarray) -> np.ndarray:
+    """One int64 per wave naming its (SE, SIMD) scope."""
+    return se.astype(np.int64) * 64 + simd
 
 
 def _batch(recs, w, waves_b, scope_b, n_rec, is_matrix_pc, acc) -> None:

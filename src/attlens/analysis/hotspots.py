@@ -153,9 +153,10 @@ class _HotspotsCodec:
     """Hotspots to and from a digest (JSON)."""
 
     def encode(self, h: Hotspots):
-        from dataclasses import asdict
-
-        return {}, asdict(h)
+        # the dataclass itself: the store serializes it with orjson, which
+        # writes dataclasses natively (the same bytes as dataclasses.asdict,
+        # without its deep copy: 0.3 s on flash_attn_func, 1 ms this way)
+        return {}, h
 
     def decode(self, arrays, meta):
         meta = dict(meta)
@@ -374,6 +375,11 @@ class HotspotTable:
 
         return dataframe([x.to_dict() for x in self.rows])
 
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
+
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.hotspots`` object (``attlens analyze --by BY --sort SORT --top TOP --json``;
         every row when ``top`` is None or 0)."""
@@ -395,6 +401,7 @@ class HotspotTable:
                 "exposed": None if r.hidden is None else int(r.hidden.exposed.sum()),
             },
             "rows": [x.to_dict() for x in rows(self.rows, top)],
+            "warnings": self.warnings,
         }
 
 
@@ -411,7 +418,7 @@ def hotspot_table(result, by: str = "instruction", sort: str = "stall") -> Hotsp
     if sort not in HOTSPOT_SORTS:
         raise UsageError(f"sort={sort!r}: expected one of {', '.join(HOTSPOT_SORTS)}")
     if sort == "exposed" and result.hidden is None:
-        raise UsageError("sorting by exposed cycles needs the hidden-latency model: drop --no-exposed")
+        raise UsageError("sorting by exposed cycles needs the hidden-latency model, which this analysis skipped (analyze with it)")
     hot = result.hotspots
     items = {"instruction": hot.instructions, "line": hot.lines}.get(by)
     if items is None:

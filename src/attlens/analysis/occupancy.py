@@ -50,6 +50,17 @@ class OccupancyResult:
     grid_limited: bool | None = None
     explanation: list[str] = field(default_factory=list)
     capture: dict | None = field(default=None, repr=False)  # the capture it describes (attlens.jsondoc.capture_ref; set by analyze)
+    warnings: list[str] = field(default_factory=list, repr=False)  # the analysis' warnings about that capture (set by analyze)
+
+    def to_pandas(self):
+        """One row per resource that can limit occupancy (vgpr, sgpr, lds,
+        waves, workgroup): its waves per SIMD (None: it does not limit),
+        whether it is a limiter, and the detail of ``limits`` in ``to_dict()``."""
+        from attlens.results import dataframe
+
+        limiters = set(self.limiters or [])
+        return dataframe([{"name": l.name, "waves_per_simd": l.waves_per_simd, "limiter": l.name in limiters, "detail": l.detail} for l in self.limits],
+                         ["name", "waves_per_simd", "limiter", "detail"])
 
     def to_dict(self) -> dict:
         """The ``attlens.occupancy`` object (``attlens occupancy --json``); its
@@ -80,6 +91,7 @@ class OccupancyResult:
                 "grid_limited": self.grid_limited,
                 "explanation": self.explanation,
             },
+            "warnings": self.warnings,
         }
 
 

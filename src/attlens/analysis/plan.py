@@ -65,7 +65,8 @@ TRACE_DISPATCH_RULES = ("issue-bound", "bandwidth-ceiling")
 _GROUP = {"capture": 1, "dispatch": 2, "performance": 3, "note": 4}
 PLAN_SCHEMA = "attlens.plan"
 PLAN_SCHEMA_VERSION = 3
-FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims", "ledger",
+FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims",
+                   "ledger.requested_cycles", "ledger.granted_cycles", "ledger.shared",
                    "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale", "directions", "dispatch_time"]
 # What the plan's cycles are: every traced wave's idle + latency, summed (not the dispatch's time).
 CYCLES_UNIT = "traced wave-cycles"
@@ -236,9 +237,14 @@ class Plan:
         """The findings as a DataFrame, one row each in the plan's order, one
         column per key of ``findings`` in ``to_dict()`` (evidence, claims,
         ledger, ... stay objects)."""
-        from attlens.results import dataframe
+        from attlens.results import dataframe, flat
 
-        return dataframe([f.to_dict() for f in self.findings], FINDING_COLUMNS)
+        return dataframe([flat(f.to_dict(), "ledger") for f in self.findings], FINDING_COLUMNS)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
 
     def to_dict(self) -> dict:
         """The ``attlens.plan`` object (``attlens plan --json``)."""
@@ -264,6 +270,7 @@ class Plan:
             "rules_disabled": self.rules_disabled,
             "rules_silenced": self.rules_silenced,
             "rule_errors": self.rule_errors,
+            "warnings": self.warnings,
         }
 
 
@@ -455,5 +462,5 @@ def dispatch_summary(ctx) -> dict:
             "sgprs": res.sgprs,
         },
         "kernel_candidates": res.candidates,
-        "notes": list(res.notes) + ctx.facts.warnings,
+        "notes": list(res.warnings) + list(res.notes) + ctx.facts.warnings,
     }

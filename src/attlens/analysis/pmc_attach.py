@@ -86,5 +86,5 @@ def attach_pmc(counters: PmcCounters, kernel: str | None, target: str | None, di
         ids = sorted({r.dispatch_id for r in counters.results if r.dispatch_id is not None})
         raise Incomparable(f"the counters of {counters.source} do not belong to this capture: {what}"
                            + (f"; counter dispatches: {', '.join(map(str, ids[:10]))}{' …' if len(ids) > 10 else ''}" if ids else ""),
-                           hint="pass --force to attach them anyway (the report then says so)")
+                           hint="force them to be attached (--force; force=True in Python): the report then says so")
     return att

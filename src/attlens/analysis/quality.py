@@ -112,6 +112,12 @@ def compute_quality(dispatch, sums, hotspots) -> Quality:
             + ("; expected, some waves were skipped" if dispatch.partial else "")
             + "; attlens reports the wave-file sums"
         )
+    executed = [c for c, h, m in zip(dispatch.static.cls, sums.hit.tolist(), mask.tolist()) if m and h]
+    if executed and all(c == "other" for c in executed):
+        warnings.append(
+            f"no executed instruction has a known mnemonic (all {len(executed)} are class 'other'): code.json's ISA column "
+            "does not look like AMD GPU disassembly, so the stall classes mean nothing"
+        )
     if not has_src:
         warnings.append(
             "no source lines: the kernel was built without line info (see docs/capture.md for FlyDSL, Triton and HIP)"

@@ -90,6 +90,15 @@ def per_pc_sum(pc: np.ndarray, values: np.ndarray, n_pc: int) -> np.ndarray:
     return out
 
 
+def basic_pc_sums(recs, n_pc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per pc: executions, latency, stall and idle of the records ``recs``
+    (``pc``, ``duration``, ``stall``, ``idle``); int64, so the sums of two
+    halves of a capture add up to the sums of the whole."""
+    pc = recs.pc
+    return (np.bincount(pc, minlength=n_pc).astype(np.int64), per_pc_sum(pc, recs.duration, n_pc),
+            per_pc_sum(pc, recs.stall, n_pc), per_pc_sum(pc, recs.idle, n_pc))
+
+
 def compute_pc_sums(dispatch, deps: WaitDeps | None = None) -> tuple[PcSums, StallBreakdown, WaitDeps, WaitPairs]:
     """Per-pc sums, the stall breakdown, the wait dependencies and pairs (the
     sums and pairs are kept in the capture's digest when there is one)."""
@@ -115,10 +124,10 @@ def _compute_pc_sums(dispatch, deps: WaitDeps) -> tuple[PcSums, StallBreakdown, 
     n_pc = dispatch.code.size
     st = dispatch.static
     pc = recs.pc
-    hit = np.bincount(pc, minlength=n_pc).astype(np.int64)
-    lat = per_pc_sum(pc, recs.duration, n_pc)
-    stall = per_pc_sum(pc, recs.stall, n_pc)
-    idle = per_pc_sum(pc, recs.idle, n_pc)
+    basic = getattr(dispatch, "prepared", {}).get("pc_basic")  # summed by the loader's parse processes
+    if basic is None or any(len(a) != n_pc for a in basic):
+        basic = basic_pc_sums(recs, n_pc)
+    hit, lat, stall, idle = basic
 
     n_cls = len(CLASS_IDS)
     static_cls = np.array([_CLASS_INDEX.get(c, _CLASS_INDEX["other"]) if c != WAIT else -1 for c in st.cls], dtype=np.int64)

@@ -113,9 +113,9 @@ class _AttributionCodec:
     """WaitAttribution to and from a digest (int keys as pairs)."""
 
     def encode(self, a: WaitAttribution):
-        from dataclasses import asdict
+        from dataclasses import asdict, fields
 
-        arrays = {f"pairs.{k}": v for k, v in asdict(a.pairs).items()}
+        arrays = {f"pairs.{f.name}": getattr(a.pairs, f.name) for f in fields(a.pairs)}  # asdict would deep-copy every array
         producers = [{**asdict(p), "waits": list(p.waits.items())} for p in a.producers]
         return arrays, {"producers": producers, "total_charged": a.total_charged,
                         "by_wait_pc": [[w, list(d.items())] for w, d in a.by_wait_pc.items()]}

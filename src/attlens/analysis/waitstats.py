@@ -69,6 +69,11 @@ class WaitStats:
         isa = self.result.dispatch.code.isa
         return dataframe([_site_dict(s, isa) for s in self.sites], SITE_COLUMNS)
 
+    @property
+    def warnings(self) -> list[str]:
+        """The analysis' warnings about the capture (the ``warnings`` key)."""
+        return self.result.warnings
+
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.waits`` object (``attlens waits --top TOP --json``; every site when ``top`` is None or 0)."""
         from attlens.jsondoc import capture_ref, header, rows, top_or_none
@@ -86,6 +91,7 @@ class WaitStats:
             "topk": top_or_none(top),
             "sites": [_site_dict(s, isa) for s in rows(self.sites, top)],
             "notes": self.notes,
+            "warnings": self.warnings,
         }
 
 

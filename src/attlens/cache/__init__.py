@@ -9,10 +9,14 @@ sums and wait pairs, hidden latency) in a versioned, memory-mappable form
 - Where: ``--cache-dir``, else ``$ATTLENS_CACHE_DIR``, else
   ``$XDG_CACHE_HOME/attlens``, else ``~/.cache/attlens``; never inside the
   capture (read-only captures work).
-- Key: the capture's real path, and for each of its files name, size, mtime,
-  ctime and inode, plus the attlens version and a fingerprint of its source
-  files. A changed capture (touched, truncated, replaced file) has a new key:
-  the old digest is dropped with a note and a new one built.
+- Key: the capture's real path, and for each of its files at any depth name,
+  size, mtime, ctime and inode, plus the attlens version and a fingerprint of
+  its source files (:mod:`attlens.cache.keys`). A changed capture (touched,
+  truncated, rewritten, replaced file) has a new key: the old digest is
+  dropped with a note and a new one built.
+- Private (:mod:`attlens.cache.private`): a cache folder another user owns
+  or others can write is not used; files are opened as regular files of the
+  user only, never through a symlink, never blocking.
 - Never trusted: every array carries a CRC-32 checked when the array is
   first used, the manifest is checked whole; a damaged digest is dropped with
   a note and the capture parsed again.
@@ -100,11 +104,13 @@ def memo(dispatch, name: str, compute, codec):
     """``compute()``, or its result stored in the dispatch's digest (then kept
     there for the next command). Without a digest it is just ``compute()``.
     ``dispatch`` may also be the digest itself."""
+    from attlens.cache.packing import PackedCodec
     from attlens.cache.store import Digest
 
     digest = dispatch if isinstance(dispatch, Digest) else getattr(dispatch, "digest", None)
     if digest is None:
         return compute()
+    codec = PackedCodec(codec)  # integer arrays stored narrow (cache/packing.py)
     value = digest.get_derived(name, codec)
     if value is None:
         value = compute()

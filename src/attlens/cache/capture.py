@@ -1,7 +1,14 @@
 """A capture's own data (:class:`attlens.model.loader.CaptureData`) to and from
-a digest: columns as arrays, the rest as JSON. Columns come back mapped and
-are checked when first used; if one turns out damaged the capture is read
-afresh for it, the digest dropped (a note says so) and nothing wrong is used.
+a digest: columns as arrays, the rest as JSON. Columns come back when first
+used, checked and widened to their dtype (:mod:`attlens.cache.packing`: each
+integer column is stored in the narrowest type holding its values or their
+differences); if one turns out damaged the capture is read afresh for it, the
+digest dropped (a note says so) and nothing wrong is used.
+
+Only what cannot be recomputed cheaply is stored: the wave index of each
+record and timeline segment (a repeat of the per-wave counts) and each
+record's idle (the writer's running-maximum rule over time and duration, per
+wave) are rebuilt from the stored columns when a command asks for them.
 """
 
 from __future__ import annotations
@@ -12,37 +19,50 @@ import numpy as np
 
 from attlens.cache.store import DamagedDigest, capture_key
 
-_RECORDS = ("time", "category", "stall", "duration", "pc", "wave", "idle")
+LAYOUT = 2  # of the content of capture.json (1: every column as loaded); another is dropped and rebuilt
+_RECORDS = ("time", "category", "stall", "duration", "pc")  # stored; "wave" and "idle" are rebuilt
 _WAVES = ("se", "simd", "slot", "instance", "cu", "begin", "end", "rec_start", "rec_stop", "tl_start", "tl_stop",
           "waitcnt_blob", "waitcnt_off")
-_TIMELINE = ("state", "duration", "wave")
+_TIMELINE = ("state", "duration")  # "wave" is rebuilt
 _CODE = ("is_label", "present", "codeobj", "vaddr", "hit", "latency", "stall", "idle")
 
 
 def digest_of(capture: Path) -> str:
+    """The capture's key (computed once per command: :func:`attlens.cache.keys.command_scope`)."""
     return capture_key(capture)
 
 
 def write_digest(store, capture: Path, key: str, data):
     """Store ``data`` if the capture did not change while it was read."""
     try:
-        if capture_key(capture) != key:
+        if capture_key(capture, fresh=True) != key:
             return None
     except OSError:
         return None
+    from attlens.cache.packing import pack
+
     arrays: dict[str, np.ndarray] = {}
+    packing: dict[str, list] = {}
     for group, names, obj in (("records", _RECORDS, data.records), ("waves", _WAVES, data.waves),
-                              ("timeline", _TIMELINE, data.timeline), ("code", _CODE, data.code)):
+                              ("timeline", _TIMELINE, data.timeline)):
         for n in names:
-            arrays[f"{group}.{n}"] = getattr(obj, n)
+            arrays[f"{group}.{n}"], enc = pack(getattr(obj, n))
+            if enc is not None:
+                packing[f"{group}.{n}"] = enc
+    for n in _CODE:
+        arrays[f"code.{n}"] = getattr(data.code, n)
     idx = data.index
     entries = idx.waves
     for n in ("se", "simd", "slot", "instance", "begin", "end"):
         arrays[f"index.{n}"] = np.array([getattr(e, n) for e in entries], dtype=np.int64)
     if data.occupancy is not None:
-        arrays["occupancy.events"] = data.occupancy.events
+        arrays["occupancy.events"], enc = pack(data.occupancy.events)
+        if enc is not None:
+            packing["occupancy.events"] = enc
     code = data.code
     meta = {
+        "layout": LAYOUT,
+        "packing": packing,
         "capture": str(capture),
         "key": key,
         "code": {"isa": code.isa, "source": code.source, "labels": code.labels, "version": code.version,
@@ -76,15 +96,19 @@ def read_digest(digest, read_fresh):
     from attlens.io.occupancy_json import Occupancy
     from attlens.io.realtime_json import Realtime
     from attlens.model.dispatch import Records, Timeline, Waves
-    from attlens.model.loader import CaptureData
+    from attlens.cache.packing import unpack
+    from attlens.model.loader import CaptureData, segmented_idle
 
     fresh: list = []
 
-    def column(group: str, name: str):
+    def column(group: str, name: str, rebuild=None):
         def load():
             try:
-                return digest.array(f"{group}.{name}")
-            except DamagedDigest as exc:
+                if rebuild is not None:
+                    return rebuild()
+                key = f"{group}.{name}"
+                return unpack(digest.array(key), packing.get(key))
+            except (DamagedDigest, ValueError) as exc:
                 if not fresh:
                     digest.store.drop(digest.folder, digest.capture, str(exc), digest)
                     fresh.append(read_fresh())
@@ -94,6 +118,9 @@ def read_digest(digest, read_fresh):
 
     try:
         m = digest.meta
+        if m.get("layout") != LAYOUT or not isinstance(m.get("packing"), dict):
+            raise ValueError(f"content layout {m.get('layout')!r}, expected {LAYOUT}")
+        packing = m["packing"]
         c = m["code"]
         code = CodeListing(
             isa=c["isa"], source=c["source"], labels=[(int(p), str(n)) for p, n in c["labels"]], version=c["version"],
@@ -110,7 +137,7 @@ def read_digest(digest, read_fresh):
         occ = None
         if m["occupancy"] is not None:
             mo = m["occupancy"]
-            occ = Occupancy(events=digest.array("occupancy.events"),
+            occ = Occupancy(events=unpack(digest.array("occupancy.events"), packing.get("occupancy.events")),
                             dispatches={int(k): v for k, v in mo["dispatches"]},
                             version=mo["version"], encoding=mo["encoding"], time_resolution=int(mo["time_resolution"]),
                             dispatch_events=list(mo["dispatch_events"]))
@@ -122,8 +149,17 @@ def read_digest(digest, read_fresh):
         waves = Waves.lazy({n: column("waves", n) for n in _WAVES}, filenames=list(m["filenames"]))
         records = Records.lazy({n: column("records", n) for n in _RECORDS})
         timeline = Timeline.lazy({n: column("timeline", n) for n in _TIMELINE})
+        records._loaders["wave"] = column("records", "wave", lambda: _wave_of(waves.rec_start, waves.rec_stop))
+        records._loaders["idle"] = column("records", "idle", lambda: segmented_idle(
+            records.time, records.duration, records.wave, waves.begin, waves.rec_start))
+        timeline._loaders["wave"] = column("timeline", "wave", lambda: _wave_of(waves.tl_start, waves.tl_stop))
         return CaptureData(code, index, waves, records, timeline, occ, rt, snapshots, list(m["warnings"]),
                            bool(m["skipped_waves"]))
     except (DamagedDigest, KeyError, TypeError, ValueError) as exc:
         digest.store.drop(digest.folder, digest.capture, str(exc), digest)
         return None
+
+
+def _wave_of(start: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """int32 wave index of each row, rows of wave ``w`` being ``start[w]:stop[w]`` back to back."""
+    return np.repeat(np.arange(len(start), dtype=np.int32), np.asarray(stop) - np.asarray(start))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from attlens.cache import inside_capture, note, open_cache
+from attlens.cache import inside_capture, note, open_cache, private
 
 STEM = "pcsamples"
 FOLDER_PREFIX = "pcs-"
@@ -95,6 +95,8 @@ def cached_samples(path, read, cache=None):
     store = open_cache(cache)
     if store is None or inside_capture(store.root, path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))):
         return read(path)
+    if not store.usable():  # a cache folder others can write: not used (attlens.cache.private)
+        return read(path)
     try:
         key = _key(path)
         folder = _folder(store, path)
@@ -107,10 +109,7 @@ def cached_samples(path, read, cache=None):
             table = _decode(rec)
             for name in table.columns:  # checked now: a damaged record is dropped before anything uses it
                 rec.array(name)
-            try:
-                (target / "used").touch()
-            except OSError:
-                pass
+            private.touch(target / "used")
             return table
         except FileNotFoundError:
             _remove(target)
@@ -134,15 +133,17 @@ def cached_samples(path, read, cache=None):
 def _store(store, folder: Path, key: str, arrays: dict, meta: dict) -> None:
     from attlens.cache.store import _remove, _write_record
 
+    from attlens.cache.keys import TOP
+
     tmp = folder / f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private.make_dirs(store.root, [TOP, folder.name])  # 0700, and refused when not private
         for old in folder.iterdir():  # other states of this source are stale
             if old.name != key and not old.name.startswith("."):
                 _remove(old)
-        tmp.mkdir()
+        os.mkdir(tmp, 0o700)
         _write_record(tmp, STEM, arrays, meta)
-        (tmp / "used").touch()
+        private.touch(tmp / "used")
         try:
             os.rename(tmp, folder / key)
         except OSError:

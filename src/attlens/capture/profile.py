@@ -367,7 +367,9 @@ def _start(opts: ProfileOptions) -> tuple[str, ProfileResult]:
     exe = find_rocprofv3(opts.rocprofv3)
     out, note = fresh_out_dir(opts.out_dir)
     res = ProfileResult(out_dir=out, rocprofv3=exe)
-    res.out_dir.mkdir(parents=True, exist_ok=True)
+    from attlens.fsutil import make_dirs
+
+    make_dirs(res.out_dir)
     if note:
         res.step("output", "ok", note)
     return exe, res

@@ -130,8 +130,17 @@ def _main(argv: list[str] | None) -> int:
         common.begin_json_mode()
     try:
         configure_cache(args)
+        if getattr(args, "key_scope", False):
+            from attlens.cache.keys import command_scope
+
+            with command_scope():
+                return args.func(args)
         return args.func(args)
     except AttlensError as exc:
+        from attlens.errors import SeveralCaptures
+
+        if isinstance(exc, SeveralCaptures) and exc.hint is None and hasattr(args, "all"):
+            exc.hint = "or use --all for every one"  # the command line's own way; the API and the MCP tools have theirs
         common.print_error(exc, as_json)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -6,6 +6,7 @@ from attlens.cli.common import (
     COUNT,
     CYCLE_WINDOW,
     EPILOG,
+    PC,
     POSITIVE,
     ROCPROF_DIR_HELP,
     add_json,
@@ -22,6 +23,8 @@ from attlens.cli.common import (
     load_analyzed,
     one_capture,
     say,
+    stored_answer,
+    text_answer,
     write_atomic,
 )
 
@@ -37,6 +40,7 @@ def register(sub) -> None:
     p.add_argument("--detail", action="store_true", help="show source snippets and instructions of the top lines")
     p.add_argument("--context", type=COUNT, default=2, metavar="N", help="source lines of context with --detail (default 2)")
     p.add_argument("--no-plan", action="store_true", help="skip the short 'top findings' block")
+    p.add_argument("--summary", action="store_true", help="one screen: the verdict, top findings and the numbers behind them (--json: attlens.summary, the MCP summary tool's object)")
     add_pc_sampling_args(p)
     add_no_color(p)
     p.set_defaults(func=cmd_analyze)
@@ -66,19 +70,21 @@ def register(sub) -> None:
     add_capture_args(p, "attlens.deps")
     sel = p.add_mutually_exclusive_group()
     sel.add_argument("--line", metavar="FILE:LINE", help="only producers and waits on this source line (path suffix is enough)")
-    sel.add_argument("--pc", type=COUNT, metavar="N", help="only this instruction (a wait or a memory op) and its partners")
+    sel.add_argument("--pc", type=PC, metavar="N|0xADDR", help="only this instruction (a wait or a memory op; pc index or 0x address) and its partners")
     p.add_argument("--top", "--topk", dest="top", type=COUNT, default=10, metavar="N", help="rows per table (default 10; 0 = all in --json); --topk is the same")
     add_no_color(p)
     p.set_defaults(func=cmd_deps)
 
-    p = sub.add_parser("export", help="export a capture as a Chrome/Perfetto trace (ui.perfetto.dev)", epilog=EPILOG)
+    p = sub.add_parser("export", help="export a capture as a Perfetto trace (protobuf, every wave, memory -> wait flows) or Chrome JSON", epilog=EPILOG)
     p.add_argument("path", help="a capture directory")
-    p.add_argument("-o", "--output", "--perfetto", dest="output", required=True, metavar="OUT.json", help="the Chrome/Perfetto JSON trace file to write (atomically); --perfetto is the same")
+    p.add_argument("-o", "--output", "--perfetto", dest="output", required=True, metavar="OUT",
+                   help="the trace file to write (atomically): OUT.pftrace a Perfetto protobuf trace, OUT.json a Chrome/Perfetto JSON trace; --perfetto is the same")
+    p.add_argument("--format", choices=("proto", "json"), help="proto: Perfetto protobuf (needs the perfetto extra); json: Chrome JSON for chrome://tracing (default: json for a .json file, else proto)")
     p.add_argument("--rocprof-dir", metavar="DIR", help=ROCPROF_DIR_HELP)
     p.add_argument("--max-waves", type=POSITIVE, metavar="N", help="export only the first N waves (by start time)")
     p.add_argument("--window", type=CYCLE_WINDOW, metavar="A:B", help="only waves alive between cycles A and B after the first wave starts")
     p.add_argument("--max-events", type=COUNT, default=None, metavar="N",
-                   help="stop adding waves before the trace passes N events (default 1,000,000, ~140 MB; 0 = no limit)")
+                   help="stop adding waves before the trace passes N events (json default 1,000,000, ~140 MB; proto default: no limit; 0 = no limit)")
     p.add_argument("--json", action="store_true", help="print what was written (attlens.export; attlens schema attlens.export)")
     add_cache_args(p)
     p.set_defaults(func=cmd_export)
@@ -100,6 +106,23 @@ def cmd_analyze(args) -> int:
         from attlens.errors import UsageError
 
         raise UsageError("--sort idle ranks one table: add --by instruction|line|opcode")
+    if args.summary and (args.by or args.all or args.no_plan):
+        from attlens.errors import UsageError
+
+        raise UsageError("--summary is one capture's verdict and numbers: drop --by, --all and --no-plan")
+    if args.summary:
+        from attlens.api import summary
+
+        results = load_analyzed(args, dirs, exposed=not args.no_exposed)
+        sm = summary(results[0], top=max(args.top, 1))
+        if args.json:
+            emit_json(sm.to_dict())
+        else:
+            from attlens.report.console import make_console
+            from attlens.report.terminal import render_summary
+
+            render_summary(sm, make_console(args.no_color))
+        return exit_code(results)
     if args.json and not args.all:
         if args.by:
             from attlens.analysis.hotspots import hotspot_table
@@ -107,6 +130,10 @@ def cmd_analyze(args) -> int:
             return json_answer(args, "analyze", dirs[0], lambda r: hotspot_table(r, args.by, args.sort).to_dict(args.top),
                                exposed=not args.no_exposed)
         return json_answer(args, "analyze", dirs[0], lambda r: r.to_dict(args.top), exposed=not args.no_exposed)
+    if not args.json and not args.all:
+        render = _render_hotspots if args.by else _render_analysis
+        return text_answer(args, "analyze", dirs[0], lambda r: render(args, r, _console(args.no_color)),
+                           exposed=not args.no_exposed)
     results = load_analyzed(args, dirs, exposed=not args.no_exposed)
     if args.by:
         return _analyze_by(args, results)
@@ -118,22 +145,42 @@ def cmd_analyze(args) -> int:
         else:
             emit_json(results[0].to_dict(args.top))
     else:
-        from attlens.report.console import make_console
-        from attlens.report.terminal import render_analysis
-
-        console = make_console(args.no_color)
+        console = _console(args.no_color)
         for i, r in enumerate(results):
             if i:
                 console.rule()
-            findings = None
-            if not args.no_plan:
-                from attlens.analysis.plan import make_plan
-                from attlens.report.text import top_findings_lines
-
-                findings = top_findings_lines(make_plan(r)) or ["no rule fired"]
-                findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
-            render_analysis(r, console, topk=max(args.top, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort, findings=findings)
+            _render_analysis(args, r, console)
     return exit_code(results)
+
+
+def _console(no_color: bool):
+    """The console of a command's text on stdout (report/console.py)."""
+    from attlens.report.console import make_console
+
+    return make_console(no_color)
+
+
+def _render_analysis(args, r, console) -> None:
+    from attlens.report.terminal import render_analysis
+
+    findings = verdict = None
+    if not args.no_plan:
+        from attlens.analysis.plan import make_plan
+        from attlens.report.text import top_findings_lines, verdict_sentence
+
+        plan = make_plan(r)
+        verdict = verdict_sentence(plan)
+        findings = top_findings_lines(plan) or ["no rule fired"]
+        findings.append(f"(attlens plan {r.dispatch.path} for the evidence and changes)")
+    render_analysis(r, console, topk=max(args.top, 1), mode=args.mode, detail=args.detail, context=args.context, sort=args.sort,
+                    findings=findings, verdict=verdict)
+
+
+def _render_hotspots(args, r, console) -> None:
+    from attlens.analysis.hotspots import hotspot_table
+    from attlens.report.terminal import render_hotspots
+
+    render_hotspots(hotspot_table(r, args.by, args.sort), console, top=max(args.top, 1))
 
 
 def _analyze_with_pc_sampling_dirs(args, dirs) -> int:
@@ -219,6 +266,8 @@ def cmd_plan(args) -> int:
         check_output(args.output, [*dirs, args.pc_sampling])
     if args.json and not args.all and not args.output:
         return json_answer(args, "plan", dirs[0], lambda r: _plan(args, r).to_dict())
+    if not args.json and not args.all:
+        return _plan_text_answer(args, dirs[0])
     results = load_analyzed(args, dirs)
     plans = [_plan(args, r) for r in results]
     if args.json:
@@ -255,6 +304,47 @@ def cmd_plan(args) -> int:
     return exit_code(results)
 
 
+def _plan_text(args, r) -> str:
+    """The plan as it is written to a file or as Markdown (no colour)."""
+    if args.format == "md":
+        from attlens.report.markdown import plan_to_markdown
+
+        return plan_to_markdown(_plan(args, r))
+    import io
+
+    from attlens.report.console import make_console as make
+    from attlens.report.terminal import render_plan
+
+    buf = io.StringIO()
+    render_plan(_plan(args, r), make(args.no_color, file=buf))
+    return buf.getvalue()
+
+
+def _plan_text_answer(args, capture) -> int:
+    """``plan`` of one capture as text or Markdown, to stdout or ``-o``: a stored answer."""
+    if not args.output:
+        if args.format == "md":
+            return text_answer(args, "plan", capture, lambda r: emit(_plan_text(args, r)))
+        from attlens.report.terminal import render_plan
+
+        return text_answer(args, "plan", capture, lambda r: render_plan(_plan(args, r), _console(args.no_color)))
+    from attlens.report.tty import terminal_width
+
+    doc, code, _ = stored_answer(args, "plan", capture, lambda r: {"text": _plan_text(args, r), "inputs": input_files([r])},
+                                 extra={"width": terminal_width(_NoTty())})
+    check_output(args.output, [capture, *doc["inputs"]])
+    write_atomic(args.output, doc["text"])
+    say(f"wrote {args.output}")
+    return code
+
+
+class _NoTty:
+    """The width a plan written to a file is laid out at (COLUMNS, else 120)."""
+
+    def isatty(self) -> bool:
+        return False
+
+
 def cmd_rules(args) -> int:
     from attlens.analysis.plan import load_rules
 
@@ -284,6 +374,12 @@ def cmd_waves(args) -> int:
         return json_answer(args, "waves", resolve_capture_dirs(args.path)[0], lambda r: _waves_doc(args, r), exposed=False)
     from attlens.api import waves
 
+    if not args.json and not args.all:
+        from attlens.model.locate import resolve_capture_dirs
+        from attlens.report.terminal import render_waves
+
+        return text_answer(args, "waves", resolve_capture_dirs(args.path)[0],
+                           lambda r: render_waves(waves(r, args.top), _console(args.no_color), top=max(args.top, 1)), exposed=False)
     results = one_capture(args)
     objs = []
     for i, r in enumerate(results):
@@ -318,6 +414,13 @@ def cmd_deps(args) -> int:
         return json_answer(args, "deps", resolve_capture_dirs(args.path)[0], lambda r: _deps_doc(args, r), exposed=False)
     from attlens.api import deps
 
+    if not args.json and not args.all:
+        from attlens.model.locate import resolve_capture_dirs
+        from attlens.report.terminal import render_deps
+
+        return text_answer(args, "deps", resolve_capture_dirs(args.path)[0],
+                           lambda r: render_deps(deps(r, pc=args.pc, line=args.line), _console(args.no_color), top=max(args.top, 1)),
+                           exposed=False)
     results = one_capture(args)
     objs = []
     for i, r in enumerate(results):
@@ -348,23 +451,38 @@ def cmd_export(args) -> int:
     from attlens.jsondoc import header
     from attlens.report.perfetto import DEFAULT_MAX_EVENTS, stream_trace
 
-    max_events = DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events
+    fmt = args.format or ("json" if str(args.output).lower().endswith(".json") else "proto")
+    if fmt == "proto":
+        from attlens.report.perfetto_proto import _builder
+
+        _builder()  # the perfetto package, before any work
+    max_events = (DEFAULT_MAX_EVENTS if fmt == "json" else 0) if args.max_events is None else args.max_events
     d = resolve_capture_dirs(args.path)[0]
     check_output(args.output, [d])
-    # The trace needs the dispatch only, not the analyses: load and stream.
+    # The trace needs the dispatch (and, for the flows, the wait pairs), not the other analyses.
     r = SimpleNamespace(dispatch=load(d, rocprof_dir=args.rocprof_dir))
     check_output(args.output, [d, *input_files([r])])
     clock = compute_clock(r.dispatch)
-    meta = stream_trace(r, clock, args.output, max_waves=args.max_waves, window=args.window, max_events=max_events)
+    if fmt == "proto":
+        from attlens.analysis.stalls import compute_pc_sums
+        from attlens.report.perfetto_proto import stream_proto
+
+        pairs = compute_pc_sums(r.dispatch)[3]
+        meta = stream_proto(r, clock, args.output, pairs=pairs, max_waves=args.max_waves, window=args.window, max_events=max_events)
+    else:
+        meta = stream_trace(r, clock, args.output, max_waves=args.max_waves, window=args.window, max_events=max_events)
+        meta["format"], meta["flows"] = "json", 0
     cut = meta["waves_cut_by_max_events"]
     if args.json:
-        emit_json({**header("attlens.export"), "output": str(args.output), "bytes": meta["bytes"],
-                   "events": meta["events"], "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
+        emit_json({**header("attlens.export"), "output": str(args.output), "format": meta["format"], "bytes": meta["bytes"],
+                   "events": meta["events"], "flows": meta["flows"], "waves_exported": meta["waves_exported"], "waves_total": meta["waves_total"],
                    "waves_cut_by_max_events": cut, "max_events": meta["max_events"], "time_unit": meta["time_unit"]})
     else:
-        say(f"wrote {args.output}: {meta['events']:,} events, {meta['waves_exported']} of {meta['waves_total']} waves, "
-            f"{meta['bytes'] / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
+        flows = f", {meta['flows']:,} memory → wait flows" if meta["flows"] else ""
+        say(f"wrote {args.output} ({'Perfetto protobuf' if fmt == 'proto' else 'Chrome JSON'}): {meta['events']:,} events{flows}, "
+            f"{meta['waves_exported']} of {meta['waves_total']} waves, {meta['bytes'] / 1e6:.1f} MB ({meta['time_unit']}); open it in ui.perfetto.dev")
     if cut:
         say(f"attlens: note: the {max_events:,}-event limit left out the {cut} latest-starting of the "
-            f"{meta['waves_selected']} selected waves; pass --max-events 0 for all, or --window/--max-waves to choose")
+            f"{meta['waves_selected']} selected waves; pass --max-events 0 for all, or --window/--max-waves to choose"
+            + ("; the protobuf form (-o trace.pftrace) holds every wave" if fmt == "json" else ""))
     return exit_code([r])

@@ -6,7 +6,7 @@ from attlens.cli.common import EPILOG, emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("cache", help="show or clear the digests of decoded captures (docs/cache.md)", epilog=EPILOG)
+    p = sub.add_parser("cache", help="show or clear the digests of decoded captures (kept per user, rebuilt when a capture changes)", epilog=EPILOG)
     csub = p.add_subparsers(dest="cache_command", metavar="ACTION")
     for name, helptext, func in (
         ("info", "where digests are kept, their size and the captures they belong to", cmd_cache_info),
@@ -57,16 +57,21 @@ def cmd_cache_info(args) -> int:
 
 
 def cmd_cache_clear(args) -> int:
+    from attlens.errors import OutputRefused
+
     store = _store(args)
-    entries = store.entries()
-    total = sum(e["bytes"] for e in entries)
-    n = store.clear()
+    done = store.clear()
+    told = f"removed {done['removed']} digest(s), {done['bytes'] / 2**20:.1f} MiB, from {store.root}"
+    if done["errors"]:
+        # what could not be removed is an error, never reported as removed
+        raise OutputRefused(f"{told}; {done['left']} could not be removed ({done['errors'][0]})",
+                            hint="check the permissions of the cache directory, or remove it yourself")
     if args.json:
         from attlens.cli.common import emit_json
         from attlens.jsondoc import header
 
         emit_json({**header("attlens.cache_clear"), "cache_dir": str(store.root),
-                     "digests_removed": n, "bytes_freed": total})
+                   "digests_removed": done["removed"], "bytes_freed": done["bytes"]})
     else:
-        emit(f"removed {n} digest(s), {total / 2**20:.1f} MiB, from {store.root}")
+        emit(told)
     return 0

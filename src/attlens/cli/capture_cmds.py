@@ -31,10 +31,10 @@ def _capture_opts(p) -> None:
     p.add_argument("--rocprofv3", metavar="PATH", help="rocprofv3 executable (default: from PATH)")
     p.add_argument("--timeout", type=SECONDS, default=3600, metavar="S", help="per rocprofv3 run (default 3600 s)")
     p.add_argument("--no-noise-check", action="store_true", help="capture one dispatch, not two")
-    p.add_argument("--no-source-env", action="store_true", help="do not set the line-info/JIT-cache environment (docs/capture.md)")
+    p.add_argument("--no-source-env", action="store_true", help="do not set the line-info environment (FlyDSL debug info on, fresh FlyDSL and Triton JIT caches)")
     p.add_argument("--pc-sampling", action="store_true",
                    help="add PC sampling to the ATT run (stochastic on gfx942/gfx950, host-trap on gfx90a, none elsewhere; "
-                        "needs rocprofv3 >= 1.0), so analyze shows why each instruction stalled (docs/pcsampling.md)")
+                        "needs rocprofv3 >= 1.0), so analyze shows why each instruction stalled")
     p.add_argument("--pc-sampling-interval", type=PC_SAMPLING_INTERVAL, default=1 << 20, metavar="CYCLES",
                    help="cycles between stochastic samples: a power of two, 256 to 2**31 (default 1048576; smaller = more samples "
                         "and a bigger results.json: sampling covers every kernel of the program)")
@@ -46,7 +46,7 @@ def register(sub) -> None:
     p = sub.add_parser("profile", help="discover kernels, capture a steady-state dispatch with rocprofv3 --att, analyze it",
                        usage="attlens profile [options] -- PROGRAM [ARGS ...]", epilog=EPILOG)
     p.add_argument("--kernel", metavar="REGEX", help="kernel to trace (default: the largest total time, runtime helpers excluded)")
-    p.add_argument("--exclude", metavar="REGEX", help="kernels never picked by default (default: docs/capture.md)")
+    p.add_argument("--exclude", metavar="REGEX", help="kernels never picked by default (default: HIP runtime blits and PyTorch elementwise/copy/fill/random/reduce kernels)")
     _capture_opts(p)
     p.set_defaults(func=cmd_profile)
 
@@ -58,7 +58,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("kernels", help="kernel table (time, calls, ids, resources) from rocprofv3 outputs", epilog=EPILOG)
     p.add_argument("path", nargs="+", help="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")
-    p.add_argument("--exclude", metavar="REGEX", help="flag these kernels as runtime helpers (default: docs/capture.md; '' flags none)")
+    p.add_argument("--exclude", metavar="REGEX", help="flag these kernels as runtime helpers (default: HIP runtime blits and PyTorch elementwise/copy/fill/random/reduce kernels; '' flags none)")
     p.add_argument("--top", type=COUNT, default=20, metavar="N", help="rows shown (default 20; --json has all)")
     add_json(p, "attlens.kernels")
     add_no_color(p)

@@ -13,7 +13,12 @@ import math
 import os
 import sys
 
-EPILOG = "Exit codes: docs/exit-codes.md. JSON schema: docs/json-schema.md."
+from attlens.limits import MAX_CACHED_CAPTURES, MAX_COUNT, MAX_RETRIES, MAX_SECONDS, MAX_WORKERS
+
+# --help names nothing a pip install lacks: the exit codes themselves, and the command that prints the schemas
+EPILOG = ("Exit codes: 0 ok, 2 usage, 3 not found, 4 not a capture, 5 several captures, 6 empty capture, 7 corrupt input, "
+          "8 partial input, 9 output refused, 10-14 capture workflow, 20 regression, 21 not comparable, 22 gate on partial input, "
+          "30-33 sweeps, 130 interrupted. --json objects: attlens schema NAME prints their JSON Schema.")
 
 
 # --------------------------------------------------------------------------- option validators
@@ -82,12 +87,46 @@ def cycle_window(text: str) -> tuple[int, int]:
 
 
 CYCLE_WINDOW = cycle_window
-COUNT = int_range(0)  # rows to show (0 = all where documented)
-POSITIVE = int_range(1)
+
+
+def pc_or_address(text: str) -> int | str:
+    """``--pc``: an instruction index (973) or an address (0x1738, the Vaddr of
+    code.json); the address is kept as text and resolved against the capture
+    (attlens.analysis.asm.resolve_pc)."""
+    t = text.strip()
+    if t.lower().startswith("0x"):
+        try:
+            value = int(t, 16)
+        except ValueError:
+            value = -1
+        if 0 <= value <= MAX_COUNT:
+            return t
+        if value > MAX_COUNT:
+            raise argparse.ArgumentTypeError(f"{text} is out of range (0x0 to {MAX_COUNT:#x})")
+        raise argparse.ArgumentTypeError(f"{text!r} is not an address (0x followed by hex digits)")
+    try:
+        value = int(t, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an instruction index (973) nor an address (0x1738)") from None
+    if not 0 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (0 to {MAX_COUNT})")
+    return value
+
+
+pc_or_address.__name__ = "pc"
+PC = pc_or_address
+# Every integer option has an upper bound too (attlens.limits): --top 2**64
+# reached the JSON writer and ended in an internal error.
+COUNT = int_range(0, MAX_COUNT)  # rows to show (0 = all where documented), pc indices, events
+POSITIVE = int_range(1, MAX_COUNT)
+RETRIES = int_range(0, MAX_RETRIES)
+WORKERS = int_range(1, MAX_WORKERS)
+CACHED_CAPTURES = int_range(1, MAX_CACHED_CAPTURES)
 PERCENT = float_range()  # a signed percentage (finite)
 NONNEG_NUMBER = float_range(0.0)
 POSITIVE_NUMBER = float_range(0.0, lo_open=True)
-SECONDS = float_range(0.0, lo_open=True)
+SECONDS = float_range(0.0, MAX_SECONDS, lo_open=True)  # a timeout
+BACKOFF_SECONDS = float_range(0.0, MAX_SECONDS)
 # ATT parameters, ranges from rocprofv3-interfaces.md §2.4: target CU 0-15 in
 # each SE; SE mask: one bit per SE (32 SEs on MI300X/MI350X); SIMD select: a
 # 4-bit mask (gfx9) or a SIMD id (gfx10+); buffer 1 MB-2 GB.
@@ -183,6 +222,7 @@ def add_cache_args(p: argparse.ArgumentParser) -> None:
     """--cache-dir / --no-cache of every command that reads captures (docs/cache.md)."""
     p.add_argument("--cache-dir", metavar="DIR", help="where capture digests are kept (default $XDG_CACHE_HOME/attlens)")
     p.add_argument("--no-cache", action="store_true", help="read the capture afresh; neither use nor write its digest")
+    p.set_defaults(key_scope=True)  # each capture's digest key is computed once per command (cache.keys.command_scope)
 
 
 def configure_cache(args) -> None:
@@ -216,7 +256,7 @@ def load_analyzed(args, dirs, exposed: bool = True) -> list:
     kw = analyze_kwargs(args)
     with progress(args) as step:
         for d in dirs:
-            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step)
+            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step, hidden=exposed)
             step(f"analyzing {d.name}")
             out.append(analyze(dispatch, exposed=exposed, **kw))
     return out
@@ -239,13 +279,100 @@ def json_answer(args, command: str, capture, document, exposed: bool = True) -> 
         return document(r), exit_code([r])
 
     question = [command, str(capture), sorted((k, v) for k, v in vars(args).items() if k not in _NOT_IN_QUESTION)]
+    add_sample_state(question, args, capture)
+    doc, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
+    emit_json(doc)
+    return code
+
+
+def add_sample_state(question: list, args, capture) -> None:
+    """An answer shows the PC samples it may read: their files' state is part of the question."""
     source = pc_sampling_source(args)
-    if hasattr(args, "pc_sampling") and source is not False:  # the answer shows the PC samples it may read
+    if hasattr(args, "pc_sampling") and source is not False:
         from attlens.model.pcsampling import sources_state
 
         question.append(sources_state(capture, getattr(args, "rocprof_dir", None), source))
-    doc, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
-    emit_json(doc)
+
+
+# Options that do not change a text answer: the terminal facts that do are
+# asked of the output stream itself (:func:`_terminal_facts`).
+_NOT_IN_TEXT_QUESTION = {"func", "cmd", "cache_dir", "no_cache", "json"}
+
+
+class _Tee:
+    """stdout while a text answer is rendered: everything written reaches the
+    real stream and is kept; it is the same terminal (or not) to whoever asks,
+    so the renderer lays out and colours exactly as without it."""
+
+    def __init__(self, real):
+        self.real = real
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.real.write(text)
+
+    def getvalue(self) -> str:
+        return "".join(self.parts)
+
+    def __getattr__(self, name):  # isatty, fileno, encoding, flush, ...
+        return getattr(self.real, name)
+
+
+def _terminal_facts(no_color: bool) -> dict:
+    """What the text of a rendering depends on besides the question: the width
+    and colour the console will use (report/tty.py), the stream's encoding and,
+    with colour, the variables rich picks its colour system from."""
+    from attlens.report.tty import color_allowed, terminal_width
+
+    out = sys.stdout
+    color = color_allowed(no_color, out)
+    facts = {"width": terminal_width(out), "color": color, "encoding": str(getattr(out, "encoding", None))}
+    if color:
+        facts["env"] = [os.environ.get(k) for k in ("TERM", "COLORTERM", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")]
+    return facts
+
+
+def stored_answer(args, command: str, capture, make, exposed: bool = True, extra=None):
+    """``(value, exit code, computed)``: ``make(result)`` of the analyzed capture
+    (a string or anything JSON holds), or the value stored for the same question
+    in the same state of the capture (attlens.cache.answers). ``computed``
+    says which."""
+    from attlens.cache.answers import answer
+
+    computed = []
+
+    def build():
+        r = load_analyzed(args, [capture], exposed=exposed)[0]
+        computed.append(True)
+        return make(r), exit_code([r])
+
+    question = ["text", command, str(capture), sorted((k, v) for k, v in vars(args).items() if k not in _NOT_IN_TEXT_QUESTION),
+                extra]
+    add_sample_state(question, args, capture)
+    value, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
+    return value, code, bool(computed)
+
+
+def text_answer(args, command: str, capture, render, exposed: bool = True) -> int:
+    """A text command on one capture, to stdout: ``render(result)`` prints it
+    (through the console of report/console.py) and what it printed is stored;
+    the same question on the same capture, terminal width and colour gets the
+    stored text back without loading anything. Returns the exit code."""
+
+    def make(r) -> str:
+        tee = _Tee(sys.stdout)
+        sys.stdout = tee
+        try:
+            render(r)
+        finally:
+            sys.stdout = tee.real
+        return tee.getvalue()
+
+    text, code, computed = stored_answer(args, command, capture, make, exposed, extra=_terminal_facts(getattr(args, "no_color", False)))
+    if not computed:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     return code
 
 
@@ -409,34 +536,80 @@ def json_text(obj) -> str:
 
 
 def emit_json(obj) -> None:
-    """Write ``obj`` as one JSON document (and a newline) to stdout, whole:
-    a Ctrl-C arriving meanwhile is held until the write is complete (the
-    Python handler runs in the main thread whichever thread the signal hits),
-    then raised."""
+    """Write ``obj`` as one JSON document (and a newline) to stdout, whole.
+
+    The document is serialized first, then written with Ctrl-C blocked at the
+    system level (``pthread_sigmask``) straight to the file descriptor, so no
+    write is cut short: into a slow pipe, an interrupted buffered write
+    returned after the first 64 KiB and the rest was lost. A Ctrl-C that
+    arrived meanwhile is delivered when the document is complete (then the
+    command exits 130 with the whole document on stdout)."""
     global _json_emitted
     import signal
     import threading
 
     data = (json_text(obj) + "\n").encode("utf-8")
     out = _json_stdout if _json_stdout is not None else sys.stdout
+    out.flush()
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (pytest's capture, an in-memory stream)
+        fd = None
+    # Held twice: the Python handler only notes the signal (whichever thread
+    # the kernel gives it to), and the system mask keeps it from interrupting
+    # the write itself.
     held: list[int] = []
     hold = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum)) if hold else None
     try:
-        out.flush()
-        buf = getattr(out, "buffer", None)
-        if buf is not None:
-            buf.write(data)
-            buf.flush()
-        else:  # a text stream without bytes (pytest's capture)
-            out.write(data.decode("utf-8"))
-            out.flush()
-        _json_emitted = True
+        with _sigint_blocked():
+            if fd is not None:
+                _write_all(fd, data)
+            elif getattr(out, "buffer", None) is not None:
+                out.buffer.write(data)
+                out.buffer.flush()
+            else:
+                out.write(data.decode("utf-8"))
+                out.flush()
+            _json_emitted = True
     finally:
         if hold:
             signal.signal(signal.SIGINT, old)
     if held:
         raise KeyboardInterrupt
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    import select
+
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:  # a non-blocking stdout the caller set up: wait until it takes more
+            select.select([], [fd], [])
+            continue
+        view = view[n:]
+
+
+class _sigint_blocked:
+    """SIGINT held pending in this thread while the block runs (no-op where
+    the platform has no pthread_sigmask)."""
+
+    def __enter__(self):
+        import signal
+
+        self.old = None
+        if hasattr(signal, "pthread_sigmask"):
+            self.old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)  # a pending Ctrl-C is raised from here
+        return False
 
 
 def print_error(exc, as_json: bool) -> None:

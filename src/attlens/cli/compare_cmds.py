@@ -47,7 +47,8 @@ def register(sub) -> None:
 
 
 def cmd_diff(args) -> int:
-    from attlens.analysis.diff import diff, load_side, noise_between
+    from attlens.analysis.diff import diff, load_side, noise_between, side_warnings
+    from attlens.errors import EXIT_OK, EXIT_PARTIAL
 
     if args.output:
         check_output(args.output, side_inputs(args.before, args.after, *(args.noise or ())))
@@ -58,11 +59,16 @@ def cmd_diff(args) -> int:
     elif args.noise:
         floor, source = noise_between(load_side(args.noise[0]), load_side(args.noise[1])), f"--noise {args.noise[0]} {args.noise[1]}"
     res = diff(a, b, force=args.force, noise_floor=floor, noise_source=source)
+    code = EXIT_PARTIAL if res.partial else EXIT_OK  # as analyze: 8 when some input was skipped
+    if not args.json and res.partial:
+        # what was skipped, as analyze says it (every warning is in the JSON's warnings key)
+        for w in side_warnings(res.before, res.after):
+            say(f"attlens: warning: {w}")
     if args.json:
         doc = res.to_dict(args.top)
         if not args.output:
             emit_json(doc)
-            return 0
+            return code
         from attlens.cli.common import json_text
 
         text = json_text(doc) + "\n"
@@ -84,12 +90,12 @@ def cmd_diff(args) -> int:
         say(f"wrote {args.output}")
     elif text is not None:
         emit(text)
-    return 0
+    return code
 
 
 def cmd_check(args) -> int:
     from attlens.analysis.diff import check, load_side
-    from attlens.errors import EXIT_OK, EXIT_REGRESSION
+    from attlens.errors import EXIT_GATE_PARTIAL, EXIT_OK, EXIT_REGRESSION
 
     if args.junit:
         check_output(args.junit, side_inputs(args.capture, args.baseline))
@@ -102,4 +108,11 @@ def cmd_check(args) -> int:
         emit_json(res.to_dict())
     else:
         print(res.message)
+    if res.partial:
+        # a gate never passes on damaged input: its own exit code, the reason on stderr
+        for w in res.warnings:
+            say(f"attlens: warning: {w}")
+        say(f"attlens: error: the {' and '.join(res.partial)} capture{'s were' if len(res.partial) == 2 else ' was'} partly read; "
+            "the gate does not pass on damaged input (hint: see the warnings; re-capture, or compare what analyze --json reads)")
+        return EXIT_GATE_PARTIAL
     return EXIT_OK if res.passed else EXIT_REGRESSION

@@ -27,5 +27,5 @@ def cmd_schema(args) -> int:
         return 0
     for r in rows:
         print(f"{r['name']:<22} {', '.join(r['commands'])}")
-    print("\nattlens schema NAME prints one (self-contained, JSON Schema draft 2020-12); docs/json-schema.md describes every key.")
+    print("\nattlens schema NAME prints one (self-contained, JSON Schema draft 2020-12, every key described).")
     return 0

@@ -4,7 +4,7 @@ tools of the same names return (docs/agents.md)."""
 
 from __future__ import annotations
 
-from attlens.cli.common import COUNT, EPILOG, ROCPROF_DIR_HELP, add_json, add_no_color, add_pc_sampling_args, exit_code
+from attlens.cli.common import COUNT, EPILOG, PC, ROCPROF_DIR_HELP, add_json, add_no_color, add_pc_sampling_args, exit_code
 
 
 def _one_capture_args(p, schema: str) -> None:
@@ -17,7 +17,7 @@ def _one_capture_args(p, schema: str) -> None:
 def register(sub) -> None:
     p = sub.add_parser("asm", help="the ISA window around a pc, with per-pc cycles, waits' producers and source lines", epilog=EPILOG)
     _one_capture_args(p, "attlens.asm")
-    p.add_argument("--pc", type=COUNT, required=True, metavar="N", help="pc index of the instruction (as in analyze, deps, plan)")
+    p.add_argument("--pc", type=PC, required=True, metavar="N|0xADDR", help="the instruction: its pc index (as in analyze, deps, plan) or its address (0x1738, code.json Vaddr)")
     p.add_argument("--around", type=COUNT, default=10, metavar="K", help="instructions before and after it (default 10)")
     add_pc_sampling_args(p)
     p.set_defaults(func=cmd_asm)

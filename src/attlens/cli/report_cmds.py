@@ -9,6 +9,7 @@ from attlens.cli.common import (
     add_cache_args,
     add_no_color,
     add_pc_sampling_args,
+    add_sample_state,
     analyze_kwargs,
     check_output,
     emit_json,
@@ -36,7 +37,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("demo", help="build a synthetic capture with a planted hotspot and analyze it", epilog=EPILOG)
-    p.add_argument("-o", "--output", "--out", dest="out", metavar="DIR", help="write the capture here (default: a new temporary directory); --out is the same")
+    p.add_argument("-o", "--output", "--out", dest="out", metavar="DIR", help="write the capture here (default: one folder reused by every run, $XDG_CACHE_HOME/attlens-demo); --out is the same")
     p.add_argument("--json", action="store_true", help="print what was written and the analysis as JSON (attlens.demo)")
     p.add_argument("--top", "--topk", dest="top", type=POSITIVE, default=8, metavar="N", help="rows per ranking (default 8); --topk is the same")
     p.add_argument("--force", action="store_true", help="write into --out even if it is not empty (files of an earlier demo are replaced)")
@@ -70,7 +71,8 @@ def _manifest(args, fmt: str, written: list[dict], captures: list[dict]) -> int:
 def _capture_entry(result, report=None, pmc=None) -> dict:
     d = result.dispatch
     return {"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,
-            "report": None if report is None else str(report), "error": None, "partial": bool(d.partial), "pmc": pmc, "pmc_refused": None}
+            "report": None if report is None else str(report), "error": None, "partial": bool(d.partial), "pmc": pmc, "pmc_refused": None,
+            "warnings": list(result.warnings)}
 
 
 def cmd_report(args) -> int:
@@ -87,7 +89,10 @@ def cmd_report(args) -> int:
         check_output(args.output, side_inputs(*args.diff))
         res = diff(load_side(args.diff[0]), load_side(args.diff[1]), force=args.force)
         write_atomic(args.output, diff_to_html(res))
-        return _manifest(args, "diff", [_written(args.output, "diff")], [])
+        code = _manifest(args, "diff", [_written(args.output, "diff")], [])
+        from attlens.errors import EXIT_PARTIAL
+
+        return EXIT_PARTIAL if res.partial else code  # as diff: 8 when a side was partly read
     if not args.path:
         raise UsageError("give one or more capture directories (or --diff BEFORE AFTER)")
     from attlens.model.locate import resolve_capture_dirs
@@ -122,12 +127,15 @@ def cmd_report(args) -> int:
         waves = analyze_waves(r)
         md, js = render_markdown_bundle(r, make_plan(r, waves=waves), waves, Path(args.output))
         return _manifest(args, "md", [_written(md, "markdown"), _written(js, "analysis")], [_capture_entry(r, md)])
-    from attlens.report.html import render_captures
-
     log: list[dict] = []
-    with progress(args) as step:
-        written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=counters, force=args.force, progress=step, log=log,
-                                  analyze_kw=analyze_kwargs(args))
+    if len(dirs) == 1 and counters is None:
+        written = _stored_report(args, dirs[0], log)
+    else:
+        from attlens.report.html import render_captures
+
+        with progress(args) as step:
+            written = render_captures(dirs, args.output, rocprof_dir=args.rocprof_dir, pmc=counters, force=args.force, progress=step, log=log,
+                                      analyze_kw=analyze_kwargs(args))
     for e in log:
         if e["pmc_refused"]:
             say(f"attlens: warning: no counters attached to {e['path']}: {e['pmc_refused']}")
@@ -138,17 +146,55 @@ def cmd_report(args) -> int:
     return _manifest(args, "html", [_written(w, "index" if index and i == len(written) - 1 else "report") for i, w in enumerate(written)], log)
 
 
-def cmd_demo(args) -> int:
-    import tempfile
+def _stored_report(args, capture, log: list) -> list:
+    """The HTML report of one capture (no counters) written to ``-o``: the page
+    made before for the same capture state and output path, or made now and
+    kept (attlens.cache.answers). Returns the files written; ``log`` gets the
+    capture's entry."""
+    import os
+    from pathlib import Path
 
+    from attlens.cache.answers import answer
+
+    computed = []
+
+    def build():
+        from attlens.report.html import render_captures
+
+        entries: list[dict] = []
+        with progress(args) as step:
+            render_captures([capture], args.output, rocprof_dir=args.rocprof_dir, force=args.force, progress=step, log=entries,
+                            analyze_kw=analyze_kwargs(args))
+        computed.append(True)
+        return {"html": Path(args.output).read_text(encoding="utf-8"), "log": entries}, 0
+
+    question = ["report-html", str(capture), os.path.abspath(args.output),
+                sorted((k, v) for k, v in vars(args).items() if k not in ("func", "cmd", "cache_dir", "no_cache", "json"))]
+    add_sample_state(question, args, capture)
+    doc, _ = answer(capture, args.rocprof_dir, question, build)
+    if not computed:
+        write_atomic(args.output, doc["html"])
+    log.extend(doc["log"])
+    return [Path(args.output)]
+
+
+def cmd_demo(args) -> int:
     from attlens.analysis.analyze import analyze
     from attlens.model.loader import load
     from attlens.synth import write_capture
 
     if args.out:
         _check_demo_out(args.out, args.force)
-    out = args.out or tempfile.mkdtemp(prefix="attlens-demo-")
-    path = write_capture(out)
+    out = args.out or _demo_home()
+    from attlens.fsutil import make_dirs
+
+    make_dirs(out)
+    try:
+        path = write_capture(out)
+    except OSError as exc:
+        from attlens.errors import OutputRefused
+
+        raise OutputRefused(f"cannot write the demo capture into {out}: {exc.strerror or exc}", hint="choose another --out folder") from None
     result = analyze(load(path))
     if args.json:
         from attlens.jsondoc import header
@@ -162,15 +208,35 @@ def cmd_demo(args) -> int:
     from attlens.report.terminal import render_analysis
 
     console = make_console(args.no_color)
-    console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel (docs/demo.md) written to {escape(str(path))}")
+    console.print(f"[bold]attlens demo[/bold]: a synthetic capture of a toy kernel written to {escape(str(path))}")
     console.print("The planted hotspot is the global-memory wait at toy_kernel.py:24; the analysis below should rank it first.\n")
     from attlens.analysis.plan import make_plan
-    from attlens.report.text import top_findings_lines
+    from attlens.report.text import top_findings_lines, verdict_sentence
 
-    findings = top_findings_lines(make_plan(result)) + [f"(attlens plan {path} for the evidence and changes)"]
-    render_analysis(result, console, topk=args.top, mode="both", detail=True, context=1, detail_k=2, findings=findings)
+    plan = make_plan(result)
+    findings = top_findings_lines(plan) + [f"(attlens plan {path} for the evidence and changes)"]
+    render_analysis(result, console, topk=args.top, mode="both", detail=True, context=1, detail_k=2, findings=findings,
+                    verdict=verdict_sentence(plan))
     console.print(f"\nNext: attlens analyze {escape(str(path))} --json")
     return 0
+
+
+def _demo_home() -> str:
+    """The default demo folder: one per user, reused by every run (the same
+    files are written again), never a new temporary folder per run."""
+    import os
+    from pathlib import Path
+
+    from attlens.errors import OutputRefused
+
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    home = (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "attlens-demo"
+    if home.is_symlink() or (home.exists() and not home.is_dir()):
+        raise OutputRefused(f"{home}: exists and is not a plain directory; the demo will not write there",
+                            hint="remove it, or pass --out DIR")
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    check_output(str(home), (), directory=True)
+    return str(home)
 
 
 def _check_demo_out(out: str, force: bool) -> None:

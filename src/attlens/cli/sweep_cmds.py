@@ -3,7 +3,7 @@ sweep init, run, status, report."""
 
 from __future__ import annotations
 
-from attlens.cli.common import COUNT, EPILOG, NONNEG_NUMBER, POSITIVE, SECONDS, add_json, add_no_color, emit_json
+from attlens.cli.common import BACKOFF_SECONDS, EPILOG, POSITIVE, RETRIES, SECONDS, WORKERS, add_json, add_no_color, emit_json
 
 ENGINES = ("local", "ray", "slurm")
 
@@ -24,12 +24,12 @@ def register(sub) -> None:
     q.add_argument("sweep", help="the sweep file (TOML or YAML; attlens sweep init writes an example)")
     q.add_argument("-o", "--output", "--out", dest="out", required=True, metavar="DIR", help="the sweep folder: manifest, one folder per job (re-run to resume); --out is the same")
     q.add_argument("--engine", choices=ENGINES, default="local", help="local (default): this machine's GPUs; ray: a Ray cluster; slurm: a job array")
-    q.add_argument("--gpus", metavar="LIST", help="local/ray: GPUs to use, e.g. 0,1,2,3 or 0-7 (default: discovered, docs/sweep.md)")
+    q.add_argument("--gpus", metavar="LIST", help="local/ray: GPUs to use, e.g. 0,1,2,3 or 0-7 (default: discovered: ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, else the GPUs the driver lists)")
     q.add_argument("--only", metavar="NAMES", help="run only these jobs (comma-separated names)")
     q.add_argument("--timeout", type=SECONDS, metavar="S", help="seconds per job (overrides the sweep file)")
-    q.add_argument("--retries", type=COUNT, metavar="N", help="retries of a transient failure (overrides the sweep file)")
-    q.add_argument("--backoff", type=NONNEG_NUMBER, metavar="S", help="seconds before the first retry, doubled after (overrides the sweep file)")
-    q.add_argument("--analysis-workers", type=POSITIVE, metavar="N", help="local: analyses run at once on the CPUs (default: half the cores, at least 1)")
+    q.add_argument("--retries", type=RETRIES, metavar="N", help="retries of a transient failure (overrides the sweep file)")
+    q.add_argument("--backoff", type=BACKOFF_SECONDS, metavar="S", help="seconds before the first retry, doubled after (overrides the sweep file)")
+    q.add_argument("--analysis-workers", type=WORKERS, metavar="N", help="local: analyses run at once on the CPUs (default: half the cores, at least 1)")
     q.add_argument("--address", metavar="ADDR", help="ray: address of an existing cluster (default: start a local one)")
     q.add_argument("--partition", metavar="P", help="slurm: partition")
     q.add_argument("--max-parallel", type=POSITIVE, metavar="K", help="slurm: array tasks running at once (--array=0-N%%K; default: all)")
@@ -40,13 +40,13 @@ def register(sub) -> None:
     q.add_argument("--no-progress", action="store_true", help="no progress output on stderr")
     q.add_argument("--json", action="store_true", help="print the final attlens.sweep_status object")
     add_no_color(q)
-    q.set_defaults(func=cmd_run)
+    q.set_defaults(func=_manifest_errors("out")(cmd_run))
 
     q = ss.add_parser("status", help="the state of every job of a sweep folder", epilog=EPILOG)
     q.add_argument("dir", help="the --out folder of attlens sweep run")
     add_json(q, "attlens.sweep_status")
     add_no_color(q)
-    q.set_defaults(func=cmd_status)
+    q.set_defaults(func=_manifest_errors("dir")(cmd_status))
 
     q = ss.add_parser("report", help="dashboard.html (sortable table, links to each report) and FINDINGS.md of a sweep or a folder of captures",
                       epilog=EPILOG)
@@ -54,7 +54,32 @@ def register(sub) -> None:
     q.add_argument("-o", "--output", metavar="FILE", help="dashboard file (default: DIR/dashboard.html for a sweep, ./dashboard.html for captures)")
     q.add_argument("--rocprof-dir", metavar="DIR", help="captures: rocprofv3 outputs of the same run(s)")
     q.add_argument("--json", action="store_true", help="print the attlens.sweep_report object (the rows) as well")
-    q.set_defaults(func=cmd_report)
+    q.set_defaults(func=_manifest_errors("path")(cmd_report))
+
+
+def _manifest_errors(folder_arg: str):
+    """A damaged manifest found while the command runs (SQLite refuses a page,
+    a table) is the one-line SweepDamaged error with the repair hint, never an
+    internal error."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(args):
+            import sqlite3
+
+            try:
+                return fn(args)
+            except sqlite3.DatabaseError as exc:
+                from pathlib import Path
+
+                from attlens.sweep.manifest import Manifest, damaged
+
+                raise damaged(Manifest.path(Path(getattr(args, folder_arg))), f"SQLite: {exc}") from None
+
+        return run
+
+    return wrap
 
 
 def _no_subcommand(p) -> int:
@@ -131,7 +156,7 @@ def cmd_run(args) -> int:
         except ValueError as exc:
             raise UsageError(f"--gpus: {exc}") from None
         if not gpus:
-            raise EngineUnavailable(f"no GPU to run on: {source}", hint="pass --gpus 0,1,... (docs/sweep.md says how GPUs are found)")
+            raise EngineUnavailable(f"no GPU to run on: {source}", hint="pass --gpus 0,1,...")
     overrides = {"timeout": args.timeout, "retries": args.retries, "backoff": args.backoff}
     _stop_on_sigterm()
     s = open_session(args.out, sweep, args.engine, overrides, only)

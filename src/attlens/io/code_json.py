@@ -26,6 +26,7 @@ of its own.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,6 +116,26 @@ def _column_map(header, path: Path) -> dict[str, int]:
     return cols
 
 
+_ISA_TEXT = re.compile(r";|[a-z][a-z0-9_.]*(\s|$)")  # a label row, or a mnemonic followed by its operands
+_HEADER_SAMPLE = 4096  # rows looked at to check that the header describes them
+
+
+def _check_header(rows: list, cols: dict[str, int], path: Path) -> None:
+    """A header that names the columns in an order the rows do not follow
+    (``Source`` first, say) would read source paths as instructions: no
+    kernel name, every instruction of class 'other', silently. Refused when
+    the column it calls ISA holds (almost) no instruction text."""
+    i = cols["ISA"]
+    texts = [r[i] for r in rows[:_HEADER_SAMPLE] if isinstance(r, list) and len(r) > i and isinstance(r[i], str) and r[i].strip()]
+    looks = sum(1 for t in texts if _ISA_TEXT.match(t))
+    if len(texts) < len(rows[:_HEADER_SAMPLE]) // 2 or looks < len(texts) // 2:
+        where = next((n for n, c in cols.items() if c == _POSITIONS["ISA"] and n != "ISA"), None)
+        raise CorruptCapture(
+            f"{path.name}: the header names column {i} 'ISA', but that column holds {looks} instruction(s) in {len(rows[:_HEADER_SAMPLE])} rows"
+            + (f" (the instructions are where the header says {where!r})" if where else "")
+            + ": the header does not describe the rows")
+
+
 def _count(v) -> int | None:
     """A per-pc sum: an integer (or an integral float, as some writers emit)
     that fits int64; None for anything else (bool, string, 2**63, 1e300)."""
@@ -185,6 +206,7 @@ def read_code_json(path: Path) -> CodeListing:
     if header is not None:
         layout, cols = LAYOUT_V3, _column_map(header, path)
         sums = _SUMS
+        _check_header(rows, cols, path)
     else:
         bad = next((i for i, r in enumerate(rows) if not isinstance(r, list)), None)
         expect(bad is None, path, f"row {bad} is not a list")

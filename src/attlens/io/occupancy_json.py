@@ -151,6 +151,10 @@ def read_occupancy_json(path: Path) -> Occupancy:
             shape = "non-negative packed integers" if packed else "[time, cu, simd, slot, start, kernel_id] integers"
             warnings.append(f"{path.name}: SE {key}: {dropped} of {len(events)} events are not {shape}; dropped")
         blocks.append(np.column_stack([np.full(len(arr), int(key), dtype=np.int64), arr]))
+    if not any(_SE_KEY.fullmatch(k) for k in doc):
+        keys = ", ".join(repr(k)[:20] for k in list(doc)[:5])
+        warnings.append(f"{path.name}: no shader-engine event list (an SE key is a decimal number; keys: {keys or 'none'}); "
+                        "observed occupancy unavailable; ignored")
     events = np.concatenate(blocks) if blocks else np.zeros((0, 7), dtype=np.int64)
     if len(encodings) > 1:
         warnings.append(f"{path.name}: some SEs hold packed events and others lists; both decoded")

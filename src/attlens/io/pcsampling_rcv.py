@@ -16,11 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from attlens.errors import CorruptCapture, EmptyCapture
 from attlens.io.jsonfile import int64, read_json
-from attlens.io.pcsampling import REASONS, PcSampleTable, empty_columns
 
 
 def is_pc_sampling_dir(path) -> bool:
@@ -40,7 +37,11 @@ def _count(v) -> int | None:
 
 
 def read_rcv_pc_sampling(d: Path) -> PcSampleTable:
+    # NumPy only here: `analyze` asks is_pc_sampling_dir() before serving a stored answer without it
+    import numpy as np
+
     from attlens.io.code_json import read_code_json
+    from attlens.io.pcsampling import REASONS, PcSampleTable, empty_columns
 
     d = Path(d)
     flags = read_json(d / "filenames.json")

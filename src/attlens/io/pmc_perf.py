@@ -139,6 +139,8 @@ def read_pmc_perf(path: str | Path, *, keep_instances: bool = False) -> dict[int
 
     out: dict[int, dict] = {}
     for n, row in enumerate(rows, start=2):
+        short = [f"{p.name}: line {n} has {len(row)} fields where the header has {len(header)} (a line cut short?); "
+                 "counters past them are unavailable"] if len(row) != len(header) else []
         did = _int(cell(row, "Dispatch_ID"))
         if did is None:
             raise CorruptCapture(f"{p.name}: line {n}: Dispatch_ID {cell(row, 'Dispatch_ID')!r} is not an integer")
@@ -157,7 +159,7 @@ def read_pmc_perf(path: str | Path, *, keep_instances: bool = False) -> dict[int
             "counters": counters,
             "start_ns": start,
             "end_ns": end,
-            "notes": _duration_note(start, end),
+            "notes": short + _duration_note(start, end),
             "timing_unusable": _timing_unusable(sc, ec, start, end),
         }
     return dict(sorted(out.items()))
@@ -238,7 +240,11 @@ def read_counter_collection(path: str | Path) -> dict[int, dict]:
         raise InputNotFound(f"{p}: no such counter_collection.csv")
     from attlens.io.rocprof_csv import read_rows  # the one CSV reader for rocprofv3 files
 
-    return pivot_counter_rows(read_rows(p), source=p.name)
+    rows = read_rows(p)
+    out = pivot_counter_rows(rows, source=p.name)
+    for rec in out.values():  # a skipped row (a line cut short) may be any dispatch's counter: each says so
+        rec["notes"] = [*(f"{w}; a counter of this dispatch may be missing" for w in rows.warnings), *rec["notes"]]
+    return out
 
 
 def _mean_span(starts: list[float], ends: list[float]) -> tuple[float, float]:

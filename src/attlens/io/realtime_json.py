@@ -11,6 +11,11 @@ from attlens.io.jsonfile import expect, int64, read_json
 from attlens.results import brief_repr
 
 _SE_KEY = re.compile(r"[0-9]{1,4}")
+# The realtime counter's frequency: rocprofv3 writes 100 MHz (every shared
+# capture). A value outside these bounds (1e-300 gave a "0.0 MHz" shader
+# clock) is not used.
+MIN_FREQUENCY_HZ = 1e3
+MAX_FREQUENCY_HZ = 1e11
 
 
 @brief_repr("frequency_hz", ("shader_engines", lambda r: len(r.samples)), ("samples", lambda r: sum(len(v) for v in r.samples.values())))
@@ -58,7 +63,15 @@ def read_realtime_json(path: Path) -> Realtime:
                 warnings.append(f"{path.name}: {key}: {len(val) - len(pts)} of {len(val)} samples are not "
                                 "[gfx_clock, realtime_clock] integers in [0, 2**53); dropped")
             samples[int(key[2:])] = pts
+    if not samples:
+        keys = ", ".join(repr(k)[:20] for k in list(doc)[:5])
+        warnings.append(f"{path.name}: no 'SE<n>' sample list (keys: {keys or 'none'}); the shader clock is unavailable; ignored")
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     freq = meta.get("frequency")
-    ok = isinstance(freq, (int, float)) and not isinstance(freq, bool) and 0 < freq < 1e15
+    ok = isinstance(freq, (int, float)) and not isinstance(freq, bool) and MIN_FREQUENCY_HZ <= freq <= MAX_FREQUENCY_HZ
+    if not ok and "frequency" in meta:
+        warnings.append(f"{path.name}: metadata.frequency {str(freq)[:40]} is not a clock in [{MIN_FREQUENCY_HZ:g}, {MAX_FREQUENCY_HZ:g}] Hz "
+                        "(rocprofv3 writes 100 MHz); the shader clock is unavailable; ignored")
+    elif not ok and samples:
+        warnings.append(f"{path.name}: no metadata.frequency; the shader clock is unavailable")
     return Realtime(samples=samples, frequency_hz=float(freq) if ok else None, warnings=warnings)

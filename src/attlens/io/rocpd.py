@@ -222,9 +222,17 @@ def _xyz(r: dict, prefix: str) -> tuple[int, int, int]:
     return tuple(_int(r.get(f"{prefix}_{a}")) or 1 for a in "xyz")  # type: ignore[return-value]
 
 
+# A dispatch table without these is not rocpd's (a table of that name with a
+# column ``a`` gave one kernel named ""): refused, not read as empty rows.
+DISPATCH_COLUMNS = ("dispatch_id", "kernel_id", "start", "end")
+
+
 def _dispatches(db: _Db) -> list[dict]:
     if "rocpd_kernel_dispatch" in db.available:
         k = db.cols("rocpd_kernel_dispatch")
+        missing = [c for c in DISPATCH_COLUMNS if c not in k]
+        if missing:
+            raise CorruptCapture(f"{db._names()}: rocpd_kernel_dispatch has no {', '.join(missing)} column(s): not a rocpd kernel dispatch table")
         s = db.cols("rocpd_info_kernel_symbol") if "rocpd_info_kernel_symbol" in db.available else set()
         a = db.cols("rocpd_info_agent") if "rocpd_info_agent" in db.available else set()
         fields = [

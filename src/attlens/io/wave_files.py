@@ -6,11 +6,12 @@ building a Python object per number costs more than everything else attlens
 does, so the three arrays of each file (``instructions``, ``timeline``,
 ``waitcnt``) are cut out of the raw bytes, checked for the writer's compact
 grammar in bulk (many files at once, with C-speed ``bytes`` operations) and
-parsed with one ``np.fromstring`` call per batch, straight into preallocated
-columns. orjson parses the small rest of each file. A file whose arrays do not
-look like the writer's compact output (pretty-printed, reordered keys) is
-parsed whole by orjson and its arrays re-serialized compactly, so both paths
-end in the same checks.
+parsed by simdjson (pysimdjson), which validates the JSON and flattens the
+integers of a whole batch into one int64 buffer in C, straight into the
+preallocated columns. orjson parses the small rest of each file. A file whose
+arrays do not look like the writer's compact output (pretty-printed,
+reordered keys) is parsed whole by orjson and its arrays re-serialized
+compactly, so both paths end in the same checks.
 
 Strictness: the fast path accepts exactly what ``orjson.loads`` followed by
 :func:`check_wave_doc`'s schema accepts, with the same values (a property test
@@ -25,8 +26,10 @@ with a warning naming the file and the first bad value.
 
 Files are opened only inside the capture and only if regular
 (:mod:`attlens.io.confine`). Large captures are parsed by two processes
-(``fork``; the columns live in shared memory), which is how the wall time
-drops to ~0.6x on two cores.
+(``fork``; the columns live in shared memory), each also running the caller's
+per-half analysis on what it parsed (``per_half``); on an idle 2-core machine
+that about halves the wall time, on a loaded one it gains nothing (both
+processes share the same cores as everything else): docs/design.md.
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ INT32_MAX = 2**31 - 1
 TIME_LIMIT = 10**18  # times stay below this (< 2^62) so sums of times and durations cannot overflow int64; also the fast parser's bound
 _DIGITS = b"0123456789"
 _INT_ARRAY_CHARS = _DIGITS + b",[]"
-_BRACKETS_TO_SPACE = bytes.maketrans(b"[]", b"  ")
 _INSTR_KEY = b'"instructions":['
 _TIMELINE_KEY = b'"timeline":['
 _WAITCNT_KEY = b'"waitcnt":['
@@ -92,46 +94,40 @@ def _row_skeleton(rows: int, width: int) -> bytes:
     return sk
 
 
-def _digit_count(values: np.ndarray) -> int:
-    """Σ decimal digits of non-negative values below 10**18."""
-    total = int(values.size)
-    k = 10
-    while k <= 10**18:
-        c = int(np.count_nonzero(values >= k))
-        if not c:
-            break
-        total += c
-        k *= 10
-    return total
+_PARSE_ERRORS = (ValueError, TypeError, RuntimeError)  # what pysimdjson raises on bad text or a number of another type
 
 
-def _parse_numbers(segs: list[bytes], digit_bytes: int) -> np.ndarray | None:
-    """All numbers of the non-empty compact segments ``segs``, in order, or None
-    when the text is not the exact JSON spelling of non-negative integers
-    below 10**18. The callers have checked the bracket/comma skeleton and that
-    only digits, commas and brackets occur. Then: ``np.fromstring`` with
-    brackets as blanks insists on exactly one comma between two numbers; no
-    ``[,`` or ``,]`` means no slot next to a bracket is empty (which
-    ``fromstring`` would read as 0 and which a digit run moved across a bracket
-    would need); and the digit count equal to the values' own digit count
-    rules out leading zeros and overflow (``fromstring`` saturates)."""
+def new_parser():
+    """A simdjson parser: one per reading thread (a parser is reused for every
+    batch, and may not be shared between threads)."""
+    import simdjson
+
+    return simdjson.Parser()
+
+
+def _parse_numbers(segs: list[bytes], parser=None) -> np.ndarray | None:
+    """All numbers of the non-empty compact segments ``segs``, in order, as
+    int64, or None when the text is not valid JSON whose numbers are all
+    integers of int64 range. The callers have checked that only digits, commas
+    and brackets occur (so no sign, fraction, exponent or blank) and the
+    bracket/comma skeleton. simdjson validates the JSON (no leading zero, no
+    empty slot, no overflow) and flattens the arrays into one buffer in C: no
+    Python object per number."""
     if not segs:
         return np.zeros(0, dtype=np.int64)
-    text = b",".join(segs)
-    if b"[," in text or b",]" in text:
-        return None
+    parser = parser or new_parser()
     try:
-        values = np.fromstring(text.translate(_BRACKETS_TO_SPACE), dtype=np.int64, sep=",")  # noqa: NPY201 (text mode)
-    except ValueError:
+        doc = parser.parse(b"[" + b",".join(segs) + b"]")
+        try:
+            buf = doc.as_buffer(of_type="i")
+        finally:
+            del doc  # the parser may not be reused while a view of its document lives
+    except _PARSE_ERRORS:
         return None
-    if values.size and int(values.max()) >= 10**18:
-        return None
-    if _digit_count(values) != digit_bytes:
-        return None
-    return values
+    return np.frombuffer(buf, dtype=np.int64)
 
 
-def parse_int_rows(segs: list[bytes], width: int) -> tuple[np.ndarray, list[int]] | None:
+def parse_int_rows(segs: list[bytes], width: int, parser=None) -> tuple[np.ndarray, list[int]] | None:
     """Rows of ``width`` integers from compact JSON arrays (one per file), as one
     (n, width) int64 block and the row count of each segment; None when any
     segment is not exactly compact JSON of non-negative integer rows."""
@@ -139,7 +135,6 @@ def parse_int_rows(segs: list[bytes], width: int) -> tuple[np.ndarray, list[int]
     if joined.translate(None, _INT_ARRAY_CHARS):
         return None
     rows: list[int] = []
-    skeleton_bytes = 0
     per_row = width + 2  # "[" + (width-1) "," + "]" + the separating ","
     for s in segs:
         sk = s.translate(None, _DIGITS)
@@ -147,8 +142,7 @@ def parse_int_rows(segs: list[bytes], width: int) -> tuple[np.ndarray, list[int]
         if sk != _row_skeleton(r, width):
             return None
         rows.append(r)
-        skeleton_bytes += len(sk)
-    values = _parse_numbers([s for s, r in zip(segs, rows) if r], len(joined) - skeleton_bytes)
+    values = _parse_numbers([s for s, r in zip(segs, rows) if r], parser)
     if values is None or values.size != width * sum(rows):
         return None
     return values.reshape(-1, width), rows
@@ -166,22 +160,23 @@ def _reduce_waitcnt_skeleton(sk: bytes) -> bool:
     return t in (b"[]", b"[e]")
 
 
-def check_waitcnt_segs(segs: list[bytes]) -> np.ndarray | None:
-    """Numbers of compact ``waitcnt`` arrays (checked like :func:`parse_int_rows`),
-    or None when a segment is not exactly that grammar."""
+def check_waitcnt_segs(segs: list[bytes], parser=None) -> np.ndarray | None:
+    """Numbers of compact ``waitcnt`` arrays (checked like :func:`parse_int_rows`,
+    every number a pc or count within int32), or None when a segment is not
+    exactly that grammar."""
     joined = b"".join(segs)
     if joined.translate(None, _INT_ARRAY_CHARS):
         return None
-    skeleton_bytes = 0
     nonempty = []
     for s in segs:
-        sk = s.translate(None, _DIGITS)
-        if not _reduce_waitcnt_skeleton(sk):
+        if not _reduce_waitcnt_skeleton(s.translate(None, _DIGITS)):
             return None
-        skeleton_bytes += len(sk)
         if len(s) > 2:
             nonempty.append(s)
-    return _parse_numbers(nonempty, len(joined) - skeleton_bytes)
+    values = _parse_numbers(nonempty, parser)
+    if values is None or (values.size and int(values.max()) > INT32_MAX):
+        return None
+    return values
 
 
 # ---------------------------------------------------------------------------
@@ -397,13 +392,16 @@ class WaveTable:
     waitcnt_off: np.ndarray  # int64, len(entries) + 1 offsets into the blob
     problems: list[tuple[WaveEntry, str]] = field(default_factory=list)  # waves skipped
     notes: list[tuple[WaveEntry, str]] = field(default_factory=list)  # waves kept with records dropped
+    # what ``per_half`` returned for each part parsed on its own (one or two; read_wave_files)
+    derived: list = field(default_factory=list)
+    meanwhile: object = None  # what read_wave_files' ``meanwhile`` returned
 
 
 class _Sink:
     """Preallocated output columns plus per-wave metadata, filled batch by batch."""
 
-    def __init__(self, rec_cap: int, tl_cap: int, shared: bool):
-        self.rec = {k: _alloc(rec_cap, t, shared) for k, t in RECORD_DTYPES.items()}
+    def __init__(self, rec_cap: int, tl_cap: int, shared: bool, extra: dict | None = None):
+        self.rec = {k: _alloc(rec_cap, t, shared) for k, t in {**RECORD_DTYPES, **(extra or {})}.items()}
         self.tl = {k: _alloc(tl_cap, t, shared) for k, t in STATE_DTYPES.items()}
         self.n_rec = 0
         self.n_tl = 0
@@ -411,6 +409,7 @@ class _Sink:
         self.waitcnt: list[bytes] = []
         self.problems: list[tuple[WaveEntry, str]] = []
         self.notes: list[tuple[WaveEntry, str]] = []
+        self.parser = new_parser()
 
     def add_batch(self, cuts: list[_Cut], n_pc: int | None, valid_pc: np.ndarray | None) -> None:
         parsed = self._parse_batch(cuts)
@@ -472,15 +471,14 @@ class _Sink:
                 bad |= (col > hi) | (col < lo)
         return bad
 
-    @staticmethod
-    def _parse_batch(cuts: list[_Cut]):
-        pi = parse_int_rows([c.instr for c in cuts], 5)
+    def _parse_batch(self, cuts: list[_Cut]):
+        pi = parse_int_rows([c.instr for c in cuts], 5, self.parser)
         if pi is None:
             return None
-        pt = parse_int_rows([c.timeline for c in cuts], 2)
+        pt = parse_int_rows([c.timeline for c in cuts], 2, self.parser)
         if pt is None:
             return None
-        if check_waitcnt_segs([c.waitcnt for c in cuts]) is None:
+        if check_waitcnt_segs([c.waitcnt for c in cuts], self.parser) is None:
             return None
         for c, r in zip(cuts, pi[1]):
             n = c.scalars["num_insts"]
@@ -502,13 +500,13 @@ class _Sink:
                 msg = _bad_row(value, width, limits, names)
                 if msg:
                     raise WaveFileError(f"'{name}' {msg}")
-                if parse_int_rows([seg], width) is None:
+                if parse_int_rows([seg], width, self.parser) is None:
                     raise WaveFileError(f"'{name}' is not written as plain JSON integers")
             try:
                 msg = _bad_waitcnt(orjson.loads(cut.waitcnt))
             except orjson.JSONDecodeError:
                 msg = "is not valid JSON"
-            if msg or check_waitcnt_segs([cut.waitcnt]) is None:
+            if msg or check_waitcnt_segs([cut.waitcnt], self.parser) is None:
                 raise WaveFileError(f"'waitcnt' {msg or 'is not written as plain JSON integers'}")
             n = cut.scalars["num_insts"]
             rows = len(orjson.loads(cut.instr))
@@ -585,12 +583,28 @@ def _can_fork() -> bool:
 
 
 def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None = None,
-                    valid_pc: np.ndarray | None = None, workers: int | None = None) -> WaveTable:
+                    valid_pc: np.ndarray | None = None, workers: int | None = None,
+                    per_half=None, extra_columns: dict | None = None, meanwhile=None, meanwhile_bytes: int = 0) -> WaveTable:
     """Read every listed wave file into columns. Files that cannot be used are
     listed in ``problems``; with ``n_pc`` a file with a pc outside the listing
     is one of them, and with ``valid_pc`` records at label rows or absent pcs
     are dropped (``notes``). ``workers``: 1 or 2 processes (default: 2 when
-    the files are large enough to gain from it)."""
+    the files are large enough to gain from it).
+
+    ``per_half(table)``, if given, runs in each process on the part it parsed
+    (a :class:`WaveTable` of those waves, records numbered from 0), while the
+    other process still works; what it returns (picklable) is in ``derived``,
+    in file order. It may fill ``extra_columns`` (``{name: dtype}`` record
+    columns the reader allocates beside its own, in the same shared memory).
+    With two processes the files are split at a change of (SE, SIMD) of the
+    listing nearest to half the bytes, so no scope of waves is cut in two
+    (unless the capture has only one).
+
+    ``meanwhile()``, if given, is other work of the caller (the capture's
+    other files): the parent runs it after its own part while the child still
+    parses, its result is in ``meanwhile``. The parent's part is made smaller
+    by ``meanwhile_bytes`` (the size of what it reads) times
+    :data:`MEANWHILE_WEIGHT` so both finish together."""
     root_real = os.path.realpath(directory)
     sizes = _file_sizes(root_real, entries)
     total = sum(sizes)
@@ -598,25 +612,51 @@ def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None 
     if workers is None:
         workers = int(env) if env and env.isdigit() else (2 if total >= PARALLEL_MIN_BYTES else 1)
     if workers >= 2 and len(entries) >= 2 and _can_fork():
-        return _read_two_processes(root_real, entries, sizes, n_pc, valid_pc)
-    sink = _Sink(total // _MIN_RECORD_BYTES + 1, total // _MIN_STATE_BYTES + 1, shared=False)
+        return _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half, extra_columns,
+                                   meanwhile, meanwhile_bytes * MEANWHILE_WEIGHT)
+    sink = _Sink(total // _MIN_RECORD_BYTES + 1, total // _MIN_STATE_BYTES + 1, shared=False, extra=extra_columns)
     _read_files(root_real, entries, sink, n_pc, valid_pc)
-    return _table([sink])
+    table = _table([sink])
+    if per_half is not None:
+        table.derived = [per_half(table)]
+    if meanwhile is not None:
+        table.meanwhile = meanwhile()
+    return table
 
 
-def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
-    """Parent parses the first half (by bytes), a forked child the second, each
-    into its own region of shared columns; the child's rows are then moved
-    down to follow the parent's, in place."""
+# Seconds per byte of the caller's other files (Python-level readers) over
+# seconds per byte of wave files (measured on softmax x30: occupancy.json
+# 110 ns/B, wave files ~20 ns/B in each process).
+MEANWHILE_WEIGHT = 5
+
+
+def _split_point(entries: list[WaveEntry], sizes: list[int], handicap: int = 0) -> int:
+    """Index splitting ``entries`` in two: at a change of (SE, SIMD) nearest
+    to half the bytes less ``handicap`` (the parent's other work, in wave-file
+    bytes), else (one scope) there."""
+    cum = np.cumsum(sizes)
+    half = max(cum[-1] - handicap, 0) / 2
+    scope = np.array([e.se * 64 + e.simd for e in entries], dtype=np.int64)
+    cuts = np.flatnonzero(scope[1:] != scope[:-1]) + 1
+    if len(cuts):
+        return int(cuts[np.argmin(np.abs(cum[cuts - 1] - half))])
+    split = int(np.searchsorted(cum, half)) + 1
+    return min(max(split, 1), len(entries) - 1)
+
+
+def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half=None, extra=None, meanwhile=None,
+                        handicap: int = 0) -> WaveTable:
+    """Parent parses the first part, a forked child the second, each into its
+    own region of shared columns (and runs ``per_half`` on it); the child's
+    rows are then moved down to follow the parent's, in place."""
     import pickle
 
     cum = np.cumsum(sizes)
-    split = int(np.searchsorted(cum, cum[-1] / 2)) + 1
-    split = min(max(split, 1), len(entries) - 1)
+    split = _split_point(entries, sizes, handicap)
     b1, b2 = int(cum[split - 1]), int(cum[-1] - cum[split - 1])
     rcap1, rcap2 = b1 // _MIN_RECORD_BYTES + 1, b2 // _MIN_RECORD_BYTES + 1
     tcap1, tcap2 = b1 // _MIN_STATE_BYTES + 1, b2 // _MIN_STATE_BYTES + 1
-    sink = _Sink(rcap1 + rcap2, tcap1 + tcap2, shared=True)
+    sink = _Sink(rcap1 + rcap2, tcap1 + tcap2, shared=True, extra=extra)
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns
@@ -628,8 +668,11 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
             child.tl = {k: v[tcap1:] for k, v in sink.tl.items()}
             child.n_rec = child.n_tl = 0
             child.meta, child.waitcnt, child.problems, child.notes = [], [], [], []
+            child.parser = new_parser()
             _read_files(root_real, entries[split:], child, n_pc, valid_pc)
-            payload = pickle.dumps((child.n_rec, child.n_tl, child.meta, child.waitcnt, child.problems, child.notes), protocol=5)
+            derived = per_half(_table([child])) if per_half is not None else None
+            payload = pickle.dumps((child.n_rec, child.n_tl, child.meta, child.waitcnt, child.problems, child.notes,
+                                    derived), protocol=5)
             with os.fdopen(wfd, "wb") as f:
                 f.write(payload)
         except BaseException:
@@ -639,16 +682,22 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
     os.close(wfd)
     try:
         _read_files(root_real, entries[:split], sink, n_pc, valid_pc)
+        mine = per_half(_table([sink])) if per_half is not None else None
+        side = meanwhile() if meanwhile is not None else None
     finally:
         with os.fdopen(rfd, "rb") as f:
             payload = f.read()
         _, status = os.waitpid(pid, 0)
     if status != 0 or not payload:
         # The child failed (killed, out of memory): parse its half here.
-        second = _Sink(rcap2, tcap2, shared=False)
+        second = _Sink(rcap2, tcap2, shared=False, extra=extra)
         _read_files(root_real, entries[split:], second, n_pc, valid_pc)
-        return _table([sink, second])
-    n_rec, n_tl, meta, waitcnt, problems, notes = pickle.loads(payload)
+        table = _table([sink, second])
+        if per_half is not None:
+            table.derived = [mine, per_half(_table([second]))]
+        table.meanwhile = side
+        return table
+    n_rec, n_tl, meta, waitcnt, problems, notes, theirs = pickle.loads(payload)
     _move_down(sink.rec, rcap1, sink.n_rec, n_rec)
     _move_down(sink.tl, tcap1, sink.n_tl, n_tl)
     sink.n_rec += n_rec
@@ -659,7 +708,11 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc) -> WaveTable:
     sink.waitcnt += waitcnt
     sink.problems += problems
     sink.notes += notes
-    return _table([sink])
+    table = _table([sink])
+    if per_half is not None:
+        table.derived = [mine, theirs]
+    table.meanwhile = side
+    return table
 
 
 def _release_tail(cols: dict, used: int) -> None:
@@ -696,7 +749,7 @@ def _table(sinks: list[_Sink]) -> WaveTable:
         rec = {k: v[: s.n_rec] for k, v in s.rec.items()}
         tl = {k: v[: s.n_tl] for k, v in s.tl.items()}
     else:  # rare fallback: concatenate the two halves
-        rec = {k: np.concatenate([s.rec[k][: s.n_rec] for s in sinks]) for k in RECORD_DTYPES}
+        rec = {k: np.concatenate([s.rec[k][: s.n_rec] for s in sinks]) for k in sinks[0].rec}
         tl = {k: np.concatenate([s.tl[k][: s.n_tl] for s in sinks]) for k in STATE_DTYPES}
     meta = [m for s in sinks for m in s.meta]
     waitcnt = [w for s in sinks for w in s.waitcnt]

@@ -266,7 +266,7 @@ def kernel_trace_claim(res: Resources, dirs: list[Path], prefixes: set[str], ker
             trace_row, trace_file, how = rows[0], f, f"all {len(rows)} dispatches of {kernel_name}{pick_note} share one shape"
             durations = same = rows
             break
-        res.notes.append(f"{f.name}: {len(rows)} dispatches of the kernel with {len(shapes)} different grid shapes; grid unknown")
+        res.warnings.append(f"{f.name}: {len(rows)} dispatches of the kernel with {len(shapes)} different grid shapes; grid unknown")
     if trace_row is None:
         return None, ""
     src = f"{trace_file.name} ({how})"
@@ -458,7 +458,7 @@ def _registers(res: Resources, needs: dict, row_key) -> None:
     res.sources["sgprs"] = res.sources.get("metadata_sgprs", "ISA scan + 6 (VCC, FLAT_SCRATCH, XNACK)")
     if res.unified_vgprs is not None and res.metadata_vgprs is None:
         if needs["isa_unified"] > res.unified_vgprs:
-            res.notes.append(f"the ISA uses {needs['isa_unified']} VGPR+AGPR registers, more than the {res.unified_vgprs} "
+            res.warnings.append(f"the ISA uses {needs['isa_unified']} VGPR+AGPR registers, more than the {res.unified_vgprs} "
                              f"of {res.sources.get('unified_vgprs')}; the ISA scan is used")
             res.unified_vgprs = needs["isa_unified"]
         return
@@ -478,7 +478,7 @@ def _registers(res: Resources, needs: dict, row_key) -> None:
             f"VGPR+AGPR allocation, docs/analysis.md, Occupancy); occupancy uses {res.unified_vgprs} = {res.sources['unified_vgprs']}"
         )
         if isa_unified > reported2:
-            res.notes.append(
+            res.warnings.append(
                 f"the ISA uses {isa_unified} VGPR+AGPR registers, more than 2 x the reported VGPR_Count ({reported2}): "
                 "the metadata does not describe this code object; the ISA scan is used"
             )
@@ -536,7 +536,7 @@ def _record_candidates(res, where, kernel_name, cands, picked, needs, row_key) -
     res.candidates.extend(rows)
     if picked is None:
         fitting = [x for x in rows if not x["misfit"]]
-        res.notes.append(
+        res.warnings.append(
             f"{where}: {len(rows)} kernels are named {kernel_name} and {len(fitting) or 'none'} of them fit the code "
             "(LDS, VGPR and SGPR needs of the listing): their dispatches are not told apart"
         )

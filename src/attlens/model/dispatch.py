@@ -211,7 +211,12 @@ class Resources:
     # kernels sharing the traced kernel's name that were considered, with why one was picked
     candidates: list[dict] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
+    # notes: expected facts of the target or the capture layout, said once
+    # (gfx950's halved VGPR count, a grid read from the discovery run);
+    # warnings: what the reader should act on (grid unknown, a code object the
+    # metadata does not describe, kernels that cannot be told apart)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def threads_per_workgroup(self) -> int | None:
@@ -250,6 +255,8 @@ class Dispatch:
     layout: str = "rocprofv3"  # the profiler generation that wrote the capture (model/layouts.py)
     stall_recorded: bool = True  # False: the records carry no stall cycles (rocprofv2); stall is unavailable
     digest: object | None = field(default=None, repr=False, compare=False)  # attlens.cache.store.Digest
+    # per-pc partial sums the loader's parse processes computed (model/loader.py _half_pass)
+    prepared: dict = field(default_factory=dict, repr=False, compare=False)
     # source copies read so far (a report asks for one file per hot line): read each once
     _sources: dict = field(default_factory=dict, repr=False, compare=False)
 

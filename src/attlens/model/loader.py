@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,7 @@ def _no_gc():
 IDLE_BATCH_RECORDS = 1 << 18  # records per step of the idle computation (bounds its temporaries)
 
 
-def _segmented_idle(time, duration, wave_of, begins, starts, batch: int = IDLE_BATCH_RECORDS):
+def segmented_idle(time, duration, wave_of, begins, starts, batch: int = IDLE_BATCH_RECORDS):
     """Idle before each record, per wave: gap from the running maximum of the
     previous records' ends (starting at the wave's begin), clamped at 0
     (the writer's rule, att-format.md §2.2). Whole waves at a time, about
@@ -71,6 +72,9 @@ def _segmented_idle(time, duration, wave_of, begins, starts, batch: int = IDLE_B
             out[a:b] = _idle_block(time[a:b], duration[a:b], wave_of[a:b] - w, begins[w:v], starts[w:v] - a)
         w = v
     return out
+
+
+_segmented_idle = segmented_idle  # the name the property tests use
 
 
 def _idle_block(time, duration, wave_of, begins, starts):
@@ -136,9 +140,12 @@ class CaptureData:
     snapshots: dict
     warnings: list[str]  # warnings about the capture's own files, in order
     skipped_waves: bool  # some wave file was unusable
+    # per-pc partial results the parse processes computed on their halves
+    # (:func:`_half_pass`); empty when read from a digest
+    prepared: dict = field(default_factory=dict)
 
 
-def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None) -> Dispatch:
+def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None, hidden: bool = True) -> Dispatch:
     """Load one decoded ATT directory (``ui_output_agent_*_dispatch_*``).
 
     ``progress``: optional ``callback(stage, done, total)`` told about the
@@ -151,6 +158,11 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     ``cache``: None uses the digest store in the user cache directory
     (:mod:`attlens.cache`), False reads the capture afresh, a path names
     another cache directory. A digest gives the same dispatch as a fresh read.
+
+    ``hidden``: when the capture is parsed, the parse processes also compute
+    the hidden-latency model's per-pc cycles on their halves (both cores);
+    False when no hidden latency will be asked for (it is then computed on
+    first use, as always).
     """
     caps = resolve_capture_dirs(path)
     d = caps[0]
@@ -171,9 +183,9 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
         else:
             digest = store.open(d, key)
             if digest is not None:
-                data = read_digest(digest, lambda: read_capture(d, progress))
+                data = read_digest(digest, lambda: read_capture(d, progress, hidden))
     if data is None:
-        data = read_capture(d, progress)
+        data = read_capture(d, progress, hidden)
         if store is not None:
             from attlens.cache.capture import write_digest
 
@@ -181,9 +193,9 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     return _assemble(d, data, rocprof_dir, digest)
 
 
-def read_capture(d: Path, progress=None) -> CaptureData:
+def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
     """Read every file of one capture directory (no cache); ``progress``
-    as in :func:`load`."""
+    and ``hidden`` as in :func:`load`."""
     warnings: list[str] = []
 
     index = read_filenames_json(d / "filenames.json")
@@ -203,6 +215,8 @@ def read_capture(d: Path, progress=None) -> CaptureData:
         raise CorruptCapture(f"{d.name}: filenames.json lists {len(index.waves)} waves but code.json is missing")
     code = read_code_json(code_path)
     n_pc = code.size
+    if not code.labels:
+        warnings.append("code.json: no kernel label row ('; <symbol>'): the kernel's name is unknown")
     layout = capture_layout(index, code)
     unlisted = _unlisted_wave_files(d, index)
     if unlisted:
@@ -214,7 +228,9 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     if progress is not None:
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
     with _no_gc():
-        table = read_wave_files(d, index.readable, n_pc=n_pc, valid_pc=code.instruction_mask)
+        table = read_wave_files(d, index.readable, n_pc=n_pc, valid_pc=code.instruction_mask,
+                                per_half=_half_pass(code, hidden), extra_columns={"idle": np.int64},
+                                meanwhile=lambda: _read_side_files(d), meanwhile_bytes=_side_bytes(d))
     if progress is not None:
         progress(f"read {len(index.waves):,} wave files of {d.name}", len(index.waves), len(index.waves))
     for entry, msg in table.problems:
@@ -241,7 +257,7 @@ def read_capture(d: Path, progress=None) -> CaptureData:
         duration=rc["duration"],
         pc=rc["pc"],
         wave=wave_of,
-        idle=_segmented_idle(rc["time"], rc["duration"], wave_of, table.begin, rec_start),
+        idle=rc["idle"],  # filled by _half_pass in the parse processes
     )
     waves = Waves(
         se=np.array([e.se for e in table.entries], dtype=np.int32),
@@ -266,28 +282,8 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     )
     problems = table.problems
 
-    occupancy = realtime = None
-    snapshots: dict = {}
-    for name, reader in (("occupancy.json", read_occupancy_json), ("realtime.json", read_realtime_json)):
-        p = d / name
-        if not p.exists():  # absent is fine; a FIFO, device or folder is refused by the reader (a warning)
-            continue
-        try:
-            value = reader(p)
-        except (CorruptCapture, InputNotFound) as exc:
-            warnings.append(f"{exc}; ignored")
-            continue
-        warnings.extend(value.warnings)
-        if name == "occupancy.json":
-            occupancy = value
-        else:
-            realtime = value
-    snap = d / "snapshots.json"
-    if snap.exists():
-        try:
-            snapshots = read_snapshots_json(snap, warnings)
-        except (CorruptCapture, InputNotFound) as exc:
-            warnings.append(f"{exc}; ignored")
+    occupancy, realtime, snapshots, side_warnings = table.meanwhile
+    warnings.extend(side_warnings)
     if occupancy is not None and (waves.cu < 0).all():
         warnings.extend(_cu_from_occupancy(waves, occupancy))
     warnings.extend(_stats_cross_check(d, code))
@@ -295,7 +291,8 @@ def read_capture(d: Path, progress=None) -> CaptureData:
     if layout == LAYOUT_V2 and records.count and not records.stall.any():
         warnings.append(STALL_NOT_RECORDED)
 
-    return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems))
+    return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
+                       _merge_halves(table.derived))
 
 
 STALL_NOT_RECORDED = (
@@ -414,6 +411,96 @@ def _stats_cross_check(d: Path, code) -> list[str]:
             + "); attlens reports the wave-file sums"]
 
 
+_SIDE_FILES = ("occupancy.json", "realtime.json", "snapshots.json")
+
+
+def _side_bytes(d: Path) -> int:
+    total = 0
+    for name in _SIDE_FILES:
+        try:
+            total += os.stat(d / name).st_size
+        except OSError:
+            pass
+    return total
+
+
+def _read_side_files(d: Path):
+    """(occupancy, realtime, snapshots, warnings) of the capture's optional
+    files; the parent process reads them while the other parses wave files."""
+    warnings: list[str] = []
+    occupancy = realtime = None
+    snapshots: dict = {}
+    for name, reader in (("occupancy.json", read_occupancy_json), ("realtime.json", read_realtime_json)):
+        p = d / name
+        if not p.exists():  # absent is fine; a FIFO, device or folder is refused by the reader (a warning)
+            continue
+        try:
+            value = reader(p)
+        except (CorruptCapture, InputNotFound) as exc:
+            warnings.append(f"{exc}; ignored")
+            continue
+        warnings.extend(value.warnings)
+        if name == "occupancy.json":
+            occupancy = value
+        else:
+            realtime = value
+    snap = d / "snapshots.json"
+    if snap.exists():
+        try:
+            snapshots = read_snapshots_json(snap, warnings)
+        except (CorruptCapture, InputNotFound) as exc:
+            warnings.append(f"{exc}; ignored")
+    return occupancy, realtime, snapshots, warnings
+
+
+def _half_pass(code, hidden: bool):
+    """What each parse process computes on the waves it parsed, while the other
+    still works (io/wave_files.py ``per_half``): the idle column (in place), the
+    per-pc sums of executions, latency, stall and idle, and with ``hidden`` the
+    hidden-latency model's per-pc cycles. All are sums over waves (the latter
+    over whole (SE, SIMD) scopes), so the two halves add up exactly."""
+    from attlens.analysis.hidden import hidden_cycles, matrix_pcs, scope_keys
+    from attlens.analysis.stalls import basic_pc_sums
+
+    n_pc = code.size
+    is_matrix = matrix_pcs([mnemonic(t) if not lab else "" for t, lab in zip(code.isa, code.is_label)]) if hidden else None
+
+    def run(table) -> dict:
+        from types import SimpleNamespace
+
+        counts = table.rec_count
+        rec_stop = np.cumsum(counts)
+        rec_start = rec_stop - counts
+        rc = table.records
+        wave_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        rc["idle"][:] = segmented_idle(rc["time"], rc["duration"], wave_of, table.begin, rec_start)
+        del wave_of
+        recs = SimpleNamespace(**rc)
+        out = {"pc_basic": basic_pc_sums(recs, n_pc)}
+        if is_matrix is not None:
+            se = np.array([e.se for e in table.entries], dtype=np.int32)
+            waves = SimpleNamespace(se=se, simd=table.simd, begin=table.begin, rec_start=rec_start, rec_stop=rec_stop)
+            out["hidden_acc"] = hidden_cycles(recs, waves, is_matrix)
+            out["scopes"] = np.unique(scope_keys(se, table.simd))
+        return out
+
+    return run
+
+
+def _merge_halves(parts: list) -> dict:
+    """The sum of what :func:`_half_pass` returned in each process; the hidden
+    cycles only when no (SE, SIMD) scope was split between the two."""
+    parts = [p for p in parts if p]
+    if not parts:
+        return {}
+    out = {"pc_basic": tuple(sum(p["pc_basic"][k] for p in parts) for k in range(4))}
+    if all("hidden_acc" in p for p in parts):
+        scopes = np.concatenate([p["scopes"] for p in parts])
+        if len(np.unique(scopes)) == len(scopes):
+            out["hidden_acc"] = sum(p["hidden_acc"] for p in parts)
+    return out
+
+
 class _ContextCodec:
     def encode(self, value):
         import dataclasses
@@ -426,11 +513,17 @@ class _ContextCodec:
 
         from attlens.model.dispatch import ArchInfo, Resources
 
+        from attlens.cache.store import DamagedDigest, checked_fields
+
         res = dict(meta["resources"])
         for f in dataclasses.fields(Resources):
             if "tuple" in str(f.type) and isinstance(res.get(f.name), list):
                 res[f.name] = tuple(res[f.name])
-        return ArchInfo(**meta["arch"]), Resources(**res), list(meta["used"]), list(meta["warnings"])
+        used, added = meta["used"], meta["warnings"]
+        if not (isinstance(used, list) and isinstance(added, list) and all(isinstance(x, str) for x in used + added)):
+            raise DamagedDigest("context: files or warnings are not lists of text")
+        return (ArchInfo(**checked_fields(ArchInfo, dict(meta["arch"]))), Resources(**checked_fields(Resources, res)), list(used),
+                list(added))
 
 
 def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest, occupancy=None):
@@ -493,6 +586,7 @@ def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
         partial=partial,
         rocprof_files=used,
         digest=digest,
+        prepared=data.prepared,
         layout=layout,
         stall_recorded=stall_recorded(layout, data.records),
     )

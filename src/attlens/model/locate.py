@@ -83,7 +83,7 @@ def resolve_capture_dirs(path: str | Path, all_captures: bool = False) -> list[P
     if len(caps) > 1 and not all_captures:
         summaries = [summarize_capture(c) for c in caps]
         raise SeveralCaptures(
-            f"{p}: holds {len(caps)} captures; pass one of them, or use --all",
+            f"{p}: holds {len(caps)} captures; pass one of them",
             candidates=summaries,
         )
     return caps

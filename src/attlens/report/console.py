@@ -14,9 +14,13 @@ output").
 - **Tables.** :class:`FitTable` lays its columns out for the width it is
   rendered at. Numbers are never cut or dropped: a numeric column is as wide
   as its widest value (its header wraps between words instead). Text columns
-  give way first: ``text`` ellipsizes at the end, ``path`` at the start (the
-  line number stays), ``wrap`` wraps. When even the numbers do not fit, the
-  table is printed wider than the terminal rather than cut.
+  give way first, in the order of their ``give_way`` rank (lowest first;
+  instruction text last): ``text`` ellipsizes at the end, ``path`` at the
+  start (the line number stays), ``wrap`` wraps, ``isa`` wraps between
+  operands and is never narrower than its longest word, so a mnemonic is
+  never split. A text column with no value in any row takes no width. When
+  even the numbers do not fit, the table is printed wider than the terminal
+  rather than cut.
 - **Progress.** :func:`progress` shows a transient progress line on stderr
   when stderr is a terminal (and colour is allowed), and does nothing
   otherwise.
@@ -24,9 +28,10 @@ output").
 
 from __future__ import annotations
 
+import re
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich import box
 from rich.console import Console
@@ -57,7 +62,24 @@ class SafeConsole(Console):
         super().print(*objects, crop=crop, **kwargs)
 
 
-def make_console(no_color: bool = False, *, file=None, width: int | None = None) -> Console:
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)(?=\n|$)")
+
+
+class _NoTrailingSpace:
+    """The console's stream, minus the spaces rich pads a table's last
+    column with at the end of each line (escape sequences after them stay)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(_TRAILING.sub(r"\1", text))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def make_console(no_color: bool = False, *, file=None, width: int | None = None, live: bool = False) -> Console:
     """The console of a command's output: ``file`` (default stdout) at
     ``width`` (default :func:`terminal_width`), coloured only when
     :func:`color_allowed`. A ``file`` that is not a terminal (``-o FILE``,
@@ -65,7 +87,7 @@ def make_console(no_color: bool = False, *, file=None, width: int | None = None)
     stream = sys.stdout if file is None else file
     color = color_allowed(no_color, stream)
     return SafeConsole(
-        file=stream,
+        file=stream if live else _NoTrailingSpace(stream),  # a live progress line positions its cursor itself
         width=width or terminal_width(stream),
         color_system="auto" if color else None,
         force_terminal=color,
@@ -79,8 +101,9 @@ def make_console(no_color: bool = False, *, file=None, width: int | None = None)
 
 # --------------------------------------------------------------------------- tables
 
-_KINDS = ("num", "text", "path", "wrap")
-_MIN_TEXT = {"text": 10, "path": 14, "wrap": 12}
+_KINDS = ("num", "text", "path", "wrap", "isa")
+_MIN_TEXT = {"text": 10, "path": 14, "wrap": 12, "isa": 12}
+_EMPTY = ("", "-")
 
 
 @dataclass(frozen=True)
@@ -90,14 +113,20 @@ class Col:
     ``kind``: ``num`` (right-aligned, never cut; the header wraps between
     words), ``text`` (ellipsized at the end when space is short), ``path``
     (ellipsized at the start, so ``file.py:123`` keeps its line number) or
-    ``wrap`` (wrapped onto more lines). ``min_width``: the narrowest a text
-    column gets (default 10 / 14 / 12). ``justify`` overrides the kind's
-    alignment."""
+    ``wrap`` (wrapped onto more lines) or ``isa`` (instruction text: wrapped
+    between operands, never narrower than its longest word). ``min_width``:
+    the narrowest a text column gets (default 10 / 14 / 12 / 12; an ``isa``
+    column is never narrower than its longest word whatever this says).
+    ``justify`` overrides the kind's alignment. ``give_way``: when space is
+    short, text columns are narrowed, then moved below their row, lowest
+    rank first (ties: the rightmost first); the ranks used everywhere are in
+    :mod:`attlens.report.terminal` (instruction text last)."""
 
     header: str
     kind: str = "num"
     min_width: int | None = None
     justify: str | None = None
+    give_way: int = 5
 
     def __post_init__(self):
         if self.kind not in _KINDS:
@@ -121,10 +150,11 @@ class Layout:
     widths: list[int | None]
     gap: int
     total: int
+    empty: set = field(default_factory=set)  # text columns with no value in any row: not shown at all
 
     @property
     def below(self) -> list[int]:
-        return [i for i, w in enumerate(self.widths) if w is None]
+        return [i for i, w in enumerate(self.widths) if w is None and i not in self.empty]
 
 
 _GAPS = (3, 2, 1)  # spaces between columns, loosest first
@@ -151,14 +181,20 @@ class FitTable:
 
     def layout(self, width: int) -> Layout:
         """Loosest first: natural widths; headers wrapped between words;
-        narrower gaps; text columns narrowed (widest first) down to their
-        floor; text columns moved, longest first, onto a line below each row;
-        else the numbers at full width, wider than ``width``."""
+        narrower gaps; text columns narrowed down to their floor, lowest
+        ``give_way`` rank first (widest first within a rank); text columns
+        moved, lowest rank first, onto a line below each row; else the
+        numbers at full width, wider than ``width``. A text column empty in
+        every row is not shown (width 0)."""
         cols = self.columns
         cells = [[r[i].cell_len for r in self.rows] for i in range(len(cols))]
+        empty = {i for i, c in enumerate(cols) if c.kind != "num" and self.rows and all(r[i].plain.strip() in _EMPTY for r in self.rows)}
         natural = [max([len(c.header)] + cells[i]) for i, c in enumerate(cols)]
         snug = [max([max((len(w) for w in c.header.split()), default=1)] + cells[i]) for i, c in enumerate(cols)]
-        floor = {i: min(snug[i], c.min_width or _MIN_TEXT[c.kind]) for i, c in enumerate(cols) if c.kind != "num"}
+        floor = {i: self._floor(i, snug[i]) for i, c in enumerate(cols) if c.kind != "num" and i not in empty}
+        if empty:
+            natural = [None if i in empty else w for i, w in enumerate(natural)]
+            snug = [None if i in empty else w for i, w in enumerate(snug)]
 
         def total(widths, gap):
             shown = [w for w in widths if w is not None]
@@ -167,19 +203,28 @@ class FitTable:
         for widths, gaps in ((natural, _GAPS[:1]), (snug, _GAPS)):
             for gap in gaps:
                 if total(widths, gap) <= width:
-                    return Layout(list(widths), gap, total(widths, gap))
+                    return Layout(list(widths), gap, total(widths, gap), empty)
         gap = _GAPS[-1]
         moved: set[int] = set()
-        # long text (wrap, path) moves below before short labels (text), rightmost first
-        movable = sorted(floor, key=lambda i: (cols[i].kind == "text", -i))
+        # the lowest give_way rank goes first; within a rank long text (wrap,
+        # path) before short labels (text), the rightmost first
+        movable = sorted(floor, key=lambda i: (cols[i].give_way, cols[i].kind == "text", -i))
         while True:
-            trial: list[int | None] = [None if i in moved else w for i, w in enumerate(snug)]
+            trial: list[int | None] = [None if i in moved or i in empty else w for i, w in enumerate(snug)]
             kept = {i: f for i, f in floor.items() if i not in moved}
             budget = width - total([w if i not in kept else 0 for i, w in enumerate(trial)], gap) - gap * (len(kept) > 0)
-            _shrink(trial, kept, budget)
+            _shrink(trial, kept, budget, {i: cols[i].give_way for i in kept})
             if total(trial, gap) <= width or not movable:
-                return Layout(trial, gap, total(trial, gap))
+                return Layout(trial, gap, total(trial, gap), empty)
             moved.add(movable.pop(0))
+
+    def _floor(self, i: int, snug: int) -> int:
+        c = self.columns[i]
+        if c.kind == "isa":
+            # never narrower than the longest word: a mnemonic (or an operand) is never split
+            longest = max([max((len(w) for w in r[i].plain.split()), default=1) for r in self.rows] + [1])
+            return min(snug, max(longest, c.min_width or 0))
+        return min(snug, c.min_width or _MIN_TEXT[c.kind])
 
     @staticmethod
     def _fit_cell(col: Col, width: int, cell: Text) -> Text:
@@ -232,12 +277,13 @@ class FitTable:
                 yield from console.render(Padding(extra, (0, 0, 0, 4)), options)
 
 
-def _shrink(widths: list[int], floor: dict[int, int], budget: int) -> None:
-    """Narrow the widest text columns first until they fit ``budget`` (or
-    are all at their floor)."""
+def _shrink(widths: list[int], floor: dict[int, int], budget: int, rank: dict[int, int] | None = None) -> None:
+    """Narrow text columns until they fit ``budget`` (or are all at their
+    floor): the lowest ``rank`` first, the widest first within a rank."""
     excess = sum(widths[i] for i in floor) - budget
+    rank = rank or {}
     while excess > 0:
-        i = max((i for i in floor if widths[i] > floor[i]), key=lambda i: widths[i], default=None)
+        i = max((i for i in floor if widths[i] > floor[i]), key=lambda i: (-rank.get(i, 0), widths[i]), default=None)
         if i is None:
             return
         widths[i] -= 1
@@ -264,7 +310,7 @@ def progress(no_color: bool = False, stream=None):
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    console = make_console(file=stream)
+    console = make_console(file=stream, live=True)
     bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    console=console, transient=True)
     task = bar.add_task("", total=None)

@@ -724,6 +724,11 @@ def diff_to_html(res, top: int = 30) -> str:
         parts.append('<ul class="warnings" id="comparability">' + "".join(
             f"<li>{h(c['field'])} differs: {code(c['before'])} → {code(c['after'])}" + (" (compared with --force)" if c["blocking"] else "") + "</li>"
             for c in res.comparability) + "</ul>")
+    from attlens.analysis.diff import side_warnings
+
+    warns = side_warnings(b, a)  # a capture partly read: what analyze says about it
+    if warns:
+        parts.append('<ul class="warnings" id="input-warnings">' + "".join(f"<li>{h(w)}</li>" for w in warns) + "</ul>")
     parts.append("</section>")
 
     rel = v["relative_change"]
@@ -842,9 +847,9 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     entry says why). ``progress``: ``callback(stage, done, total)``.
     ``log``: a list that receives one dict per capture (``path``, ``kernel``,
     ``dispatch_id``, ``target``, ``report``, ``error``, ``partial``, ``pmc``: the
-    attached counters' label or None, ``pmc_refused``: why not, or None).
-    ``analyze_kw``: extra arguments of :func:`attlens.analysis.analyze.analyze`
-    (the PC samples to join)."""
+    attached counters' label or None, ``pmc_refused``: why not, or None,
+    ``warnings``: the analysis' warnings). ``analyze_kw``: extra arguments of
+    :func:`attlens.analysis.analyze.analyze` (the PC samples to join)."""
     from attlens.analysis.analyze import analyze
     from attlens.analysis.plan import make_plan
     from attlens.analysis.waves import analyze_waves
@@ -865,7 +870,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
             entries.append({"path": str(p), "error": exc.message})
             if log is not None:
                 log.append({"path": str(p), "kernel": None, "dispatch_id": None, "target": None, "report": None, "error": exc.message,
-                            "partial": None, "pmc": None, "pmc_refused": None})
+                            "partial": None, "pmc": None, "pmc_refused": None, "warnings": []})
             continue
         step(f"analyzing {Path(p).name}")
         r = analyze(d, **(analyze_kw or {}))
@@ -883,7 +888,8 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         if log is not None:
             label = attached.label() if hasattr(attached, "label") else None
             log.append({"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,
-                        "report": str(target), "error": None, "partial": bool(d.partial), "pmc": label, "pmc_refused": refused})
+                        "report": str(target), "error": None, "partial": bool(d.partial), "pmc": label, "pmc_refused": refused,
+                        "warnings": list(r.warnings)})
     if several:
         render_index(entries, out)
         written.append(out)

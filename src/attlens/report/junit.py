@@ -14,7 +14,8 @@ def junit_xml(res) -> str:
     # a kernel name from the capture may hold control characters XML 1.0 cannot carry
     case = f'<testcase classname="attlens.check" name={quoteattr(safe_text(f"{res.kernel} {res.metric}"))} time="0">'
     if not res.passed:
-        case += f"<failure message={quoteattr(safe_text(res.message))} type=\"regression\"></failure>"
+        kind = "partial-input" if getattr(res, "partial", None) else "regression"
+        case += f"<failure message={quoteattr(safe_text(res.message))} type=\"{kind}\"></failure>"
     out = f"before={res.baseline:.3f} after={res.current:.3f} change={res.change_percent} limit={res.max_regression_percent}"
     case += f"<system-out>{quoteattr(out)[1:-1]}</system-out></testcase>"
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'

@@ -27,7 +27,7 @@ from pathlib import Path
 from attlens import __version__
 from attlens.report.controls import safe_text
 from attlens.report.html import reproduce_commands, write_atomic
-from attlens.report.text import evidence_lines, finding_detail, header_lines, n as _n, pct as _pct, short_source, stake_label
+from attlens.report.text import evidence_lines, finding_detail, header_lines, n as _n, pct as _pct, short_source, stake_label, verdict_sentence
 
 TOP_LINES = 10
 TOP_INSTRUCTIONS = 10
@@ -108,10 +108,20 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     c, t, tot, o, q = a["capture"], a["target"], a["totals"], a["occupancy"], a["quality"]
     L: list[str] = []
     L += [f"# attlens report — {_code(c['kernel'] or '(unnamed kernel)')}", ""]
+    # the story first: the verdict, the top findings, what to act on
+    L += [f"**Verdict:** {_text(verdict_sentence(plan))}", ""]
+    if plan.findings:
+        L += ["Top findings:", ""]
+        L += [f"{i}. **{f.severity}** {_text(f.title)} ({_code(f.rule)}) — {_text(stake_label(f))}" for i, f in enumerate(plan.findings[:3], 1)]
+        L += ["", "The evidence, the change to try and what would prove it wrong: [Recommendations](#recommendations).", ""]
+    if a["warnings"]:
+        L += ["**Warnings** (act on these):", ""] + [f"- {_text(w)}" for w in a["warnings"]] + [""]
     tgt = t["name"] or "unknown"
     if t["family"]:
         tgt += f" ({t['family']}" + (f", {t['product']}" if t["product"] else "") + ")"
-    L += [
+    capture_block = [
+        "## Capture",
+        "",
         f"- **Capture:** {_code(c['path'])}",
         f"- **Dispatch:** {c['dispatch_id'] if c['dispatch_id'] is not None else 'n/a'} (agent handle {c['agent_handle'] if c['agent_handle'] is not None else 'n/a'})",
         f"- **Target:** {_text(tgt)} — from {_text(t['source'])}: {_text(t['reason'] or '')}",
@@ -123,6 +133,9 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         f"- **attlens:** {__version__}",
         "",
     ]
+    if a.get("notes"):
+        capture_block += ["Notes (expected facts of this target and capture layout; nothing to act on):", ""]
+        capture_block += [f"- {_text(x)}" for x in a["notes"]] + [""]
 
     # headline
     cycles = tot["latency"] + tot["idle"]
@@ -130,8 +143,8 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     rows = [
         ["traced wave-cycles (latency + idle)", _n(cycles)],
         ["latency", _n(tot["latency"])],
-        ["stall", _n(tot["stall"])],
-        ["stall share of latency", _pct(tot["stall_share_of_latency"])],
+        ["instruction stall", _n(tot["stall"])],
+        ["instruction stall share of latency", _pct(tot["stall_share_of_latency"])],
         ["idle", _n(tot["idle"])],
         ["issue (latency − stall)", _n(tot["issue"])],
     ]
@@ -141,19 +154,18 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     rows.append(["occupancy, theoretical (waves/SIMD)", "n/a" if theo is None else f"{theo} ({', '.join(o['limiters']) or '-'})"])
     rows.append(["occupancy, observed peak on the traced CU", _n(o["observed_max_waves_per_simd_traced_cu"])])
     L += _table(["metric", "value"], rows, "lr") + [""]
-    if getattr(plan, "verdict", None) is not None:
-        L += [f"**Verdict:** {_text(plan.verdict.sentence)}", ""]
-    if plan.findings:
-        f = plan.findings[0]
-        L += [f"Top finding: **{f.severity}** {_text(f.title)} ({_code(f.rule)})" + (f", {_pct(f.share_of_cycles)} of traced wave-cycles at stake." if f.kind == "performance" else "."), ""]
+    L += ["*Stall* in this report is instruction stall: the cycles an instruction waited before it issued (the wave files' "
+          "stall column, summed in code.json). The wave state STALL below is another measure: the share of each wave's "
+          "lifetime the decoder reports in state STALL (docs/analysis.md, \"Two kinds of stall\").", ""]
 
     # wave states
     st = waves.states
-    L += ["## Wave states", "", "All traced waves, weighted by lifetime (from each wave's timeline).", ""]
+    L += ["## Wave states", "", "All traced waves, weighted by lifetime (from each wave's timeline; the decoder's states, "
+          "not the instruction stall of the tables below).", ""]
     L += _table(["state", "cycles", "share"], [[s, _n(st.cycles[s]), _pct(st.share[s])] for s in ("EXEC", "WAIT", "STALL", "IDLE")], "lrr") + [""]
 
     # per class
-    L += ["## Stall by class", ""]
+    L += ["## Instruction stall by class", ""]
     L += _table(
         ["class", "stall", "stall share", "latency", "latency share", "records", "meaning"],
         [[_code(r["class"], True), _n(r["stall"]), _pct(r["stall_share"]), _n(r["latency"]), _pct(r["latency_share"]), _n(r["records"]), _text(r["description"])]
@@ -189,10 +201,11 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     instrs = a["hotspots"]["instructions_by_stall"][:TOP_INSTRUCTIONS]
     L += [f"## Top {len(instrs)} instructions by stall", ""]
     L += _table(
-        ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source"],
-        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _n(h["stall"]), _pct(h["stall_share"]), _n(h["idle"]), _code(short_source(h["source"]), True)]
+        ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source", "vaddr"],
+        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _n(h["stall"]), _pct(h["stall_share"]), _n(h["idle"]),
+          _code(short_source(h["source"]), True), f"0x{h['vaddr']:x}"]
          for i, h in enumerate(instrs, 1)],
-        "rrllrrrrrl",
+        "rrllrrrrrlr",
     ) + [""]
     listed = [p for p in range(d.code.size) if d.code.instruction_mask[p]]
     pos = {p: i for i, p in enumerate(listed)}
@@ -200,7 +213,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         k = pos.get(h["pc"])
         if k is None:
             continue
-        L += [f"### {i}. pc {h['pc']} — {_code(h['isa'])}", ""]
+        L += [f"### {i}. pc {h['pc']} (0x{h['vaddr']:x}) — {_code(h['isa'])}", ""]
         waits = _waited_on(waves, h["pc"])
         body = []
         for p in listed[max(0, k - CONTEXT): k + CONTEXT + 1]:
@@ -249,10 +262,12 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     L += _table(["pipe", "issue cycles", "busy cycles", "busy share"],
                 [[p, _n(v["issue_cycles"]), _n(v["busy_cycles"]), _pct(v["busy_share"])] for p, v in waves.pipes.kernel.items()], "lrrr") + [""]
 
-    # warnings
-    warns = list(a["warnings"]) + list(waves.phases.flags)
-    if warns:
-        L += ["## Warnings", ""] + [f"- {_text(w)}" for w in warns] + [""]
+    # coverage flags of the traced waves (the warnings are at the top)
+    if waves.phases.flags:
+        L += ["## Coverage of the traced waves", ""] + [f"- {_text(w)}" for w in waves.phases.flags] + [""]
+
+    # the capture's metadata and the notes, after the story
+    L += capture_block
 
     # reproduce
     L += ["## Reproduce", ""]
@@ -275,7 +290,9 @@ def render_markdown_bundle(result, plan, waves, out_dir) -> tuple[Path, Path]:
     from attlens.jsondoc import dumps
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from attlens.fsutil import make_dirs
+
+    make_dirs(out)  # a folder that cannot be made is exit 9, as the files in it
     analysis = result.to_dict(JSON_TOPK)
     md, js = out / "report.md", out / "analysis.json"
     write_atomic(js, dumps(analysis) + "\n")
@@ -293,12 +310,15 @@ def plan_to_markdown(plan) -> str:
     result = plan.result
     d = result.dispatch
     b = result.breakdown
-    v = getattr(plan, "verdict", None)
-    lines = [f"**Verdict:** {_text(v.sentence)}" if v is not None else "**Verdict:** none", "",
-             f"# Optimization plan — {_code(d.kernel_name)}", "",
-             f"Capture: {_code(d.path)} · target {_text(d.arch.target or 'unknown')} · {d.waves.count:,} waves · attlens {__version__}", "",
-             *_fence(header_lines(plan)), "",
-             "## Stall summary", "", "| class | stall cycles | share |", "|---|---:|---:|"]
+    lines = [f"# Optimization plan — {_code(d.kernel_name)}", "", f"**Verdict:** {_text(verdict_sentence(plan))}", "",
+             "## Priorities", "", "| # | severity | finding | rule | at stake | why |", "|---:|---|---|---|---|---|"]
+    for i, f in enumerate(plan.findings, 1):
+        lines.append(f"| {i} | {f.severity} | {_text(f.title)} | {_code(f.rule, True)} | {_text(stake_label(f))} | {_text(f.rationale)} |")
+    if not plan.findings:
+        lines.append("| | | no rule fired | | | |")
+    lines += ["", f"Capture: {_code(d.path)} · target {_text(d.arch.target or 'unknown')} · {d.waves.count:,} waves · attlens {__version__}", "",
+              *_fence(header_lines(plan)), "",
+              "## Instruction stall by class", "", "| class | stall cycles | share |", "|---|---:|---:|"]
     for c, s, sh in stall_summary(result):
         lines.append(f"| {c} | {s:,} | {sh:.1%} |")
     lines += ["", f"Total latency {b.total_latency:,} cycles, stall {b.total_stall:,}, idle {b.total_idle:,}.", "", "## Findings", ""]
@@ -308,10 +328,7 @@ def plan_to_markdown(plan) -> str:
         lines += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule `{f.rule}` · {stake_label(f)} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
         lines += _fence(finding_detail(f))
         lines += ["", f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]
-    lines += ["## Priorities", "", "| severity | rule | rationale |", "|---|---|---|"]
-    for f in plan.findings:
-        lines.append(f"| {f.severity} | {f.rule} | {_text(f.rationale)} |")
-    lines += ["", f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} traced wave-cycles at stake (every traced wave's idle + latency, "
+    lines += [f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} traced wave-cycles at stake (every traced wave's idle + latency, "
               "not the dispatch's time); no pc is claimed twice."]
     if plan.rules_silenced:
         lines += ["", "Silenced rules (a precondition of their advice does not hold):", ""]

@@ -17,39 +17,70 @@ from attlens.analysis.taxonomy import CLASSES
 from attlens.report.console import Col, FitTable
 from attlens.report.text import finding_detail, header_lines, n as _n, pct as _pct, short_source as _short_source, stake_label
 
+# --------------------------------------------------------------------------- columns
+#
+# The columns every table shares, and the order in which their text gives way
+# when a table is wider than the terminal (docs/commands.md, "Terminal
+# output"): numbers never give way; among text, the lowest rank first — the
+# call site a line was inlined from, descriptions, source locations, lists of
+# partner pcs, class labels, names — and the instruction text last. An
+# instruction is never cut: it wraps between operands and its column is never
+# narrower than its longest word, so a mnemonic is never split. Every table
+# that lists instructions shows both the pc index and the address (code.json
+# ``Vaddr``); ``--pc`` takes either.
+
+GIVE_WAY = {"inlined": 1, "meaning": 2, "source": 3, "list": 4, "class": 5, "name": 6, "status": 7, "instruction": 9}
+
+
+def pc_columns(pc_header: str = "pc") -> list[Col]:
+    """The pc index and the address of an instruction (fill with :func:`pc_cells`)."""
+    return [Col(pc_header), Col("vaddr")]
+
+
+def pc_cells(dispatch, pc: int) -> list[str]:
+    return [str(pc), hex(int(dispatch.code.vaddr[pc]))]
+
+
+def isa_column(header: str = "instruction") -> Col:
+    return Col(header, "isa", give_way=GIVE_WAY["instruction"])
+
+
+def source_column(header: str = "source") -> Col:
+    # file.py:line is rarely longer than 24: kept whole before the instruction wraps further
+    return Col(header, "path", min_width=24, give_way=GIVE_WAY["source"])
+
+
+def class_column(header: str = "class") -> Col:
+    return Col(header, "wrap", min_width=11, give_way=GIVE_WAY["class"])
+
+
+def list_column(header: str, min_width: int | None = None) -> Col:
+    """Partner pcs with their cycles: numbers, wrapped between entries."""
+    return Col(header, "wrap", min_width=min_width, give_way=GIVE_WAY["list"])
+
 # --------------------------------------------------------------------------- analyze
 
-def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None, sort: str = "stall") -> None:
+def render_analysis(result, console: Console, topk: int = 10, mode: str = "both", detail: bool = False, context: int = 2, findings=None, detail_k: int | None = None, sort: str = "stall", verdict: str | None = None) -> None:
+    """The story first: the plan's verdict and top findings (when given), the
+    warnings to act on, the numbers, then the capture's metadata and the
+    notes (expected facts, said once)."""
     d = result.dispatch
     q = result.quality
     f = q.facts
     b = result.breakdown
     h = result.hotspots
-    arch = d.arch
 
-    console.print(f"[bold]attlens[/bold] — [bold cyan]{escape(f.kernel or '(unnamed kernel)')}[/bold cyan]")
-    console.print(f"  capture  {escape(f.path)}  (dispatch {_n(f.dispatch_id)}, agent handle {_n(f.agent_handle)})")
-    if arch.target:
-        fam = f" ({arch.facts['family']}{', ' + arch.product if arch.product else ''})" if arch.facts else ""
-        console.print(f"  target   {arch.target}{escape(fam)} — from {arch.source}: {escape(arch.reason)}")
-    else:
-        console.print(f"  target   [yellow]unknown[/yellow] — {escape(arch.reason)}")
-    ses = ",".join(map(str, f.shader_engines))
-    clock = f"; shader clock {f.shader_clock_mhz:,.0f} MHz (realtime.json)" if f.shader_clock_mhz else ""
-    console.print(
-        f"  traced   {f.waves:,} waves on CU {','.join(map(str, f.cus))} of SE {ses}, SIMD {','.join(map(str, f.simds))}; "
-        f"{f.records:,} instruction records{clock}"
-    )
-    mapped = f"{_pct(q.mapped_latency_share)} of cycles on instructions with a source line" if q.has_source_lines else "no source lines"
-    console.print(
-        f"  code     {h.listed:,} instructions listed, {h.executed:,} executed, {h.never_executed:,} never executed; {mapped}"
-    )
-    consistent = "equal" if q.code_json.consistent else "[yellow]DIFFER[/yellow]"
-    absent = [k for k, v in q.code_json.mismatching.items() if v is None]
-    if absent:  # "unavailable" is not "equal": say which columns were compared
-        held = [k for k in q.code_json.mismatching if k not in absent]
-        consistent += f" on {', '.join(held)} ({', '.join(absent)} unavailable: not in code.json or not recorded)"
-    console.print(f"  check    code.json sums vs wave files: {consistent}")
+    console.print(f"[bold]attlens[/bold] — [bold cyan]{escape(f.kernel or '(unnamed kernel)')}[/bold cyan]  ({escape(f.path)})")
+    if verdict:
+        console.print(f"[bold]Verdict[/bold]  {escape(verdict)}")
+    if findings:
+        console.print("[bold]Top findings[/bold]")
+        for fnd in findings:
+            console.print(f"  {escape(fnd)}")
+    if result.warnings:
+        console.print("[bold yellow]Warnings[/bold yellow] (act on these)")
+        for w in result.warnings:
+            console.print(f"  [yellow]![/yellow] {escape(w)}")
     hid = ""
     if result.hidden is not None:
         hid = f" · hidden by other waves {_pct(result.hidden.hidden_share)} of idle+latency"
@@ -59,13 +90,14 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             console.print(f"  {line}")
     sampled = join is not None and join.mode != "none"
     if result.dispatch.stall_recorded:
-        stall = f"stall {_n(b.total_stall)} ({_pct(b.total_stall / b.total_latency if b.total_latency else None)}) · issue {_n(b.total_issue)}"
+        stall = (f"instruction stall {_n(b.total_stall)} ({_pct(b.total_stall / b.total_latency if b.total_latency else None)} of latency)"
+                 f" · issue {_n(b.total_issue)}")
     else:  # rocprofv2: no stall cycles in the records (unavailable, not 0)
         stall = "stall unavailable (not recorded by this profiler)"
     console.print(f"\n[bold]Totals[/bold]  latency {_n(b.total_latency)} cyc · {stall} · idle {_n(b.total_idle)}{hid}")
 
-    t = FitTable("Stall by class", [Col("class", "text", min_width=11), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
-                                    Col("meaning", "wrap", min_width=16)])
+    t = FitTable("Instruction stall by class", [Col("class", "text", min_width=11, give_way=GIVE_WAY["class"]), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
+                                    Col("meaning", "wrap", min_width=16, give_way=GIVE_WAY["meaning"])])
     for c in sorted(CLASSES, key=lambda c: -b.by_class_stall[c]):
         if not (b.by_class_latency[c] or b.by_class_records[c]):
             continue
@@ -78,7 +110,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         show_exp = result.hidden is not None
         cols = [Col(c) for c in ("#", "pc", "vaddr", "hit", "latency", "stall", "idle", "stall %") + (("exposed",) if show_exp else ())]
         cols += _sample_cols(sampled)
-        t = FitTable(f"Top {topk} instructions by {sort}", cols + [Col("class", "wrap", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
+        t = FitTable(f"Top {topk} instructions by {sort}", cols + [class_column(), isa_column(), source_column()])
         for rank, i in enumerate(order[:topk], 1):
             x = h.instructions[i]
             cls = x.class_
@@ -98,8 +130,9 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             line_order = {"stall": h.lines_by_stall, "latency": h.lines_by_latency, "exposed": h.lines_by_exposed}[sort]
             show_exp = result.hidden is not None
             nums = ("instr", "exec", "hit", "latency", "stall", "stall %") + (("exposed",) if show_exp else ())
-            t = FitTable(f"Top {topk} source lines by {sort}", [Col("#"), Col("source", "path"), *map(Col, nums), *_sample_cols(sampled),
-                                                                 Col("dominant class", "text", min_width=11), Col("inlined from", "path", min_width=10)])
+            t = FitTable(f"Top {topk} source lines by {sort}", [Col("#"), source_column(), *map(Col, nums), *_sample_cols(sampled),
+                                                                 Col("dominant class", "text", min_width=11, give_way=GIVE_WAY["class"]),
+                                                                 Col("inlined from", "path", min_width=10, give_way=GIVE_WAY["inlined"])])
             for rank, i in enumerate(line_order[:topk], 1):
                 ln = h.lines[i]
                 chain = _short_source(ln.inline_chains[0].split(" -> ")[0]) if ln.inline_chains else ""
@@ -137,15 +170,42 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         console.print(f"  grid        {o.workgroups:,} workgroups" + (f"; {o.resident_workgroup_capacity:,} fit at once" if o.resident_workgroup_capacity else ""))
     for e in o.explanation:
         console.print(f"  [cyan]→[/cyan] {escape(e)}")
+    _render_capture_facts(result, console)
 
-    if findings:
-        console.print("[bold]Top findings[/bold]")
-        for fnd in findings:
-            console.print(f"  {escape(fnd)}")
-    if result.warnings:
-        console.print("[bold yellow]Warnings[/bold yellow]")
-        for w in result.warnings:
-            console.print(f"  [yellow]![/yellow] {escape(w)}")
+
+def _render_capture_facts(result, console: Console) -> None:
+    """The capture's metadata, after the story; then the notes, once."""
+    d, q, h = result.dispatch, result.quality, result.hotspots
+    f = q.facts
+    arch = d.arch
+    console.print("[bold]Capture[/bold]")
+    ids = f"dispatch {'n/a' if f.dispatch_id is None else f.dispatch_id}, agent handle {'n/a' if f.agent_handle is None else f.agent_handle}"
+    console.print(f"  capture  {escape(f.path)}  ({ids})")
+    if arch.target:
+        fam = f" ({arch.facts['family']}{', ' + arch.product if arch.product else ''})" if arch.facts else ""
+        console.print(f"  target   {arch.target}{escape(fam)} — from {arch.source}: {escape(arch.reason)}")
+    else:
+        console.print(f"  target   [yellow]unknown[/yellow] — {escape(arch.reason)}")
+    ses = ",".join(map(str, f.shader_engines))
+    clock = f"; shader clock {f.shader_clock_mhz:,.0f} MHz (realtime.json)" if f.shader_clock_mhz else ""
+    console.print(
+        f"  traced   {f.waves:,} waves on CU {','.join(map(str, f.cus))} of SE {ses}, SIMD {','.join(map(str, f.simds))}; "
+        f"{f.records:,} instruction records{clock}"
+    )
+    mapped = f"{_pct(q.mapped_latency_share)} of cycles on instructions with a source line" if q.has_source_lines else "no source lines"
+    console.print(
+        f"  code     {h.listed:,} instructions listed, {h.executed:,} executed, {h.never_executed:,} never executed; {mapped}"
+    )
+    consistent = "equal" if q.code_json.consistent else "[yellow]DIFFER[/yellow]"
+    absent = [k for k, v in q.code_json.mismatching.items() if v is None]
+    if absent:  # "unavailable" is not "equal": say which columns were compared
+        held = [k for k in q.code_json.mismatching if k not in absent]
+        consistent += f" on {', '.join(held)} ({', '.join(absent)} unavailable: not in code.json or not recorded)"
+    console.print(f"  check    code.json sums vs wave files: {consistent}")
+    if result.notes:
+        console.print("[bold]Notes[/bold] (expected facts of this target and capture layout; nothing to act on)")
+        for n_ in result.notes:
+            console.print(f"  · {escape(n_)}")
 
 
 def _render_detail(result, console: Console, topk: int, context: int, order) -> None:
@@ -179,6 +239,44 @@ def _render_detail(result, console: Console, topk: int, context: int, order) -> 
             )
 
 
+# --------------------------------------------------------------------------- analyze --summary
+
+
+def render_summary(sm, console) -> None:
+    """``attlens analyze --summary``: an :class:`~attlens.analysis.summary.Summary`, one screen."""
+    doc = sm.to_dict()
+    r = sm.result
+    c, t = doc["capture"], doc["totals"]
+    console.print(f"[bold]attlens[/bold] — [bold cyan]{escape(c['kernel'])}[/bold cyan]  ({escape(c['path'])})")
+    console.print(f"[bold]Verdict[/bold]  {escape(doc['verdict']['sentence'])}")
+    for f in doc["findings"]:
+        stake = f" — {f['share_of_cycles']:.1%} of cycles at stake" if f["kind"] == "performance" else ""
+        console.print(f"  {f['rank']:>2}. {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}{stake}")
+    if doc["findings_total"] > len(doc["findings"]):
+        console.print(f"      … {doc['findings_total'] - len(doc['findings'])} more: attlens plan {escape(c['path'])}")
+    for w in doc["warnings"]:
+        console.print(f"  [yellow]![/yellow] {escape(w)}")
+    hid = "" if t["hidden_share"] is None else f" · hidden by other waves {_pct(t['hidden_share'])}"
+    console.print(f"[bold]Totals[/bold]  latency {_n(t['latency'])} · instruction stall {_n(t['stall'])} ({_pct(t['stall_share_of_latency'])} of latency)"
+                  f" · idle {_n(t['idle'])}{hid}")
+    console.print("  stall by class: " + " · ".join(f"{x['class']} {_pct(x['stall_share'])}" for x in doc["stall_by_class"][:6]))
+    t1 = FitTable(f"Top {len(doc['instructions'])} instructions by stall", [*pc_columns(), Col("stall"), Col("share"), Col("exposed"), class_column(), isa_column(), source_column()])
+    for x in doc["instructions"]:
+        t1.add_row(str(x["pc"]), hex(x["vaddr"]), _n(x["stall"]), _pct(x["stall_share"]), _n(x["exposed"]), x["class"], escape(x["isa"]), escape(x["source"] or "-"))
+    console.print(t1)
+    if doc["lines"] and r.quality.has_source_lines:
+        t2 = FitTable(f"Top {len(doc['lines'])} source lines by stall", [source_column(), Col("stall"), Col("share"), Col("exposed"), class_column("dominant class")])
+        for x in doc["lines"]:
+            t2.add_row(escape(x["source"]), _n(x["stall"]), _pct(x["stall_share"]), _n(x["exposed"]), x["dominant_class"] or "-")
+        console.print(t2)
+    o = doc["occupancy"]
+    if o["theoretical_waves_per_simd"] is not None:
+        console.print(f"[bold]Occupancy[/bold]  {o['theoretical_waves_per_simd']} waves/SIMD theoretical (limited by {', '.join(o['limiters']) or '-'}), "
+                      f"{_n(o['observed_max_waves_per_simd_traced_cu'])} observed on the traced CU")
+    for n_ in doc["notes"]:
+        console.print(f"  [dim]· {escape(n_)}[/dim]")
+
+
 # --------------------------------------------------------------------------- analyze --by
 
 
@@ -187,25 +285,24 @@ def render_hotspots(table, console, top: int = 10) -> None:
     d = r.dispatch
     console.print(f"[bold]attlens analyze[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
     title = f"Top {top} {table.by}s by {table.sort}" if table.by != "opcode" else f"Top {top} opcodes by {table.sort}"
-    first = {"instruction": "pc", "line": "source", "opcode": "opcode"}[table.by]
-    kinds = {"source": "path", "opcode": "text", "class": "text", "instruction": "wrap", "pcs": "wrap", "pc": "num"}
-    cols = [first, "hit", "latency", "stall", "idle", "exposed", "stall share", "class"]
+    first = {"instruction": pc_columns(), "line": [source_column()], "opcode": [Col("opcode", "text", give_way=GIVE_WAY["name"])]}[table.by]
+    cols = first + [*map(Col, ("hit", "latency", "stall", "idle", "exposed", "stall share")), class_column()]
     if table.by == "instruction":
-        cols += ["instruction", "source"]
+        cols += [isa_column(), source_column()]
     elif table.by == "opcode":
-        cols += ["pcs"]
+        cols += [list_column("pcs")]
     join = getattr(r, "pc_sampling", None)
     sampled = join is not None and join.mode != "none" and table.by != "opcode"
-    t = FitTable(title, [Col(c, kinds.get(c, "num")) for c in cols] + _sample_cols(sampled))
+    t = FitTable(title, cols + _sample_cols(sampled))
     for x in table.rows[:top]:
         if table.by == "instruction":
-            key, cls, extra = str(x.pc), x.class_, [escape(x.isa), escape(_short_source(x.source))]
+            key, cls, extra = [str(x.pc), hex(x.vaddr)], x.class_, [escape(x.isa), escape(_short_source(x.source))]
         elif table.by == "line":
-            key, cls, extra = escape(_short_source(x.source) if x.file else x.source), x.dominant_class, []
+            key, cls, extra = [escape(_short_source(x.source) if x.file else x.source)], x.dominant_class, []
         else:
             more = f" +{len(x.pcs) - 6}" if len(x.pcs) > 6 else ""
-            key, cls, extra = escape(x.opcode), x.class_, [", ".join(map(str, x.pcs[:6])) + more]
-        t.add_row(key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra,
+            key, cls, extra = [escape(x.opcode)], x.class_, [", ".join(map(str, x.pcs[:6])) + more]
+        t.add_row(*key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra,
                   *_sample_cells(getattr(x, "pc_samples", None), sampled))
     console.print(t)
 
@@ -217,27 +314,27 @@ def render_hotspots(table, console, top: int = 10) -> None:
 def render_asm(win, console) -> None:
     r = win.result
     d = r.dispatch
-    console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ± {win.around} instructions  ({escape(str(d.path))})")
+    console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ({hex(int(d.code.vaddr[win.pc]))}) ± {win.around} instructions  ({escape(str(d.path))})")
     join = getattr(r, "pc_sampling", None)
     sampled = join is not None and join.mode != "none"
     if join is not None:
         for line in pc_sampling_lines(join):
             console.print(f"  {line}")
-    t = FitTable(None, [Col("", "text", min_width=1), *map(Col, ("pc", "hit", "latency", "stall", "idle", "exposed", "share")), *_sample_cols(sampled),
-                        Col("class", "text"), Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on (pc: cycles)", "wrap")])
+    t = FitTable(None, [Col("", "text", min_width=1, give_way=GIVE_WAY["instruction"]), *pc_columns(), *map(Col, ("hit", "latency", "stall", "idle", "exposed", "share")),
+                        *_sample_cols(sampled), class_column(), isa_column(), source_column(), list_column("waits on (pc: cycles)")])
     blank = [""] * len(_sample_cols(sampled))
     for a in win.rows:
         if a.label is not None:
-            t.add_row("", str(a.pc), "", "", "", "", "", "", *blank, "", f"[dim]{escape(a.isa)}[/dim]", "", "")
+            t.add_row("", str(a.pc), hex(a.vaddr), "", "", "", "", "", "", *blank, "", f"[dim]{escape(a.isa)}[/dim]", "", "")
             continue
         h = a.hotspot
         mark = ">" if a.pc == win.pc else ""
         waits = ", ".join(f"{p}: {c:,}" for p, c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
         ps = _sample_cells(join.row([a.pc]), sampled) if sampled else []
         if h is None:
-            t.add_row(mark, str(a.pc), "0", "-", "-", "-", "-", "-", *ps, a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
+            t.add_row(mark, str(a.pc), hex(a.vaddr), "0", "-", "-", "-", "-", "-", *ps, a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
         else:
-            t.add_row(mark, str(a.pc), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), *ps, h.class_,
+            t.add_row(mark, str(a.pc), hex(a.vaddr), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), *ps, h.class_,
                       escape(a.isa), escape(_short_source(a.source)), waits)
     console.print(t)
     if win.sources:
@@ -251,7 +348,8 @@ def render_asm(win, console) -> None:
 
 
 def _sample_cols(sampled: bool) -> list:
-    return [Col("samples"), Col("sampled stall reasons", "wrap", min_width=14)] if sampled else []
+    # the reason mix is a short list: it gives way like the partner-pc lists, before class and instruction
+    return [Col("samples"), Col("sampled stall reasons", "wrap", min_width=14, give_way=GIVE_WAY["list"])] if sampled else []
 
 
 def reason_mix(ps: dict | None, k: int = 3) -> str:
@@ -313,8 +411,7 @@ def render_pc_sampling_view(view, console, top: int = 20, mode: str = "both") ->
     if mode in ("asm", "both"):
         first = {"listing": "pc", "code-object-offset": "offset", "instruction-text": "#"}[view.grouping]
         tb = FitTable(f"Top {top} instructions by samples", [Col(first), Col("samples"), Col("share"), Col("issued"), Col("stalled"),
-                                                              Col("sampled stall reasons", "wrap", min_width=14), Col("instruction", "wrap", min_width=16),
-                                                              Col("source", "path")])
+                                                              list_column("sampled stall reasons", min_width=14), isa_column(), source_column()])
         for i, r in enumerate(view.rows[:top], 1):
             key = {"pc": r["pc"], "offset": None if r["offset"] is None else hex(r["offset"]), "#": i}[first]
             ps = r["pc_samples"]
@@ -322,8 +419,8 @@ def render_pc_sampling_view(view, console, top: int = 20, mode: str = "both") ->
                        escape(r["isa"] or "?"), escape(_short_source(r["source"])))
         console.print(tb)
     if mode in ("src", "both"):
-        tb = FitTable(f"Top {top} source lines by samples", [Col("source", "path"), Col("instr"), Col("samples"), Col("share"),
-                                                              Col("stalled"), Col("sampled stall reasons", "wrap", min_width=14)])
+        tb = FitTable(f"Top {top} source lines by samples", [source_column(), Col("instr"), Col("samples"), Col("share"),
+                                                              Col("stalled"), list_column("sampled stall reasons", min_width=14)])
         for ln in view.lines[:top]:
             ps = ln["pc_samples"]
             tb.add_row(escape(_short_source(ln["source"]) if ln["file"] else ln["source"]), str(ln["instructions"]), _n(ps["samples"]),
@@ -345,11 +442,11 @@ def render_waits(ws, console, top: int = 10) -> None:
     console.print(f"  {len(ws.sites)} wait sites, {_n(ws.executions)} executions ({scope}), {_n(ws.total_wait)} wait cycles"
                   f" = {_pct(ws.total_wait / ws.kernel_stall if ws.kernel_stall else None)} of all stall")
     t = FitTable(f"Wait per execution, top {top} sites by total wait",
-                 [*map(Col, ("pc", "total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max")), Col("class", "text"),
-                  Col("instruction", "wrap", min_width=16), Col("source", "path"), Col("waits on", "wrap")])
+                 [*pc_columns(), *map(Col, ("total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max")), class_column(),
+                  isa_column(), source_column(), list_column("waits on")])
     for s in ws.sites[:top]:
         prods = ", ".join(str(p) for p, _ in s.producers[:3]) + (f" +{len(s.producers) - 3}" if len(s.producers) > 3 else "")
-        t.add_row(str(s.pc), _n(s.total), _pct(s.share_of_stall), _n(s.executions), _n(s.zero_wait_executions), f"{s.mean:,.0f}", f"{s.stddev:,.0f}",
+        t.add_row(*pc_cells(d, s.pc), _n(s.total), _pct(s.share_of_stall), _n(s.executions), _n(s.zero_wait_executions), f"{s.mean:,.0f}", f"{s.stddev:,.0f}",
                   f"{s.p50:,.0f}", f"{s.p90:,.0f}", f"{s.p95:,.0f}", _n(s.max), s.wait_class, escape(s.isa), escape(_short_source(s.source)), prods)
     console.print(t)
     for n in ws.notes:
@@ -360,14 +457,21 @@ def render_waits(ws, console, top: int = 10) -> None:
 # --------------------------------------------------------------------------- captures
 
 
+def _under(path, root) -> str:
+    """``path`` relative to the folder searched (``big/ui_output_…``), so
+    captures that differ only near the end stay apart; whole when outside it."""
+    rel = os.path.relpath(str(path), str(root))
+    return str(path) if rel.startswith("..") else ("." if rel == "." else rel)
+
+
 def render_captures(cl, console) -> None:
-    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap"), Col("layout", "text"), Col("kernel", "text"),
-                                                              Col("target", "text"), Col("waves"), Col("instructions"), Col("dispatch"),
-                                                              Col("path", "path")])
+    t = FitTable(f"Captures under {escape(str(cl.path))}", [Col("status", "wrap", give_way=GIVE_WAY["status"]), Col("layout", "text", give_way=GIVE_WAY["class"]),
+                                                              Col("kernel", "text", give_way=GIVE_WAY["name"]), Col("target", "text", give_way=GIVE_WAY["class"]),
+                                                              Col("waves"), Col("instructions"), Col("dispatch"), Col("path", "isa", give_way=GIVE_WAY["instruction"])])
     for c in cl.captures:
         status = c.status if c.error is None else f"{c.status}: {c.error}"
         t.add_row(escape(status), c.layout or "-", escape(c.kernel or "-"), c.target or "-", _n(c.waves), _n(c.instructions),
-                  _n(c.dispatch_id), escape(str(c.path)))
+                  str(c.dispatch_id) if c.dispatch_id is not None else "-", escape(_under(c.path, cl.path)))
     console.print(t)
     if not cl.captures:
         console.print("  no capture (no filenames.json) at or below this folder")
@@ -427,6 +531,8 @@ def render_waves(wa, console, top: int = 10) -> None:
         us = clk.cycles_to_us(cyc)
         t.add_row(name, _n(cyc), _pct(st.share[name]), "-" if us is None else f"{us:,.1f} µs·wave")
     console.print(t)
+    console.print("  [dim]the decoder's wave states, shares of wave lifetime; STALL here is not the instruction stall of "
+                  "analyze and plan (cycles instructions waited to issue, a share of latency): docs/analysis.md, Two kinds of stall[/dim]")
     t = FitTable("Per SIMD", [Col(c) for c in ("SE", "CU", "SIMD", "waves", "IDLE", "EXEC", "WAIT", "STALL")])
     for r in st.per_simd:
         tot = max(sum(r[s] for s in ("IDLE", "EXEC", "WAIT", "STALL")), 1)
@@ -445,10 +551,10 @@ def render_waves(wa, console, top: int = 10) -> None:
             t.add_row(p, _n(v["records"]), _n(v["stall"]), _n(v["latency"]))
     console.print(t)
     t = FitTable(f"Stall per execution of the top {top} instructions",
-                 [*map(Col, ("pc", "executions", "p50", "p90", "max", "first exec mean", "later mean")), Col("instruction", "wrap", min_width=16)])
+                 [*pc_columns(), *map(Col, ("executions", "p50", "p90", "max", "first exec mean", "later mean")), isa_column()])
     for x in wa.phases.instructions[:top]:
         later = "-" if x.later_execution_stall_mean is None else f"{x.later_execution_stall_mean:,.0f}"
-        t.add_row(str(x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc]))
+        t.add_row(*pc_cells(d, x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc]))
     console.print(t)
     for f in wa.phases.flags:
         console.print(f"  [yellow]![/yellow] {escape(f)}")
@@ -466,24 +572,24 @@ def render_deps(deps, console, top: int = 10) -> None:
     console.print(f"[bold]attlens deps[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]{escape(title)}")
     console.print(f"  {_n(att.total_charged)} wait cycles charged to producers over {len(att.pairs.first_of_wait):,} resolved wait executions ({result.deps.model} counter rules)")
     t = FitTable(f"Top {top} producers by wait cycles caused",
-                 [*map(Col, ("pc", "waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding")),
-                  Col("class", "text", min_width=11), Col("instruction", "wrap", min_width=16), Col("source", "path")])
+                 [*pc_columns(), *map(Col, ("waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding")),
+                  class_column(), isa_column(), source_column()])
     for p in producers[:top]:
-        t.add_row(str(p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instructions_median:,.0f}/{p.distance_instructions_min}",
+        t.add_row(*pc_cells(d, p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instructions_median:,.0f}/{p.distance_instructions_min}",
                   f"{p.distance_cycles_median:,.0f}", f"{p.outstanding_mean:.1f}", p.wait_class, escape(p.isa), escape(_short_source(p.source)))
     console.print(t)
-    t = FitTable(f"Source lines whose memory ops were waited on (top {top})", [Col("source", "path"), Col("waited on"), Col("share"), Col("producers")])
+    t = FitTable(f"Source lines whose memory ops were waited on (top {top})", [source_column(), Col("waited on"), Col("share"), Col("producers")])
     for src, cyc, n in att.by_producer_line()[:top]:
         t.add_row(escape(_short_source(src) if src != "(no source)" else src), _n(cyc), _pct(cyc / att.total_charged if att.total_charged else None), str(n))
     console.print(t)
     # the producer list is numbers: it wraps between entries, never cut
     t = FitTable(f"Top {top} waits and whom they waited on",
-                 [Col("wait pc"), Col("stall"), Col("charged"), Col("instruction", "wrap", min_width=16), Col("producers (pc: cycles)", "wrap", min_width=14)])
+                 [*pc_columns("wait pc"), Col("stall"), Col("charged"), isa_column(), list_column("producers (pc: cycles)", min_width=14)])
     for wpc, prods in deps.wait_rows()[:top]:
         who = ", ".join(f"{p}: {c:,}" for p, c in sorted(prods.items(), key=lambda kv: -kv[1])[:4])
         if len(prods) > 4:
             who += f", +{len(prods) - 4} more"
-        t.add_row(str(wpc), _n(int(result.sums.stall[wpc])), _n(int(sum(prods.values()))), escape(d.code.isa[wpc]), who)
+        t.add_row(*pc_cells(d, wpc), _n(int(result.sums.stall[wpc])), _n(int(sum(prods.values()))), escape(d.code.isa[wpc]), who)
     console.print(t)
 
 
@@ -491,34 +597,40 @@ def render_deps(deps, console, top: int = 10) -> None:
 
 
 def render_plan(plan, console, max_findings: int | None = None) -> None:
-    """``attlens plan``: a :class:`~attlens.analysis.plan.Plan` (with the analysis it was made from)."""
+    """``attlens plan``: a :class:`~attlens.analysis.plan.Plan` (with the analysis it was made from).
+    The story first — the verdict and the priority list, one line per finding —
+    then the dispatch facts every finding stands on, then each finding's
+    evidence, change and falsifier, then the ledger and the silenced rules."""
     from attlens.analysis.plan import stall_summary
+    from attlens.report.text import verdict_sentence
 
     result = plan.result
     d = result.dispatch
-    v = getattr(plan, "verdict", None)
-    console.print(f"[bold]Verdict:[/bold] {escape(v.sentence)}" if v is not None else "[bold]Verdict:[/bold] none")
     console.print(f"[bold]attlens plan[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
+    console.print(f"[bold]Verdict[/bold]  {escape(verdict_sentence(plan))}")
+    fs = plan.findings if max_findings is None else plan.findings[:max_findings]
+    if fs:
+        console.print("[bold]Priorities[/bold]")
+        for i, f in enumerate(fs, 1):
+            console.print(f"  {i:>2}. {f.severity:<4} {escape(f.title)}  {escape('[' + f.rule + ']')} · {stake_label(f)}")
+    else:
+        console.print("No rule fired: no pattern above its threshold (see `attlens rules`).")
+    console.print("")
     for line in header_lines(plan):
         console.print(escape(line))
-    console.print("[bold]Stall summary[/bold]")
-    for c, s, sh in stall_summary(result)[:6]:
-        console.print(f"  {c:<16} {s:>14,} cycles  {sh:6.1%}")
-    fs = plan.findings if max_findings is None else plan.findings[:max_findings]
-    if not fs:
-        console.print("\nNo rule fired: no pattern above its threshold (see `attlens rules`).")
+    console.print("[bold]Instruction stall by class[/bold]")
+    for c, s_, sh in stall_summary(result)[:6]:
+        console.print(f"  {c:<16} {s_:>14,} cycles  {sh:6.1%}")
     for i, f in enumerate(fs, 1):
         color = {"HIGH": "red", "MED": "yellow", "LOW": "green", "INFO": "blue"}[f.severity]
         tag = escape("[" + f.rule + "]")
         console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {tag} · {stake_label(f)} · confidence {f.confidence:.2f}")
+        console.print(f"   [bold]why:[/bold] {escape(f.rationale)}")
         for line in finding_detail(f):
             console.print(f"     {escape(line)}")
         console.print(f"   [bold]change:[/bold] {escape(f.change)}")
         console.print(f"   [bold]would prove it wrong:[/bold] {escape(f.falsify)}")
     if fs:
-        console.print("\n[bold]Priorities[/bold]")
-        for f in fs:
-            console.print(f"  {f.severity:<4} {f.rule:<22} {escape(f.rationale)}")
         console.print(f"\nCycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} traced wave-cycles at stake ({plan.cycles_at_stake / max(plan.total_cycles, 1):.1%}; "
                       "every traced wave's idle + latency, not the dispatch's time); no pc claimed twice.")
     for y in plan.yielded:

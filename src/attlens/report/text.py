@@ -236,8 +236,25 @@ def header_lines(plan) -> list[str]:
 
 
 def top_findings_lines(plan, count: int = 3) -> list[str]:
-    """The verdict, then the first findings of a plan, one line each (the ``analyze`` summary block)."""
+    """The first findings of a plan, one line each (the ``analyze`` summary block)."""
+    return [f"{f.severity:<4} {f.title} [{f.rule}]" + (f" — {f.share_of_cycles:.1%} of traced wave-cycles at stake" if f.kind == "performance" else "")
+            for f in plan.findings[:count]]
+
+
+def verdict_sentence(plan) -> str:
+    """The plan's verdict in one sentence: ``plan.verdict`` when the plan has
+    one (its ``sentence``), else its first finding as the one line the
+    Markdown report has always led with."""
     v = getattr(plan, "verdict", None)
-    head = [f"Verdict: {v.sentence}"] if v is not None else []
-    return head + [f"{f.severity:<4} {f.title} [{f.rule}]" + (f" — {f.share_of_cycles:.1%} of traced wave-cycles at stake" if f.kind == "performance" else "")
-                   for f in plan.findings[:count]]
+    if v is not None:
+        sentence = v.get("sentence") if isinstance(v, dict) else getattr(v, "sentence", None)
+        if sentence is None and hasattr(v, "to_dict"):
+            sentence = v.to_dict().get("sentence")
+        if sentence:
+            return str(sentence)
+    if not plan.findings:
+        return "No rule fired: no pattern above its threshold (attlens rules lists them)."
+    f = plan.findings[0]
+    stake = f", {f.share_of_cycles:.1%} of traced wave-cycles at stake" if f.kind == "performance" else ""
+    return f"{f.severity}: {f.title} [{f.rule}]{stake}."
+

@@ -1,8 +1,11 @@
 """Analyzed captures kept between tool calls, least recently used first out.
 
-The key is the resolved capture directory plus a fingerprint of its files
-(name, size, modification time of every entry), so a directory that was
-captured again is analyzed again instead of served stale. Values are the full
+The key is the resolved capture directory plus the digest keys
+(:mod:`attlens.cache.keys`): the state of every file of the capture at any
+depth (size, mtime, ctime, inode) and of the rocprofv3 files beside it that
+the target lookup may read. It is computed again on every call, so a
+capture rewritten under the running server (even with its sizes and mtimes
+restored) is analyzed again instead of served stale. Values are the full
 analysis (with the hidden-latency model) and whatever the tools derived from
 it (wait attribution, wave-level analysis), computed once per capture.
 """
@@ -18,16 +21,14 @@ from typing import Callable
 
 
 def fingerprint(directory: Path) -> tuple:
-    entries = []
-    with os.scandir(directory) as it:
-        for e in it:
-            try:
-                st = e.stat()
-            except OSError:
-                continue
-            entries.append((e.name, st.st_size, st.st_mtime_ns))
-    entries.sort()
-    return tuple(entries)
+    """The state the analysis of ``directory`` depends on (the digest's keys);
+    None when it cannot be looked at (the loader then says why)."""
+    from attlens.cache.keys import capture_key, context_key
+
+    try:
+        return capture_key(directory, fresh=True), context_key(directory, None)
+    except OSError:
+        return None
 
 
 class Entry:
@@ -36,7 +37,7 @@ class Entry:
     def __init__(self, result):
         self.result = result
         self._memo: dict = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a memo may build on another (the plan's JSON on the plan)
 
     def memo(self, name: str, make: Callable):
         with self._lock:
@@ -58,8 +59,11 @@ class CaptureCache:
     def get(self, directory: Path) -> Entry:
         from attlens.model.pcsampling import sources_state
 
+        state = fingerprint(directory)
+        if state is None:  # not even stat-able: never cached (the loader says what is wrong)
+            return Entry(self._loader(directory))
         # the PC samples beside a capture are part of its answers (docs/pcsampling.md)
-        key = (str(directory), fingerprint(directory), repr(sources_state(directory)))
+        key = (str(directory), state, repr(sources_state(directory)))
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
@@ -72,7 +76,12 @@ class CaptureCache:
                     self.hits += 1
                     return self._items[key]
             try:
-                entry = Entry(self._loader(directory))
+                from attlens.cache.keys import command_scope
+
+                # the loader's digest lookup takes the key just computed, not a second scan
+                real = os.path.realpath(directory)
+                with command_scope({("capture", real): state[0], ("context", real, None): state[1]}):
+                    entry = Entry(self._loader(directory))
             finally:
                 with self._lock:
                     self._loading.pop(key, None)

@@ -32,17 +32,27 @@ class Roots:
         self.paths: list[Path] = resolved
 
     def check(self, path: str | Path) -> Path:
-        """The resolved path, or :class:`OutsideRoots`."""
-        if path is None or str(path).strip() == "":
-            from attlens.errors import UsageError
+        """The resolved path, or :class:`OutsideRoots`; a path that cannot name
+        a file (not text, a NUL byte, longer than the system allows) is a
+        UsageError before anything looks at it."""
+        from attlens.errors import UsageError
+        from attlens.limits import MAX_NAME_BYTES, MAX_PATH_CHARS
 
+        if not isinstance(path, (str, Path)):
+            raise UsageError(f"expected a path (text), not {type(path).__name__}")
+        text = str(path)
+        if text.strip() == "":
             raise UsageError("empty path")
-        p = Path(str(path)).expanduser()
+        if "\0" in text:
+            raise UsageError("a path cannot hold a NUL byte")
+        if len(text) > MAX_PATH_CHARS or any(len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES for part in text.split("/")):
+            raise UsageError(f"path too long ({len(text):,} characters; at most {MAX_PATH_CHARS:,}, {MAX_NAME_BYTES} bytes per name)")
+        p = Path(text).expanduser()
         if not p.is_absolute():
             p = self.paths[0] / p
         try:
             real = p.resolve()
-        except (OSError, RuntimeError) as exc:  # a symlink loop
+        except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a name the system refuses
             raise OutsideRoots(f"{path}: cannot be resolved ({exc})") from None
         for root in self.paths:
             if real == root or root in real.parents:

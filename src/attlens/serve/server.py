@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from attlens import __version__
 from attlens.errors import AttlensError
-from attlens.serve.tools import TOOLS, Tools
+from attlens.serve.tools import TITLES, TOOLS, Tools
 
 log = logging.getLogger("attlens.serve")
 
@@ -24,10 +24,11 @@ INSTRUCTIONS = (
     "attlens answers questions about AMD GPU thread traces (rocprofv3 ATT captures: ui_output_agent_*_dispatch_* "
     "directories). Start with list_captures(path) to find captures, then summary or plan on one of them; drill down with "
     "hotspots, asm (the ISA around a pc), deps and waits (who waits on what, and how long per execution), waves and "
-    "occupancy; compare a re-capture with diff and gate it with check; pc_sampling reads PC samples (why instructions stall; summary, "
-    "hotspots, asm and plan carry the samples found beside a capture). Every result is a versioned JSON object (schema "
-    "field; schema(name) returns its JSON Schema); null means unavailable, never zero. Paths must be inside the server's "
-    "roots. The attlens skill (`attlens skill`) explains the workflow and the traps."
+    "occupancy; compare a re-capture with diff and gate it with check; rules lists what the plan checks; pc_sampling reads "
+    "PC samples (why instructions stall; summary, hotspots, asm and plan carry the samples found beside a capture). Every "
+    "result is a versioned JSON object (schema field; each tool's outputSchema is its JSON Schema, schema(name) returns "
+    "one); null means unavailable, never zero. Paths must be inside the server's roots. The attlens skill (`attlens "
+    "skill`) explains the workflow and the traps."
 )
 
 
@@ -40,23 +41,88 @@ def _missing_sdk():
 
     return UsageError(
         "attlens mcp needs the optional MCP support (the official `mcp` Python SDK, version 2 or later)",
-        hint="pip install 'attlens[mcp]'",
+        hint="pip install 'mcp>=2.0' (in the attlens clone: pip install -e '.[mcp]')",
     )
 
 
+# tool -> the shipped JSON Schema of its result (its outputSchema); schema's result is a JSON Schema itself
+# (summary on a PC-sampling-only folder answers as `attlens analyze` does there: attlens.pcsampling)
+OUTPUT_SCHEMAS = {
+    "list_captures": "captures", "summary": ("summary", "pc_sampling"), "hotspots": "hotspots", "plan": "plan", "asm": "asm",
+    "deps": "deps", "waits": "waits", "waves": "waves", "occupancy": "occupancy", "diff": "diff", "check": "check",
+    "kernels": "kernels", "rules": "rules", "pc_sampling": "pc_sampling", "schema": None,
+}
+SCHEMA_OF_A_SCHEMA = {"type": "object", "description": "a JSON Schema (draft 2020-12) of an attlens object, with the schemas it references embedded"}
+
+
+def output_schema(tool: str) -> dict:
+    """The outputSchema a tool declares: the bundled, self-contained schema of
+    its object (of either object, when a tool answers with one of two), with
+    only the shared definitions it reaches (every tool would otherwise carry
+    all of defs.schema.json in tools/list)."""
+    from attlens import schemas
+
+    name = OUTPUT_SCHEMAS[tool]
+    if name is None:
+        return dict(SCHEMA_OF_A_SCHEMA)
+    if isinstance(name, str):
+        return _prune_shared(schemas.bundle(name))
+    defs = {}
+    for n in name:
+        for dep in (n, *schemas.dependencies(n)):
+            doc = schemas.load(dep)
+            doc.pop("$schema", None)
+            defs[schemas.PREFIX + dep] = doc
+    return _prune_shared({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+                          "description": " or ".join(f"attlens.{n}" for n in name), "anyOf": [{"$ref": schemas.PREFIX + n} for n in name],
+                          "$defs": defs})
+
+
+def _prune_shared(doc: dict) -> dict:
+    """Drop the definitions of the embedded shared schema (``defs``) that no
+    reference reaches; nothing else changes."""
+    import json
+    import re
+
+    from attlens import schemas
+
+    key = schemas.PREFIX + schemas.DEFS
+    shared = doc.get("$defs", {}).get(key)
+    if not shared:
+        return doc
+    pattern = re.compile(re.escape(key) + r"#/\$defs/([A-Za-z0-9_]+)")
+    outside = {k: v for k, v in doc.items() if k != "$defs"} | {"$defs": {k: v for k, v in doc["$defs"].items() if k != key}}
+    todo = set(pattern.findall(json.dumps(outside)))
+    keep: set[str] = set()
+    while todo:
+        n = todo.pop()
+        if n in keep or n not in shared["$defs"]:
+            continue
+        keep.add(n)
+        todo |= set(pattern.findall(json.dumps(shared["$defs"][n]))) | set(re.findall(r'"#/\$defs/([A-Za-z0-9_]+)"', json.dumps(shared["$defs"][n])))
+    shared["$defs"] = {k: v for k, v in shared["$defs"].items() if k in keep}
+    return doc
+
+
 def build_server(tools: Tools):
-    """An ``MCPServer`` with every attlens tool registered."""
+    """An ``MCPServer`` with every attlens tool registered: read-only
+    annotations, and the shipped JSON Schema of its result as outputSchema."""
     try:
         from mcp.server.mcpserver import MCPServer
-        from mcp.types import CallToolResult, TextContent
-        from pydantic import Field
+        from mcp.server.mcpserver.tools import Tool
+        from mcp.types import CallToolResult, TextContent, ToolAnnotations
+        from pydantic import BaseModel, ConfigDict, Field
     except ImportError as exc:
         raise _missing_sdk() from exc
     import orjson
 
-    from attlens.jsondoc import dumps
+    from attlens.textsafe import dumps_json
 
-    server = MCPServer(name="attlens", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    class _Shipped(BaseModel):
+        """The SDK checks structured content against a model; the shipped JSON
+        Schema (outputSchema) is the contract, checked by the tests and the client."""
+
+        model_config = ConfigDict(extra="allow")
 
     def answer(fn, *args) -> CallToolResult:
         try:
@@ -67,18 +133,27 @@ def build_server(tools: Tools):
             log.exception("tool %s failed", getattr(fn, "__name__", fn))
             err = InternalError(f"internal error: {type(exc).__name__}: {exc}", hint="please report it").to_dict()
         else:
-            text = dumps(obj)
-            # structuredContent is the printed text parsed back: the same keys and values as --json.
+            # compact JSON: the same object as --json, without the indentation an agent pays tokens for
+            text = dumps_json(obj, orjson.OPT_NON_STR_KEYS).decode()
+            # structuredContent is the text parsed back: the same keys and values as --json.
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=orjson.loads(text))
-        text = dumps(err)
+        text = dumps_json(err).decode()
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=err, is_error=True)
 
     Capture = Annotated[str, Field(description="a capture directory (ui_output_agent_*_dispatch_*) or a folder holding one capture; inside the server's roots")]
     Top = Annotated[int, Field(description="rows to return (0 = all)")]
-    Pc = Annotated[int, Field(description="pc index of an instruction (as in hotspots, deps, plan)")]
+    Pc = Annotated[int | str, Field(description="the instruction: its pc index (as in hotspots, deps, plan), or its address as text '0x1738' (code.json Vaddr)")]
+    registered: list = []
 
     def register(fn):
-        server.add_tool(fn, name=fn.__name__, description=TOOLS[fn.__name__], structured_output=False)
+        name = fn.__name__
+        tool = Tool.from_function(fn, name=name, title=TITLES[name], description=TOOLS[name], structured_output=False,
+                                  annotations=ToolAnnotations(title=TITLES[name], read_only_hint=True, destructive_hint=False,
+                                                              idempotent_hint=True, open_world_hint=False))
+        # the result's contract is the shipped schema (a permissive model keeps the SDK's own check out of the way)
+        tool.fn_metadata.output_model = _Shipped
+        tool.fn_metadata.output_schema = output_schema(name)
+        registered.append(tool)
         return fn
 
     @register
@@ -86,8 +161,12 @@ def build_server(tools: Tools):
         return answer(tools.list_captures, path)
 
     @register
-    def summary(capture: Capture, top: Top = 10) -> CallToolResult:
-        return answer(tools.summary, capture, top)
+    def summary(
+        capture: Capture,
+        top: Annotated[int, Field(description="findings, instructions and source lines to return (at least 1)")] = 10,
+        detail: Annotated[Literal["brief", "full"], Field(description="brief: the summary (~2-3k tokens); full: with the whole attlens.analyze object (every ranking, TOP rows each)")] = "brief",
+    ) -> CallToolResult:
+        return answer(tools.summary, capture, top, detail)
 
     @register
     def hotspots(
@@ -109,7 +188,7 @@ def build_server(tools: Tools):
     @register
     def deps(
         capture: Capture,
-        pc: Annotated[int | None, Field(description="only this instruction (a wait or a memory op) and its partners")] = None,
+        pc: Annotated[int | str | None, Field(description="only this instruction (a wait or a memory op; pc index or '0x…' address) and its partners")] = None,
         line: Annotated[str | None, Field(description="only this source line, FILE:LINE (a path suffix is enough)")] = None,
         top: Top = 10,
     ) -> CallToolResult:
@@ -158,9 +237,13 @@ def build_server(tools: Tools):
     @register
     def kernels(
         path: Annotated[str, Field(description="kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder holding them")],
-        exclude: Annotated[str | None, Field(description="regex of runtime-helper kernels to flag (default: docs/capture.md)")] = None,
+        exclude: Annotated[str | None, Field(description="regex of runtime-helper kernels to flag (default: HIP blits, PyTorch elementwise/copy/fill/random/reduce)")] = None,
     ) -> CallToolResult:
         return answer(tools.kernels, path, exclude)
+
+    @register
+    def rules() -> CallToolResult:
+        return answer(tools.rules)
 
     @register
     def schema(name: Annotated[str, Field(description="object name, e.g. 'attlens.waits' or 'waits'")]) -> CallToolResult:
@@ -175,7 +258,7 @@ def build_server(tools: Tools):
     ) -> CallToolResult:
         return answer(tools.pc_sampling, path, kernel, dispatch, top)
 
-    return server
+    return MCPServer(name="attlens", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", tools=registered)
 
 
 def serve(roots: list[str], cache_size: int = 4) -> None:

@@ -15,7 +15,7 @@ from attlens.serve.roots import Roots
 # name -> one-line description (the MCP tool descriptions; docs/agents.md lists the same)
 TOOLS = {
     "list_captures": "Captures under a folder (up to eight levels down): layout generation, kernel, target, waves, instructions, dispatch id, and status ok/empty/broken (empty = a shell with no wave, or a PC-sampling folder); other profiler outputs found (rocprofiler-compute workloads, rocprofv3 run files, legacy rocprof v1) under `others`. Same object as `attlens captures PATH --json`.",
-    "summary": "Everything about one capture: the plan's verdict (one sentence with its numbers, as `attlens plan` leads with), target, resources, totals, stall by class, top hotspots, occupancy, capture quality, warnings. Same object as `attlens analyze CAPTURE --json --top TOP`, plus `verdict`.",
+    "summary": "Start here: one capture on one screen (~2-3k tokens): the plan's verdict and top findings, then the numbers behind them (totals, stall by class, the top instructions and source lines by stall with latency and exposed cycles), occupancy, capture quality, warnings (act on these) and notes (expected facts). detail='full' adds the whole attlens.analyze object. Same object as `attlens analyze CAPTURE --summary --json --top TOP`.",
     "hotspots": "One ranking of a capture: by instruction, source line or opcode; sorted by stall, latency, exposed (not hidden by other waves) or idle cycles. Same object as `attlens analyze CAPTURE --by BY --sort SORT --top TOP --json`.",
     "plan": "The evidence-backed, prioritized optimization plan: each finding with evidence, the change to try and what would prove it wrong. Same object as `attlens plan CAPTURE --json`.",
     "asm": "The ISA window around one pc: AROUND instructions either side with per-pc cycles, class, source line, the memory ops each wait waited on, and the source lines' text when the capture has it. Same object as `attlens asm CAPTURE --pc PC --around AROUND --json`.",
@@ -24,10 +24,19 @@ TOOLS = {
     "waves": "Wave states, clock alignment, pipe utilization, execution phases, per-execution stalls of the top instructions, capture-coverage flags. Same object as `attlens waves CAPTURE --top TOP --json` (with per_wave=false: `--no-per-wave`).",
     "occupancy": "Theoretical occupancy (waves per SIMD) with its limiters and what to free for one more wave, observed residency, grid-limited flag. Same object as `attlens occupancy CAPTURE --json`.",
     "diff": "Compare two captures of a kernel (or attlens analyze --json --top 0 files): by source line and aligned instruction sites, with a verdict. Same object as `attlens diff BEFORE AFTER --json --top TOP`.",
-    "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 when not passed).",
+    "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 on a regression, 22 when a capture was partly read: `partial` true, `passed` false).",
     "kernels": "Kernel table from rocprofv3 outputs (kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder of them): time, calls, ids, resources. Same object as `attlens kernels PATH --json`.",
+    "rules": "Every rule of the plan: its trigger, the preconditions its advice assumes, its evidence and limits. Same object as `attlens rules --json`.",
     "schema": "The JSON Schema (draft 2020-12) of an attlens object, e.g. 'attlens.waits' or 'waits'.",
     "pc_sampling": "PC samples on their own (a rocprofv3 *_results.json or *_pc_sampling_*.csv, or a rocprof-compute-viewer PC-sampling ui_output folder): per instruction and source line, samples, issued, stalled and the stall reasons; no cycles. Same object as `attlens pcsampling PATH --json`. (summary, hotspots, asm and plan on a capture already carry the samples found beside it.)",
+}
+
+# name -> human-readable title (MCP tool title and annotations)
+TITLES = {
+    "list_captures": "List captures", "summary": "Capture summary", "hotspots": "Hotspot ranking", "plan": "Optimization plan",
+    "asm": "ISA window", "deps": "Memory-to-wait dependencies", "waits": "Wait statistics", "waves": "Wave states and pipes",
+    "occupancy": "Occupancy", "diff": "Compare two captures", "check": "Regression gate", "kernels": "Kernel table",
+    "rules": "Plan rules", "schema": "JSON Schema of an object", "pc_sampling": "PC samples",
 }
 
 
@@ -39,11 +48,19 @@ class Tools:
     # ------------------------------------------------------------ helpers
 
     def _entry(self, capture: str) -> Entry:
+        from attlens.errors import SeveralCaptures
         from attlens.model.locate import resolve_capture_dirs
 
         p = self.roots.check(capture)
-        d = resolve_capture_dirs(p)[0]
+        try:
+            d = resolve_capture_dirs(p)[0]
+        except SeveralCaptures as exc:
+            exc.hint = "pass one of the candidates' paths as capture (list_captures lists them)"
+            raise
         return self.cache.get(self.roots.check(d))
+
+    def _plan(self, e: Entry):
+        return e.memo("plan", lambda: api.plan(e.result))
 
     def _attribution(self, e: Entry):
         from attlens.analysis.waitattr import attribute_waits
@@ -61,7 +78,7 @@ class Tools:
 
         e = self._entry(str(p))
         side = side_from_result(e.result, str(p))
-        side.plan = plan_summary(e.memo("plan-object", lambda: api.plan(e.result)))  # as `attlens diff`: the plans compared too
+        side.plan = plan_summary(self._plan(e))  # as `attlens diff`: the plans compared too
         return side
 
     # ------------------------------------------------------------ tools
@@ -69,18 +86,15 @@ class Tools:
     def list_captures(self, path: str = ".") -> dict:
         return api.captures(self.roots.check(path)).to_dict()
 
-    def summary(self, capture: str, top: int = 10) -> dict:
+    def summary(self, capture: str, top: int = 10, detail: str = "brief") -> dict:
         from attlens.io.pcsampling_rcv import is_pc_sampling_dir
         from attlens.model.locate import resolve_capture_dirs
 
         d = resolve_capture_dirs(self.roots.check(capture))[0]
-        if is_pc_sampling_dir(d):  # as `attlens analyze`: the sampled stall reasons, no cycles
+        if is_pc_sampling_dir(d):  # as `attlens analyze --summary`: the sampled stall reasons, no cycles
             return api.pc_sampling(self.roots.check(d)).to_dict(top)
         e = self._entry(capture)
-        out = e.result.to_dict(top)
-        plan = e.memo("plan-object", lambda: api.plan(e.result))  # the plan's verdict leads the summary (plan tool: the same object)
-        out["verdict"] = plan.verdict.to_dict() if getattr(plan, "verdict", None) is not None else None
-        return out
+        return api.summary(e.result, top=top, detail=detail, plan=self._plan(e)).to_dict()
 
     def pc_sampling(self, path: str, kernel: str | None = None, dispatch: int | None = None, top: int = 20) -> dict:
         return api.pc_sampling(self.roots.check(path), kernel=kernel, dispatch=dispatch).to_dict(top)
@@ -90,14 +104,13 @@ class Tools:
 
     def plan(self, capture: str) -> dict:
         e = self._entry(capture)
-        plan = e.memo("plan-object", lambda: api.plan(e.result))  # one plan per entry, shared with `summary`'s verdict
-        return e.memo("plan", plan.to_dict)
+        return e.memo("plan.json", lambda: self._plan(e).to_dict())
 
-    def asm(self, capture: str, pc: int, around: int = 10) -> dict:
+    def asm(self, capture: str, pc: int | str, around: int = 10) -> dict:
         e = self._entry(capture)
         return api.asm(e.result, pc, around, attribution=self._attribution(e)).to_dict()
 
-    def deps(self, capture: str, pc: int | None = None, line: str | None = None, top: int = 10) -> dict:
+    def deps(self, capture: str, pc: int | str | None = None, line: str | None = None, top: int = 10) -> dict:
         e = self._entry(capture)
         return api.deps(e.result, pc, line, attribution=self._attribution(e)).to_dict(top)
 
@@ -123,6 +136,11 @@ class Tools:
 
     def kernels(self, path: str, exclude: str | None = None) -> dict:
         return api.kernels(str(self.roots.check(path)), exclude).to_dict()
+
+    def rules(self) -> dict:
+        from attlens.analysis.plan import load_rules, rules_to_dict
+
+        return rules_to_dict(load_rules())
 
     def schema(self, name: str) -> dict:
         """What ``attlens schema NAME`` prints: the schema with the ones it references embedded."""

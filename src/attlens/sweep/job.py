@@ -56,8 +56,11 @@ def host() -> str:
     return socket.gethostname()
 
 
+JOBS_DIR = "jobs"  # DIR/jobs/<name>/attempt-<n>/
+
+
 def job_dir(root: Path, name: str) -> Path:
-    return Path(root) / "jobs" / name
+    return Path(root) / JOBS_DIR / name
 
 
 def rel(root: Path, p) -> str | None:

@@ -13,12 +13,15 @@ Paths are stored relative to DIR, so the folder can be moved.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 
+import orjson
+
 from attlens import __version__
-from attlens.errors import InputNotFound, UsageError
+from attlens.errors import InputNotFound, SweepDamaged, UsageError
 
 FILE = "manifest.sqlite"
 SCHEMA_VERSION = 1
@@ -88,20 +91,109 @@ CREATE TABLE IF NOT EXISTS slurm_tasks (
 """
 
 _JSON_COLUMNS = ("spec", "summary")
+_COLUMNS: dict | None = None
 
 
-def _row(cur, row) -> dict:
+def columns() -> dict[str, dict[str, tuple[str, bool]]]:
+    """Every table and column of the manifest this attlens writes (from
+    ``_SCHEMA`` itself): table -> column -> (declared type, NOT NULL). A
+    manifest missing one is damaged; a value of another type is too."""
+    global _COLUMNS
+    if _COLUMNS is None:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.executescript(_SCHEMA)
+            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            _COLUMNS = {t: {r[1]: (r[2].upper(), bool(r[3]) or bool(r[5])) for r in conn.execute(f"PRAGMA table_info({t})")} for t in tables}
+        finally:
+            conn.close()
+    return _COLUMNS
+
+
+_PY_TYPES = {"INTEGER": (int,), "REAL": (int, float), "TEXT": (str,)}
+_CHOICES = {("jobs", "state"): JOB_STATES, ("attempts", "outcome"): ATTEMPT_OUTCOMES}
+
+
+def repair_hint(p: Path) -> str:
+    """How to get a sweep going again from a damaged manifest: the finished
+    jobs' results are in their folders, and a new manifest takes them from
+    there (Manifest.open + run.rebuild), so nothing done is profiled again."""
+    return (f"move it aside (mv {p} {p}.damaged) and run the same attlens sweep run again: "
+            f"jobs whose result is in {p.parent / 'jobs'} are taken from there, not run again")
+
+
+def damaged(p: Path, why: str) -> SweepDamaged:
+    return SweepDamaged(f"{p}: the sweep manifest is damaged ({why})", hint=repair_hint(p))
+
+
+def _row(cur, row, where: Path | None = None, table: str | None = None) -> dict:
+    """One row as a dict, every value of the type its column declares (SQLite
+    keeps whatever it is given: an edited manifest may hold text in an integer
+    column) and the JSON columns parsed and checked."""
     d = {c[0]: v for c, v in zip(cur.description, row)}
+    decl = columns().get(table or "", {})
+    for k, v in d.items():
+        if k not in decl:
+            continue
+        kind, notnull = decl[k]
+        ok = (v is None and not notnull) or (isinstance(v, _PY_TYPES.get(kind, (object,))) and not isinstance(v, bool))
+        if ok and (table, k) in _CHOICES and v not in _CHOICES[(table, k)]:
+            ok = False
+        if not ok:
+            name = d.get("job_id") if isinstance(d.get("job_id"), str) else d.get("array_id")
+            raise damaged(where or Path(FILE), f"{table} {str(name)[:100]!r}: {k} holds {type(v).__name__} {str(v)[:40]!r}, not what attlens wrote")
     for k in _JSON_COLUMNS:
         if k in d and d[k] is not None:
-            d[k] = json.loads(d[k])
+            try:
+                d[k] = json.loads(d[k])
+                orjson.dumps(d[k])  # what the status and the dashboard print must be printable (not 1,000 levels deep)
+            except (TypeError, ValueError, RecursionError):
+                d[k] = _BAD
+            if d[k] is _BAD or not (_spec_ok(d[k]) if k == "spec" else _summary_ok(d[k])):
+                raise damaged(where or Path(FILE), f"job {str(d.get('job_id'))[:100]!r}: its {k} is not the JSON object attlens wrote")
     return d
+
+
+def _text_or_none(x) -> bool:
+    return x is None or isinstance(x, str)
+
+
+def _number_or_none(x) -> bool:
+    return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+
+
+def _finding_ok(f) -> bool:
+    return isinstance(f, dict) and all(isinstance(f.get(k), str) for k in ("rule", "title", "severity")) and _number_or_none(f.get("share"))
+
+
+def _spec_ok(spec) -> bool:
+    """A job spec as attlens stores it, in the parts the status and the dashboard read."""
+    tags = spec.get("tags", []) if isinstance(spec, dict) else None
+    return (isinstance(spec, dict) and _text_or_none(spec.get("kernel")) and _text_or_none(spec.get("shape"))
+            and isinstance(tags, list) and all(isinstance(t, str) for t in tags))
+
+
+def _summary_ok(s) -> bool:
+    """A dashboard row (attlens.sweep.summary) in the parts status, report and
+    FINDINGS.md read; the rest is data the page shows as it is."""
+    if not isinstance(s, dict):
+        return False
+    findings, top, health = s.get("findings", []), s.get("top_finding"), s.get("health", {})
+    return (_text_or_none(s.get("kernel")) and _text_or_none(s.get("shape")) and _number_or_none(s.get("bandwidth_fraction"))
+            and isinstance(findings, list) and all(_finding_ok(f) for f in findings) and (top is None or _finding_ok(top))
+            and isinstance(health, dict) and _text_or_none(health.get("status"))
+            and isinstance(health.get("issues", []), list) and all(isinstance(i, str) for i in health.get("issues", []))
+            and isinstance(s.get("att_available", False), bool))
+
+
+_BAD = object()
 
 
 class Manifest:
     def __init__(self, conn: sqlite3.Connection, root: Path):
         self.conn = conn
         self.root = root
+        self.created = False  # made by this open (a new sweep, or one whose manifest was moved aside)
 
     # ------------------------------------------------------------ open/close
     @classmethod
@@ -114,35 +206,66 @@ class Manifest:
 
     @classmethod
     def open(cls, root: Path, create: bool = False) -> Manifest:
+        """The manifest of ``root`` (``create``: a new one when there is none).
+        One that exists is checked before anything is written to it: empty,
+        truncated, not SQLite, a table or column missing, or not a regular file
+        is :class:`~attlens.errors.SweepDamaged` with a repair hint — never
+        replaced by a fresh manifest, which would run every finished job again."""
         root = Path(root)
         p = cls.path(root)
-        if not p.is_file():
+        exists = os.path.lexists(p)
+        if exists and not p.is_file():
+            raise damaged(p, "not a regular file")
+        if not exists:
             if not create:
                 raise InputNotFound(f"{root}: not a sweep folder (no {FILE})",
                                     hint="give the --out folder of attlens sweep run; for a folder of captures use attlens sweep report")
             root.mkdir(parents=True, exist_ok=True)
+        elif p.stat().st_size == 0:
+            raise damaged(p, "an empty file")
+        conn = None
         try:
             conn = sqlite3.connect(str(p), timeout=30.0, isolation_level=None)
             conn.execute("PRAGMA busy_timeout = 30000")
+            m = cls(conn, root)
+            if exists:
+                m._check(p)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")  # a committed "done" survives a power cut
             conn.execute("PRAGMA foreign_keys = ON")
-            if create:
+            if not exists:
                 conn.executescript(_SCHEMA)
-            m = cls(conn, root)
-            version = m.meta("schema_version")
-            if version is None and create:
                 m.set_meta(schema_version=str(SCHEMA_VERSION), created_at=str(time.time()), attlens_version=__version__)
-            elif version is None or not version.isdigit():
-                conn.close()
-                raise InputNotFound(f"{p}: not an attlens sweep manifest (no schema version)")
-            elif int(version) > SCHEMA_VERSION:
-                conn.close()
-                raise UsageError(f"{p}: manifest schema version {version} is newer than this attlens ({__version__}) reads",
-                                 hint="use the attlens that wrote it")
         except sqlite3.DatabaseError as exc:
-            raise InputNotFound(f"{p}: not a usable SQLite manifest: {exc}") from None
+            if conn is not None:
+                conn.close()
+            raise damaged(p, f"not a usable SQLite manifest: {exc}") from None
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+        m.created = not exists
         return m
+
+    def _check(self, p: Path) -> None:
+        """An existing manifest is whole and attlens': its integrity, its
+        tables and columns, its schema version."""
+        ok = self.conn.execute("PRAGMA quick_check").fetchone()
+        if not ok or ok[0] != "ok":
+            raise damaged(p, f"SQLite says: {str(ok[0] if ok else 'no answer')[:200]}")
+        for table, want in columns().items():
+            cols = set(want)
+            have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+            if not have:
+                raise damaged(p, f"no {table} table")
+            if not cols <= have:
+                raise damaged(p, f"the {table} table lacks {', '.join(sorted(cols - have))}")
+        version = self.meta("schema_version")
+        if version is None or not version.isdigit():
+            raise damaged(p, "no schema version: not an attlens sweep manifest")
+        if int(version) > SCHEMA_VERSION:
+            raise UsageError(f"{p}: manifest schema version {version} is newer than this attlens ({__version__}) reads",
+                             hint="use the attlens that wrote it")
 
     def close(self) -> None:
         self.conn.close()
@@ -153,7 +276,7 @@ class Manifest:
             r = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         except sqlite3.OperationalError:
             return None
-        return None if r is None else r[0]
+        return r[0] if r is not None and isinstance(r[0], str) else None  # a value attlens did not write: as absent
 
     def set_meta(self, **kv) -> None:
         with _txn(self.conn):
@@ -188,19 +311,20 @@ class Manifest:
 
     def jobs(self) -> list[dict]:
         cur = self.conn.execute("SELECT * FROM jobs ORDER BY position")
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [_row(cur, r, self.path(self.root), "jobs") for r in cur.fetchall()]
 
     def attempts(self, job_id: str | None = None) -> list[dict]:
         if job_id is None:
             cur = self.conn.execute("SELECT * FROM attempts ORDER BY job_id, attempt")
         else:
             cur = self.conn.execute("SELECT * FROM attempts WHERE job_id = ? ORDER BY attempt", (job_id,))
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [_row(cur, r, self.path(self.root), "attempts") for r in cur.fetchall()]
 
     def counts(self) -> dict:
         out = {s: 0 for s in JOB_STATES}
         for state, n in self.conn.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state"):
-            out[state] = n
+            if state in out:  # another value is a damaged row, refused where the rows are read
+                out[state] = n
         return out
 
     def set_state(self, job_ids, state: str, **fields) -> None:
@@ -269,7 +393,7 @@ class Manifest:
 
     def running_attempts(self) -> list[dict]:
         cur = self.conn.execute("SELECT * FROM attempts WHERE outcome IN ('running', 'analyzing') ORDER BY job_id, attempt")
-        return [_row(cur, r) for r in cur.fetchall()]
+        return [_row(cur, r, self.path(self.root), "attempts") for r in cur.fetchall()]
 
     # ------------------------------------------------------------ slurm
     def add_slurm_array(self, array_id: str, script: str, tasks: list[str]) -> None:
@@ -294,8 +418,11 @@ class Manifest:
         cur = self.conn.execute("SELECT * FROM slurm_arrays ORDER BY submitted_at")
         out = []
         for r in cur.fetchall():
-            d = _row(cur, r)
-            d["tasks"] = json.loads(d["tasks"])
+            d = _row(cur, r, self.path(self.root), "slurm_arrays")
+            try:
+                d["tasks"] = json.loads(d["tasks"])
+            except (TypeError, ValueError):
+                raise damaged(self.path(self.root), f"Slurm array {str(d.get('array_id'))[:50]}: its task list is not JSON") from None
             out.append(d)
         return out
 

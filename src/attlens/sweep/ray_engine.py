@@ -1,4 +1,4 @@
-"""The Ray engine (``--engine ray``, ``pip install 'attlens[ray]'``).
+"""The Ray engine (``--engine ray``, ``pip install -e '.[ray]'`` in the clone).
 
 Each job's profile run is a Ray task asking for one GPU (``num_gpus=1``,
 ``num_cpus=0``: the GPU is the unit, as in the local engine); Ray picks the
@@ -61,7 +61,7 @@ def _ray():
     try:
         import ray
     except ImportError:
-        raise EngineUnavailable("the ray engine needs Ray, which is not installed", hint="pip install 'attlens[ray]'") from None
+        raise EngineUnavailable("the ray engine needs Ray, which is not installed", hint="pip install 'ray>=2.9' (in the attlens clone: pip install -e '.[ray]')") from None
     return ray
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,17 +37,35 @@ class FolderLock:
         self.fd: int | None = None
 
     def acquire(self, wait: bool = False) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        from attlens.fsutil import make_dirs
+
+        make_dirs(self.path.parent)  # a sweep folder that cannot be made: exit 9
+        try:
+            # never through a symlink, never blocking on a FIFO; a folder or device in its place is refused
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError as exc:
+            raise self._damaged(exc.strerror or str(exc)) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise self._damaged("not a regular file")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             os.close(fd)
             return False
+        except OSError as exc:
+            os.close(fd)
+            raise self._damaged(exc.strerror or str(exc)) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
         return True
+
+    def _damaged(self, why: str):
+        from attlens.errors import SweepDamaged
+
+        return SweepDamaged(f"{self.path}: the sweep folder's lock file cannot be used ({why})",
+                            hint=f"no attlens sweep holds a folder through anything but a regular file: remove it (rm -r {self.path}) and run again")
 
     def holder(self) -> str:
         try:
@@ -157,7 +176,8 @@ def open_session(root: Path, sweep: Sweep, engine: str, overrides: dict | None =
     root = Path(root).resolve()
     if root.exists() and not root.is_dir():
         raise UsageError(f"{root}: exists and is not a folder")
-    if root.is_dir() and not Manifest.exists(root) and any(p.name != LOCK_FILE for p in root.iterdir()):
+    if root.is_dir() and not os.path.lexists(Manifest.path(root)) and not (root / jobmod.JOBS_DIR).is_dir() \
+            and any(p.name != LOCK_FILE for p in root.iterdir()):
         raise UsageError(f"{root}: exists, is not empty and holds no sweep", hint="give a new folder (or the folder of an earlier run of this sweep)")
     lock = _lock(root)
     try:
@@ -175,6 +195,10 @@ def open_session(root: Path, sweep: Sweep, engine: str, overrides: dict | None =
         changes = manifest.sync_jobs(sweep.jobs)
         manifest.set_meta(sweep_file=str(sweep.path), sweep_sha256=sweep.sha256, engine=engine, last_run_at=time.time())
         s = Session(root, manifest, lock, jobs, engine)
+        if manifest.created:
+            rebuilt = rebuild(s)
+            if rebuilt:
+                s.notes.append(f"a new manifest: {rebuilt} job(s) taken from their folders under {root / jobmod.JOBS_DIR} (done jobs are not run again)")
         if changes["changed"]:
             s.notes.append(f"{len(changes['changed'])} job(s) changed in the sweep file and run again: {', '.join(changes['changed'][:10])}")
         recover(s)
@@ -186,6 +210,19 @@ def open_session(root: Path, sweep: Sweep, engine: str, overrides: dict | None =
     except BaseException:
         lock.release()
         raise
+
+
+def rebuild(s: Session) -> int:
+    """A new manifest in a folder that already holds job folders (the old
+    manifest was damaged and moved aside): fold every job's attempt folders
+    in, so a job with a complete result is done, not profiled again. Returns
+    the jobs that had folders."""
+    n = 0
+    for j in s.manifest.jobs():
+        if jobmod.attempt_dirs(s.root, j["job_id"]):
+            ingest(s.root, s.manifest, j, lost_error="its attempt was not recorded (the manifest was rebuilt from the job folders)")
+            n += 1
+    return n
 
 
 def recover(s: Session) -> None:

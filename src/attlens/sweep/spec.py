@@ -22,6 +22,9 @@ from pathlib import Path
 from attlens.errors import SweepFileError
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a sweep file is hand-written; anything bigger is a mistake
+MAX_JOBS = 100_000  # checked on the parsed list before anything else (the schema says the same)
+MAX_SECONDS = 30 * 24 * 3600.0  # a job's timeout, a retry's backoff: at most 30 days (the schema says the same)
+MAX_MESSAGE = 300  # characters of a schema message: it may quote the offending value whole
 DEFAULT_TIMEOUT = 3600.0
 DEFAULT_RETRIES = 2
 DEFAULT_BACKOFF = 30.0
@@ -123,12 +126,58 @@ def _parse(path: Path, raw: bytes):
         import yaml
 
         try:
-            return yaml.safe_load(raw.decode("utf-8"))
+            return yaml.load(raw.decode("utf-8"), Loader=_no_alias_loader())  # noqa: S506 (a SafeLoader without aliases)
         except (UnicodeDecodeError, yaml.YAMLError) as exc:
             first = str(exc).strip().splitlines()
             raise SweepFileError(f"{path}: not valid YAML: {' '.join(x.strip() for x in first[:3])}") from None
     raise SweepFileError(f"{path}: unknown sweep file type {suffix or '(no extension)'!r}",
                          hint="name it *.toml or *.yaml (attlens sweep init writes an example)")
+
+
+_NO_ALIAS_LOADER = None
+
+
+def _no_alias_loader():
+    """PyYAML's SafeLoader refusing anchors' aliases (``*x``): an alias lets a
+    few lines expand to billions of nodes (the "billion laughs"), and a sweep
+    file has ``defaults`` for what anchors would share."""
+    global _NO_ALIAS_LOADER
+    if _NO_ALIAS_LOADER is None:
+        import yaml
+
+        class NoAliasLoader(yaml.SafeLoader):
+            def compose_node(self, parent, index):
+                if self.check_event(yaml.AliasEvent):
+                    event = self.peek_event()
+                    raise yaml.composer.ComposerError(None, None, f"an alias (*{event.anchor}) is not accepted in a sweep file; "
+                                                      "write the value out, or put it in defaults", event.start_mark)
+                return super().compose_node(parent, index)
+
+        _NO_ALIAS_LOADER = NoAliasLoader
+    return _NO_ALIAS_LOADER
+
+
+def _finite(node, where: str = "") -> None:
+    """Refuse nan and infinities anywhere in the document (TOML allows them,
+    and a JSON Schema comparison lets nan through: a timeout of nan never
+    ended a hung job, a backoff of nan never retried)."""
+    import math
+
+    stack = [(node, where)]
+    while stack:
+        v, at = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            raise SweepFileError(f"{at or '(top level)'}: {v} is not a finite number",
+                                 hint="see docs/sweep.md for the format (attlens sweep init writes an example)")
+        if isinstance(v, dict):
+            stack.extend((x, f"{at}.{k}" if at else str(k)) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((x, f"{at}[{i}]") for i, x in enumerate(v))
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
 def _where(err) -> str:
@@ -137,8 +186,16 @@ def _where(err) -> str:
 
 
 def validate(doc, path: Path | str = "sweep file") -> None:
-    """Raise :class:`SweepFileError` with the first schema violation, in words."""
+    """Raise :class:`SweepFileError` with the first schema violation, in words
+    (one line, at most a few hundred characters)."""
     import jsonschema
+
+    if isinstance(doc, dict):
+        jobs = doc.get("jobs")
+        if isinstance(jobs, list) and len(jobs) > MAX_JOBS:  # before the schema walks every job
+            raise SweepFileError(f"{path}: {len(jobs):,} jobs; a sweep file holds at most {MAX_JOBS:,}",
+                                 hint="split it into several sweeps (each with its own --out folder)")
+    _finite(doc)
 
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(doc), key=lambda e: (len(list(e.absolute_path)), list(map(str, e.absolute_path))))
@@ -155,7 +212,8 @@ def validate(doc, path: Path | str = "sweep file") -> None:
         msg = f"unknown key(s): {m.group(1) if m else err.message}"
     else:
         msg = err.message
-    raise SweepFileError(f"{path}: {_where(err)}: {msg}", hint="see docs/sweep.md for the format (attlens sweep init writes an example)")
+    raise SweepFileError(f"{path}: {_short(_where(err))}: {_short(msg)}",
+                         hint="see docs/sweep.md for the format (attlens sweep init writes an example)")
 
 
 def _merge(defaults: dict, job: dict) -> dict:
@@ -215,7 +273,29 @@ def normalize(doc: dict, base_dir: Path, where: str = "sweep file") -> list[Job]
                 profile=dict(j["profile"]),
             )
         )
+        why = policy_problem(jobs[-1])
+        if why:
+            raise SweepFileError(f"{where}: jobs[{i}] ({name}): {why}", hint="see docs/sweep.md for the format")
     return jobs
+
+
+def policy_problem(job: Job) -> str | None:
+    """What the schema checks, checked again on the normalized job (a job may
+    also come from a caller or a manifest): finite, bounded run policy; no
+    NUL byte where the program, its environment or its folder is named."""
+    import math
+
+    for key, lo, hi, lo_open in (("timeout", 0.0, MAX_SECONDS, True), ("backoff", 0.0, MAX_SECONDS, False)):
+        v = getattr(job, key)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v > hi or v < lo or (lo_open and v == lo):
+            return f"{key} must be a finite number in {'(' if lo_open else '['}{lo:g}, {hi:g}], not {v!r}"
+    if not isinstance(job.retries, int) or isinstance(job.retries, bool) or not 0 <= job.retries <= 100:
+        return f"retries must be an integer in [0, 100], not {job.retries!r}"
+    texts = [("argv", x) for x in job.argv] + [("cwd", job.cwd)] + [("env", k) for k in job.env] + [("env", v) for v in job.env.values()]
+    for where, t in texts:
+        if not isinstance(t, str) or "\0" in t:
+            return f"{where}: a NUL byte (or a value that is not text) cannot be passed to a program"
+    return None
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -231,11 +311,14 @@ def load_sweep(path: str | Path) -> Sweep:
         raw = p.read_bytes()
     except OSError as exc:
         raise SweepFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    doc = _parse(p, raw)
-    if not isinstance(doc, dict):
-        raise SweepFileError(f"{p}: the top level must be a table/mapping with a jobs list", hint="see docs/sweep.md")
-    validate(doc, p)
-    jobs = normalize(doc, p.resolve().parent, str(p))
+    try:
+        doc = _parse(p, raw)
+        if not isinstance(doc, dict):
+            raise SweepFileError(f"{p}: the top level must be a table/mapping with a jobs list", hint="see docs/sweep.md")
+        validate(doc, p)
+        jobs = normalize(doc, p.resolve().parent, str(p))
+    except RecursionError:  # the parsers and the schema walk nesting recursively
+        raise SweepFileError(f"{p}: values nested too deeply", hint="see docs/sweep.md for the format") from None
     return Sweep(path=p.resolve(), jobs=jobs, sha256=hashlib.sha256(raw).hexdigest())
 
 

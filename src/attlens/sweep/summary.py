@@ -149,7 +149,7 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
         "bandwidth_fraction": _r(bw),
         "bandwidth_source": bw_src,
         "bandwidth_text": bandwidth_text(plan),
-        "health": {"status": "bad" if bad else ("warn" if issues else "ok"), "issues": issues, "notes": list(result.warnings)},
+        "health": {"status": "bad" if bad else ("warn" if issues else "ok"), "issues": issues, "notes": list(result.warnings) + list(result.notes)},
     }
 
 

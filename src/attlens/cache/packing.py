@@ -1,0 +1,114 @@
+"""Integer arrays stored narrow in a digest, and widened back exactly.
+
+A digest keeps what later commands read; most of it is integer columns whose
+values need far fewer bits than their in-memory dtype (a pc index in int32
+fits 16 bits, cycle counts rarely pass 65,535, record times grow by a few
+cycles from one record to the next). Each integer array is stored in the
+narrowest of uint8 … int64 that holds its values, or of its successive
+differences when that is narrower (``delta``: times, offsets, record
+indices; the first value is kept in the encoding), with its original dtype recorded, so the array read back is equal,
+element by element and in dtype, to the one written. Work happens in bounded
+steps: no full-size int64 temporary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# the stored types, narrowest first
+_TYPES = (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64)
+STEP = 1 << 20  # elements per step of the delta passes
+MIN_DELTA = 1024  # smaller arrays are stored plain (a delta saves nothing worth a pass)
+
+
+def _fits(lo: int, hi: int):
+    for t in _TYPES:
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return np.dtype(t)
+    return None
+
+
+def _delta_range(a: np.ndarray) -> tuple[int, int]:
+    """(min, max) of 0 and of ``a[i] - a[i-1]``, in steps."""
+    lo = hi = 0
+    for s in range(1, len(a), STEP):
+        d = a[s : s + STEP].astype(np.int64) - a[s - 1 : s - 1 + STEP][: len(a[s : s + STEP])]
+        lo, hi = min(lo, int(d.min())), max(hi, int(d.max()))
+    return lo, hi
+
+
+def _delta(a: np.ndarray, dtype) -> np.ndarray:
+    out = np.empty(len(a), dtype=dtype)
+    out[0] = 0  # the first value is in the encoding
+    for s in range(1, len(a), STEP):
+        chunk = a[s : s + STEP].astype(np.int64)
+        out[s : s + len(chunk)] = chunk - a[s - 1 : s - 1 + len(chunk)]
+    return out
+
+
+def pack(a: np.ndarray, delta: bool | None = None) -> tuple[np.ndarray, list | None]:
+    """``(stored array, encoding)``; the encoding is None when ``a`` is stored
+    as it is. ``delta``: True to store differences (unless that is wider than
+    the array itself), False never, None (default) when that is narrower than
+    the values."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu" or a.size == 0 or (a.dtype.kind == "u" and a.dtype.itemsize == 8):
+        return a, None
+    plain = _fits(int(a.min()), int(a.max()))
+    use_delta = False
+    # differences are tried where they can win: a value needing 4+ bytes
+    # (times, offsets, record indices), not a 1-2 byte column (one more pass)
+    if a.ndim == 1 and delta is not False and (delta or (len(a) >= MIN_DELTA and plain.itemsize >= 4)):
+        lo, hi = _delta_range(a)
+        dt = _fits(lo, hi)
+        if dt is not None and (dt.itemsize < plain.itemsize or (delta and dt.itemsize <= a.dtype.itemsize)):
+            plain, use_delta = dt, True
+    if not use_delta and plain.itemsize >= a.dtype.itemsize:
+        return a, None
+    if use_delta:
+        return _delta(a, plain), [a.dtype.str, "delta", list(a.shape), int(a[0])]
+    return a.astype(plain), [a.dtype.str, "plain", list(a.shape)]
+
+
+def unpack(stored: np.ndarray, enc: list | None) -> np.ndarray:
+    """The array :func:`pack` was given (raises ValueError on a bad encoding)."""
+    if enc is None:
+        return stored
+    try:
+        dtype, kind, shape = np.dtype(enc[0]), enc[1], tuple(int(x) for x in enc[2])
+    except (TypeError, ValueError, IndexError):
+        raise ValueError("bad packing entry") from None
+    if dtype.kind not in "iu" or kind not in ("plain", "delta") or int(np.prod(shape)) != stored.size:
+        raise ValueError("bad packing entry")
+    if kind == "plain":
+        return stored.astype(dtype).reshape(shape)
+    try:
+        first = int(enc[3])
+    except (TypeError, ValueError, IndexError):
+        raise ValueError("bad packing entry") from None
+    out = np.cumsum(stored, dtype=np.int64)
+    out += first
+    return out.astype(dtype, copy=False).reshape(shape)
+
+
+class PackedCodec:
+    """A derived-result codec whose integer arrays are stored packed."""
+
+    def __init__(self, codec):
+        self.codec = codec
+
+    def encode(self, value):
+        arrays, meta = self.codec.encode(value)
+        out, enc = {}, {}
+        for k, a in arrays.items():
+            out[k], e = pack(a)
+            if e is not None:
+                enc[k] = e
+        return out, {"packed": 1, "enc": enc, "meta": meta}
+
+    def decode(self, arrays, meta):
+        if not isinstance(meta, dict) or meta.get("packed") != 1 or not isinstance(meta.get("enc"), dict):
+            raise ValueError("not a packed record")
+        enc = meta["enc"]
+        return self.codec.decode({k: unpack(a, enc.get(k)) for k, a in arrays.items()}, meta["meta"])

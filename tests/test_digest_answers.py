@@ -1,0 +1,160 @@
+"""Issue 24: the compact digest gives back every column exactly, the two parse
+processes' per-half analysis adds up to the serial one, and the cold path,
+the digest path and the stored answers (--json and text) print the same bytes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from clirun import run_main
+from conftest import require_shared
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from attlens.cache.packing import pack, unpack
+
+VEC_ADD = "vec_add/big/ui_output_agent_14705_dispatch_25"
+FLASH = "flash_attn_func/big/ui_output_agent_38430_dispatch_44"  # MFMA, several (SE, SIMD) scopes
+
+INT_TYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64, np.uint64]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(INT_TYPES).flatmap(lambda t: arrays(t, st.integers(0, 3000))), st.sampled_from([None, True, False]))
+def test_packing_gives_back_the_array_exactly(a, delta):
+    stored, enc = pack(a, delta)
+    assert stored.nbytes <= a.nbytes or enc is None
+    back = unpack(stored, enc)
+    assert back.dtype == a.dtype and back.shape == a.shape and np.array_equal(back, a)
+
+
+def test_packing_narrows_and_uses_differences_when_smaller():
+    times = np.cumsum(np.full(5000, 7, dtype=np.int64)) + 10**15  # large, slowly growing: deltas fit a byte
+    stored, enc = pack(times)
+    assert stored.dtype == np.uint8 and enc[1] == "delta" and np.array_equal(unpack(stored, enc), times)
+    pcs = np.arange(3000, dtype=np.int32) % 700
+    stored, enc = pack(pcs)
+    assert stored.dtype == np.uint16 and enc[1] == "plain"
+    for bad in (["<i4", "zip", [3]], ["O", "plain", [3]], ["<i4", "plain", [4]]):
+        with pytest.raises(ValueError):
+            unpack(np.zeros(3, dtype=np.uint8), bad)
+
+
+def _columns(d) -> dict:
+    out = {}
+    for group in ("records", "waves", "timeline", "code"):
+        obj = getattr(d, group)
+        for f in obj.__dataclass_fields__:
+            v = getattr(obj, f)
+            if isinstance(v, np.ndarray):
+                out[f"{group}.{f}"] = v
+    out["occupancy.events"] = d.occupancy.events
+    return out
+
+
+def test_compact_digest_reproduces_every_column(tmp_path):
+    from attlens.model.loader import load
+
+    cap = require_shared() / "traces" / FLASH
+    fresh = load(cap, cache=False)
+    load(cap, cache=tmp_path)
+    mapped = load(cap, cache=tmp_path)
+    assert mapped.digest is not None
+    a, b = _columns(fresh), _columns(mapped)
+    assert a.keys() == b.keys() and {"records.idle", "records.wave", "timeline.wave"} <= a.keys()
+    for k in a:
+        assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and np.array_equal(a[k], b[k]), k
+    digest = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
+    capture = sum(p.stat().st_size for p in cap.iterdir() if p.is_file())
+    assert digest < capture, (digest, capture)
+
+
+def test_parse_halves_add_up_to_the_serial_analysis(monkeypatch):
+    from attlens.analysis.hidden import _compute_hidden
+    from attlens.analysis.stalls import basic_pc_sums, compute_pc_sums
+    from attlens.io.filenames_json import read_filenames_json
+    from attlens.io.wave_files import _split_point, read_wave_files
+    from attlens.model.loader import load
+
+    cap = require_shared() / "traces" / FLASH
+    entries = read_filenames_json(cap / "filenames.json").waves
+    split = _split_point(entries, [1] * len(entries))
+    assert (entries[split].se, entries[split].simd) != (entries[split - 1].se, entries[split - 1].simd)
+    seen = []
+    read_wave_files(cap, entries, workers=2, per_half=lambda t: seen.append(len(t.entries)) or len(t.entries))
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "2")
+    two = load(cap, cache=False)
+    assert len(two.prepared["hidden_acc"]) == 3  # both halves' scopes were disjoint
+    sums = compute_pc_sums(two)[0]
+    serial = basic_pc_sums(two.records, two.code.size)
+    for x, y in zip(two.prepared["pc_basic"], serial):
+        assert np.array_equal(x, y)
+    merged = _compute_hidden(two, sums)
+    two.prepared = {}
+    alone = _compute_hidden(two, sums)
+    for f in ("hidden_idle", "hidden_stall", "hidden_issue", "exposed", "total"):
+        assert np.array_equal(getattr(merged, f), getattr(alone, f)), f
+    assert int(merged.total.sum() - merged.exposed.sum()) > 0  # a capture where latency is hidden
+
+
+QUESTIONS = [
+    ["analyze", "--json"], ["plan", "--json"], ["waves", "--json"], ["deps", "--json"],
+    ["analyze"], ["analyze", "--by", "line"], ["plan"], ["plan", "--format", "md"], ["waves"], ["deps"],
+]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cold_digest_and_stored_answers_print_the_same_bytes(tmp_path, monkeypatch, workers):
+    """Each question: --no-cache (the reference), the first run (digest written),
+    the digest alone (stored answers removed) and the stored answer."""
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", workers)
+    monkeypatch.setenv("COLUMNS", "100")
+    cap = require_shared() / "traces" / (FLASH if workers == "2" else VEC_ADD)
+    cache = tmp_path / "cache"
+    for q in QUESTIONS:
+        ref = run_main(*q[:1], cap, *q[1:], "--no-cache")
+        assert ref.code in (0, 8) and ref.out, q
+        runs = [run_main(*q[:1], cap, *q[1:], "--cache-dir", cache)]
+        stored = list(cache.rglob("answer-*.json"))
+        assert len(stored) == 1, q  # the first run kept its answer
+        stored[0].unlink()
+        runs += [run_main(*q[:1], cap, *q[1:], "--cache-dir", cache) for _ in range(2)]
+        assert len(list(cache.rglob("answer-*.json"))) == 1, q
+        for r in runs:
+            assert (r.code, r.out, r.err) == (ref.code, ref.out, ref.err), q
+        stored[0].unlink()
+
+
+def test_a_stored_text_answer_is_kept_per_terminal_width(tmp_path, monkeypatch):
+    import attlens.cli.common as common
+
+    cap = require_shared() / "traces" / VEC_ADD
+    cache = tmp_path / "cache"
+    texts = {}
+    for cols in ("80", "140", "80"):
+        monkeypatch.setenv("COLUMNS", cols)
+        texts.setdefault(cols, []).append(run_main("waves", cap, "--cache-dir", cache).out)
+    assert texts["80"][0] == texts["80"][1] != texts["140"][0]
+    assert len(list(cache.rglob("answer-*.json"))) == 2
+    # a repeat loads nothing: the stored text is printed as it is
+    monkeypatch.setattr(common, "load_analyzed", lambda *a, **k: pytest.fail("loaded a capture for a stored answer"))
+    assert run_main("waves", cap, "--cache-dir", cache).out == texts["80"][0]
+
+
+def test_a_stored_report_writes_the_same_page(tmp_path):
+    cap = require_shared() / "traces" / VEC_ADD
+    cache, a, b = tmp_path / "cache", tmp_path / "a.html", tmp_path / "b.html"
+    ref = run_main("report", cap, "-o", a, "--no-cache", "--json")
+    first = run_main("report", cap, "-o", b, "--cache-dir", cache, "--json")
+    page = b.read_bytes()
+    b.unlink()
+    again = run_main("report", cap, "-o", b, "--cache-dir", cache, "--json")
+    assert a.read_bytes() == page == b.read_bytes()
+    assert first.out == again.out == ref.out.replace(os.fspath(a), os.fspath(b)) and first.code == again.code == ref.code
+    shutil.rmtree(cache)
+    assert Path(b).is_file()
