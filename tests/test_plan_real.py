@@ -603,7 +603,7 @@ def test_plan_cli_outputs(shared, tmp_path):
     assert "occupancy-limit" in off["rules_disabled"]
     assert "unknown rule" in run("plan", cap, "--disable", "nope", code=2).stderr
     out = run("analyze", cap).stdout
-    assert "Top findings" in out and " ".join(out.split("Verdict:")[1].split("HIGH")[0].split()) == verdict
+    assert "Top findings" in out and " ".join(out.split("\nVerdict  ")[1].split("\nTop findings")[0].split()) == verdict
 
 
 def test_rules_listing_matches_registry_and_docs():
