@@ -140,6 +140,18 @@ def vec_dispatch_us(shared: Path, dispatch_id: int) -> float:
     return d / 1000.0
 
 
+def vec_median_us(shared: Path, dispatch_id: int) -> float:
+    """The plan's duration: the median End - Start of the discovery trace's dispatches
+    with the same kernel name and grid as ``dispatch_id``, read with csv only."""
+    with open(shared / VEC / "rocprofv3/discover_kernel_trace.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    me = next(r for r in rows if int(r["Dispatch_Id"]) == dispatch_id)
+    shape = ("Kernel_Name", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z", "Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z")
+    ns = sorted(int(r["End_Timestamp"]) - int(r["Start_Timestamp"]) for r in rows if all(r[k] == me[k] for k in shape))
+    n = len(ns)
+    return (ns[n // 2] if n % 2 else round((ns[n // 2 - 1] + ns[n // 2]) / 2)) / 1000.0
+
+
 def vec_waves(shared: Path) -> int:
     """Wave files listed in filenames.json (se → cu → slot → wave → [file, begin, end])."""
     def leaves(x):

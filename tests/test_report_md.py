@@ -83,7 +83,7 @@ def _unspan(s: str) -> str:
 def check_numbers(md: str, a: dict, wa, result) -> None:
     t = a["totals"]
     head = {r[0]: r[1] for r in _table(_section(md, "## Headline"))}
-    assert _num(head["total cycles (latency + idle)"]) == t["latency"] + t["idle"]
+    assert _num(head["traced wave-cycles (latency + idle)"]) == t["latency"] + t["idle"]
     assert _num(head["latency"]) == t["latency"]
     assert _num(head["instruction stall"]) == t["stall"]
     assert _num(head["idle"]) == t["idle"]

@@ -279,15 +279,23 @@ def occupancy_check(f, k, r):
     assert ev["observed_max_waves_per_simd"] == 2 and ev["memory_wait_stall"] > 0
 
 
-def barrier(stall: int, workgroup: int = 256):
-    return replace(kernel([vadd(), op("s_barrier", stall=stall), vadd(1)]), workgroup=workgroup)
+def barrier(skew: int, workgroup: int = 256, own: int = 8, work: int = 0):
+    """An s_barrier that synchronizes the 4 waves of a workgroup (one per SIMD):
+    the op before it costs ``skew`` more cycles per SIMD index, so the waves
+    arrive skew apart; the barrier ends ``own`` cycles after the last arrives."""
+    body = [op("v_add_f32 v20, v30, v31", skew=skew), op("s_barrier", stall=own), vadd(1), *[vadd(2 + i) for i in range(work)]]
+    return replace(kernel(body), workgroup=workgroup, barrier_sync=True)
 
 
 def barrier_check(f, k, r):
     (bar,) = pcs(k, "s_barrier")
     row = f.evidence["barriers"][0]
-    assert row["pc"] == bar and row["mean_stall_per_execution"] == 300 and row["loop"] == 0
-    assert [c["pc"] for c in f.claims] == [bar]
+    assert row["pc"] == bar and row["loop"] == 0 and row["own_latency_per_execution"] == 8
+    # waves arrive 0, 100, 200, 300 cycles after the first (+ the SIMDs' 16-cycle start offsets):
+    # each waits for the last; the recoverable skew is (300 + 200 + 100 + 0) / 4 per execution
+    assert 140 <= row["skew_per_execution"] <= 160 and row["mean_stall_per_execution"] == pytest.approx(row["skew_per_execution"] + 8, abs=1)
+    assert row["guards_lds"] is None and [c["pc"] for c in f.claims] == [bar]
+    assert f.cycles_at_stake < int(r.sums.stall[bar])  # the skew, not the whole barrier stall
 
 
 def mfma_dep(dependent: bool, gap: int = 0):
@@ -457,7 +465,82 @@ def all_skip_contra(found, k, plan, r):
 
 def covered_contra(found, k, plan, r):
     # the barrier class is claimed by barrier-heavy: no note
-    assert found == [] and any(f.rule == "barrier-heavy" for f in plan.findings)
+    assert not [f for f in found if f.evidence["class"] == "barrier"] and any(f.rule == "barrier-heavy" for f in plan.findings)
+
+
+def imbalance(few: bool):
+    """Mutator: the waves of the traced SEs' other CUs live 300 cycles from the
+    start of the dispatch, so the traced CU's waves (one per slot, ~7,000
+    cycles) set the span: a few (1.6 %) when ``few``, else a quarter of the
+    waves run as long as them (the span is still many median waves)."""
+    def mutate(root):
+        doc = orjson.loads((root / "occupancy.json").read_bytes())
+        for se, events in list(doc.items()):
+            if not se.isdigit():
+                continue
+            t0 = min(e[0] for e in events)
+            traced = [e for e in events if e[1] == 1]
+            n = sum(1 for e in events if e[1] != 1 and e[4] == 1)
+            out = list(traced)
+            for i in range(n):
+                life = 7000 if (not few and i < n // 4) else 300
+                start, cu, simd, slot = t0 + 4 * (i % 64), 2 + i // 32, i % 4, (i // 4) % 8
+                out += [[start, cu, simd, slot, 1, 1], [start + life, cu, simd, slot, 0, 1]]
+            doc[se] = sorted(out, key=lambda e: (e[0], e[4]))
+        (root / "occupancy.json").write_bytes(orjson.dumps(doc))
+    return mutate
+
+
+def imbalance_check(f, k, r):
+    ev = f.evidence
+    assert ev["long_waves"] == 16 and ev["waves_on_traced_ses"] == 1024 and ev["median_lifetime_cycles"] == 300
+    assert ev["span_over_median"] > 20 and ev["long_workgroups"] == 4 and f.lead and f.severity == "HIGH"
+    assert f.dispatch_time["bound_ns"] < f.dispatch_time["measured_ns"]
+
+
+def imbalance_contra(found, k, plan, r):
+    # the span is many times the median wave, but a quarter of the waves are long: no "few workgroups" limit
+    assert found == [] and plan.dispatch_facts.imbalance.ratio >= 2 and not plan.dispatch_facts.imbalance.imbalanced
+
+
+def coupled(head_start: bool = True, needs_oldest: bool = False, drained_first: bool = False):
+    """An old load (v[40:43]) with a head start, then the needed load (v[0:3]);
+    after the vmcnt(0) wait only the needed load is read before the next wait
+    (``drained_first``: the old load is waited on and used before the new one issues)."""
+    old = op("buffer_load_dwordx4 v[40:43], v8, s[4:7], 0 offen offset:4096", latency=3000, size=8)
+    gap = [op(f"v_exp_f32 v{20 + i}, v30", stall=100) for i in range(4)] if head_start else []
+    if drained_first:
+        gap += [op("s_waitcnt vmcnt(0)"), op("v_add_f32 v12, v40, v41")]
+    new = op(LOAD, latency=200, size=8)
+    use = op("v_add_f32 v10, v40, v41") if needs_oldest else op("v_add_f32 v10, v0, v1")
+    return kernel([old, *gap, new, op("s_waitcnt vmcnt(0)"), use, op("s_waitcnt lgkmcnt(0)"), op("v_add_f32 v11, v40, v41")])
+
+
+def coupled_check(f, k, r):
+    old, new = pcs(k, "buffer_load")
+    wait = pcs(k, "s_waitcnt vmcnt")[-1]
+    row = f.evidence["waits"][0]
+    assert (row["wait_pc"], row["needed_loads"], [c["pc"] for c in row["coupled_loads"]]) == (wait, [new], [old])
+    assert row["head_start_cycles"] >= 256 and [c["pc"] for c in f.claims] == [wait]
+    assert f"pc(s) [{old}]" in f.change and "in order" in f.change
+
+
+def split_lds(mergeable: bool = True, wide: bool = False):
+    if wide:
+        writes = [op("ds_write_b128 v9, v[0:3]", stall=120, latency=64, size=8)]
+    else:
+        base2 = "v9" if mergeable else "v12"
+        writes = [op("ds_write2_b32 v9, v2, v3 offset0:2 offset1:3", stall=120, latency=64, size=8),
+                  op(f"ds_write2_b32 {base2}, v0, v1 offset1:1", stall=120, latency=64, size=8)]
+    return kernel([vadd(), *writes, op("s_waitcnt lgkmcnt(0)"), vadd(1)])
+
+
+def split_lds_check(f, k, r):
+    a, b = pcs(k, "ds_write2")
+    (g,) = f.evidence["groups"]
+    assert g["pcs"] == [a, b] and g["base"] == "v9" and g["bytes"] == [0, 16] and g["registers"] == "v[0:3]"
+    assert g["as"] == "ds_write_b128 v9, v[0:3]" and g["saves_instructions"] == 1 and g["executions"] == 8 * 32
+    assert "`ds_write_b128 v9, v[0:3]`" in f.change
 
 
 CASES = {  # rule id -> (planted, clean twin, contradiction twin, check, contradiction check or precondition id)
@@ -468,10 +551,14 @@ CASES = {  # rule id -> (planted, clean twin, contradiction twin, check, contrad
     "drain-to-zero": (lambda: drain(False), lambda: drain(True), lambda: drain(False, youngest_first=True), drain_check, "partial-suffices"),
     "crosslane-serialized": (lambda: crosslane("ds_bpermute_b32"), lambda: crosslane("ds_read_b32"), lambda: crosslane("ds_bpermute_b32", batched=True), crosslane_check, "serialized"),
     "smem-wait": (smem_late, lambda: smem(8), smem_first_only, smem_check, smem_contra),
-    "barrier-heavy": (lambda: barrier(300), lambda: barrier(0), lambda: barrier(300, workgroup=64), barrier_check, "multi-wave"),
+    "barrier-heavy": (lambda: barrier(100), lambda: barrier(0, work=20), lambda: barrier(100, workgroup=64), barrier_check, "multi-wave"),
+    "load-imbalance": (lambda: (replace(default_kernel(), instances=1), imbalance(True)), default_kernel,
+                       lambda: (replace(default_kernel(), instances=1), imbalance(False)), imbalance_check, imbalance_contra),
+    "in-order-wait": (coupled, lambda: coupled(drained_first=True), lambda: coupled(head_start=False), coupled_check, "needs-younger"),
+    "lds-mergeable": (split_lds, lambda: split_lds(wide=True), lambda: split_lds(mergeable=False), split_lds_check, "contiguous"),
     "mfma-dependency": (lambda: mfma_dep(True), lambda: mfma_dep(True, gap=20), lambda: mfma_dep(False), mfma_dep_check, "reads-result"),
     "hazard-nops": (lambda: nops(4), lambda: nops(0), lambda: nops(4, "s_nop 1"), nops_check, nops_contra),
-    "occupancy-limit": (lambda: occupancy(100, 256 * 100_000), lambda: occupancy(16, 256 * 100_000), lambda: occupancy(100, 256 * 16), occupancy_check, "grid-fills"),
+    "occupancy-limit": (lambda: occupancy(100, 256 * 100_000), lambda: occupancy(16, 256 * 100_000), lambda: occupancy(100, 256 * 256), occupancy_check, "grid-fills"),
     "prologue-only": (skipped_loop, lambda: never_looped(False), lambda: straight([vadd(), vadd(1)]), never_looped_check, None),
     "early-exit-waves": (lambda: (default_kernel(), cut_waves(8, keep=3)), lambda: (default_kernel(), cut_waves(7, keep=3)),
                          lambda: (default_kernel(), cut_waves(32, keep=3)), early_exit_check, all_skip_contra),
@@ -483,7 +570,7 @@ CASES = {  # rule id -> (planted, clean twin, contradiction twin, check, contrad
                         grid_check, "grid-known"),
     "bandwidth-ceiling": (lambda: streaming(0.8), lambda: streaming(0.08), lambda: streaming(0.8, looped=True), bandwidth_check, "streams"),
     "issue-bound": (valu_heavy, default_kernel, vmem_heavy, issue_check, "compute-busiest"),
-    "stall-class": (lambda: lds_issue(300), lambda: kernel([vadd(i) for i in range(6)]), lambda: barrier(300), stall_class_check, covered_contra),
+    "stall-class": (lambda: lds_issue(300), lambda: kernel([vadd(i) for i in range(6)]), lambda: barrier(100), stall_class_check, covered_contra),
 }
 
 
@@ -754,8 +841,79 @@ def test_smem_wait_does_not_hoist_a_load_over_uses_of_its_destination(tmp_path):
     pro = [op("s_load_dwordx4 s[4:7], s[0:1], 0x0", latency=200, size=8), op("s_waitcnt lgkmcnt(0)"), op("v_add_f32 v1, s4, v1"),
            op("s_load_dwordx2 s[4:5], s[0:1], 0x60", latency=20000, size=8), op("s_waitcnt lgkmcnt(0)"), op("s_mov_b32 s2, 0")]
     k = kernel([op(LOAD, latency=300, size=8), vadd(), op("s_waitcnt vmcnt(0)")], prologue=pro)
-    plan = make_plan(analyze(tmp_path, k), only={"smem-wait"})
     late = pcs(k, "s_load")[1]
+    # the kernel uses s0..s9 of 102 SGPRs: renaming s[4:5] to free ones is the advice
+    (f,) = make_plan(analyze(tmp_path / "spare", k), only={"smem-wait"}).findings
+    assert "Issue the s_loads" in f.change and "fresh SGPRs" in f.change and f.evidence["sgprs"]["free"] >= 2
+    assert [(p["pc"], p["renamed"], p["kernarg_bytes"]) for p in f.evidence["hoistable"]] == [(late, True, [96, 8])]
+    # contradiction twin: the listing names s99, so no SGPR is free: no hoist advice, the precondition names the pc
+    k2 = kernel([op(LOAD, latency=300, size=8), vadd(), op("s_waitcnt vmcnt(0)")], prologue=[*pro[:-1], op("s_mov_b32 s99, 0"), pro[-1]])
+    plan = make_plan(analyze(tmp_path / "full", k2), only={"smem-wait"})
     assert all("Issue the s_loads" not in f.change for f in plan.findings)
     (c,) = [c for c in plan.rules_silenced["smem-wait"] if c["id"] == "not-first"]
-    assert f"pcs [{late}] write SGPRs still in use after the first wait" in c["detail"]
+    assert f"pcs [{late}] write SGPRs still in use after the first wait and need 2 SGPRs to rename, 0 are free" in c["detail"]
+
+
+def test_lds_to_mfma_advises_wider_reads_only_when_they_are_narrow(tmp_path):
+    """The width is checked first: ds_read2_b32 (8 B per lane) may become ds_read_b128;
+    reads already ds_read_b128 get no width advice (preshuffle_gemm's case)."""
+    narrow = kernel([op("ds_read2_b32 v[4:5], v9 offset1:1", latency=400, size=8), op("s_waitcnt lgkmcnt(0)"), op(MFMA16, issue=8, size=8)])
+    (f,) = make_plan(analyze(tmp_path / "n", narrow), only={"lds-to-mfma"}).findings
+    (ds,) = pcs(narrow, "ds_read2")
+    assert f.evidence["lds_read_bytes_per_lane"] == {str(ds): 8} and f"pcs [{ds}] read 8 B per lane: ds_read_b128" in f.change
+    (f,) = make_plan(analyze(tmp_path / "w", lds_mfma(0)), only={"lds-to-mfma"}).findings
+    assert "already 128 bit per lane" in f.change and "fewer reads" not in f.change
+
+
+def test_barrier_guarding_lds_write_to_read_is_called_required(tmp_path):
+    """A barrier between this phase's ds_write and ds_read orders a dependency through
+    LDS: the finding says so and never advises dropping it; without LDS traffic
+    around it, dropping is named."""
+    guarded = replace(kernel([op("ds_write_b128 v9, v[0:3]", latency=64, size=8), op("v_add_f32 v20, v30, v31", skew=100),
+                              op("s_waitcnt lgkmcnt(0)"), op("s_barrier", stall=8), op("ds_read_b128 v[4:7], v9 offset:256", latency=64, size=8),
+                              op("s_waitcnt lgkmcnt(0)"), vadd(1)]), barrier_sync=True)
+    (f,) = make_plan(analyze(tmp_path / "g", guarded), only={"barrier-heavy"}).findings
+    (bar,), (w,), (rd,) = pcs(guarded, "s_barrier"), pcs(guarded, "ds_write"), pcs(guarded, "ds_read")
+    assert f.evidence["barriers"][0]["guards_lds"] == {"writes": [w], "reads": [rd]}
+    assert "it is required" in f.change and "drop" not in f.change
+    (f,) = make_plan(analyze(tmp_path / "free", barrier(100)), only={"barrier-heavy"}).findings
+    assert f.evidence["barriers"][0]["guards_lds"] is None and "drop them if they only protected" in f.change
+
+
+def late_load(where: str):
+    """A loop whose top waits (vmcnt(0)) on a load of the previous iteration:
+    ``end``: issued at the end of the iteration though its address (v8, from
+    the prologue) is ready at the top; ``top``: issued right after the wait
+    (the clean twin); ``dependent``: its address comes from data an s_load
+    brings in late in the iteration (no room: the contradiction twin)."""
+    load = op("buffer_load_dwordx4 v[0:3], v8, s[4:7], 0 offen", latency=1500, size=8)
+    work = [op(f"v_exp_f32 v{20 + i}, v30", stall=60) for i in range(8)]
+    use = op("v_add_f32 v9, v0, v1")
+    if where == "top":
+        return kernel([op("s_waitcnt vmcnt(0)"), use, load, *work])
+    if where == "dependent":
+        dep = [op("s_load_dword s10, s[0:1], 0x40", latency=200, size=8), op("s_waitcnt lgkmcnt(0)"), op("v_add_u32_e32 v8, s10, v8")]
+        return kernel([op("s_waitcnt vmcnt(0)"), use, *work, *dep, load, *[op(f"s_mov_b32 s{12 + i}, 0") for i in range(10)]])
+    tail = [op(f"s_mov_b32 s{12 + i}, 0") for i in range(10)]  # > 8 instructions to the next wait: not "near use"
+    return kernel([op("s_waitcnt vmcnt(0)"), use, *work, load, *tail])
+
+
+def test_load_late_in_its_iteration_moves_up_to_where_its_address_and_destination_allow(tmp_path):
+    """Planted: the loop-top wait waits on a load issued at the end of the previous
+    iteration whose address is ready at the top: issue it at the top (the Triton
+    GEMM's case). Clean twin: already at the top. Contradiction twin: its address
+    needs data loaded late in the iteration: no room, silent, the reason named."""
+    k = late_load("end")
+    (f,) = make_plan(analyze(tmp_path / "end", k), only={"load-use-distance"}).findings
+    (load,), wait, (use,) = pcs(k, "buffer_load"), pcs(k, "s_waitcnt vmcnt")[0], pcs(k, "v_add_f32 v9")
+    row = f.evidence["loads"][0]
+    # its destination v[0:3] is free once the previous iteration's data is read (pc `use`), its address from the top
+    assert (row["pc"], row["lever"], row["wait_pc"], row["issue_after_pc"]) == (load, "earlier-in-iteration", wait, use)
+    assert "its address arithmetic needs only values ready at the top" in row["why"] and f"free after pc {use}" in row["why"]
+    assert row["gain_cycles_median"] >= 8 * 60 and f"right after pc {use}" in f.change and "Prefetch" not in f.change
+    assert [c["pc"] for c in f.claims] == [wait] and f.cycles_at_stake <= row["gain_cycles_median"] * 7 * 32  # 8 iterations, 7 waited
+    assert make_plan(analyze(tmp_path / "top", late_load("top")), only={"load-use-distance"}).findings == []
+    plan = make_plan(analyze(tmp_path / "dep", late_load("dependent")), only={"load-use-distance"})
+    assert plan.findings == []
+    (c,) = plan.rules_silenced["load-use-distance"]
+    assert c["id"] == "room" and "its address needs the data pc" in c["detail"]

@@ -270,16 +270,22 @@ def occupancy(result):
     return _analysis(result).occupancy
 
 
-def _side(x, rocprof_dir=None):
-    from attlens.analysis.diff import Side, load_side, side_from_result
+def _side(x, rocprof_dir=None, with_plan: bool = False):
+    """A diff side; ``with_plan``: a capture's or an analysis' side carries its plan's summary (as ``attlens diff``)."""
+    from attlens.analysis.diff import Side, load_side, plan_summary, side_from_result
 
     if isinstance(x, Side):
         return x
     if hasattr(x, "hotspots") and hasattr(x, "dispatch"):  # an AnalysisResult
-        return side_from_result(x, str(x.dispatch.path))
+        side = side_from_result(x, str(x.dispatch.path))
+        if with_plan:
+            from attlens.analysis.plan import make_plan
+
+            side.plan = plan_summary(make_plan(x))
+        return side
     if not _is_path(x):
         raise _usage(f"expected a capture path, an analyze --json file, an analysis or a Side, not {type(x).__name__}")
-    return load_side(_path(x), rocprof_dir=rocprof_dir)
+    return load_side(_path(x), rocprof_dir=rocprof_dir, with_plan=with_plan)
 
 
 def diff(before, after, force: bool = False, noise_floor: float | None = None, noise_source: str | None = None):
@@ -294,7 +300,7 @@ def diff(before, after, force: bool = False, noise_floor: float | None = None, n
         raise _usage(f"noise_source={noise_source!r}: expected text or None")
     if noise_floor is not None:
         noise_floor = _number(noise_floor, "noise_floor", 0.0)
-    return _diff(_side(before), _side(after), force=force, noise_floor=noise_floor, noise_source=noise_source)
+    return _diff(_side(before, with_plan=True), _side(after, with_plan=True), force=force, noise_floor=noise_floor, noise_source=noise_source)
 
 
 def check(current, baseline, metric: str = "total", max_regression: float = 5.0, force: bool = False):

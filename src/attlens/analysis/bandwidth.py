@@ -18,13 +18,25 @@ addresses in every workgroup (a weight vector, a table): it is counted once
 per workgroup's worth in the *lower bound* of the grid's bytes, and for every
 wave in the upper bound. ``fraction_of_peak_low`` uses the lower bound.
 
-Duration: the dispatch's ``End - Start`` from the run's kernel_trace.csv
-(``Resources.duration_ns``, found by model/context.py). Peak: the
-architecture table (``hbm_peak_gbps``), for the capture's product when it is
-tabulated (a rocprofiler-compute sysinfo.csv beside the capture overrides it).
-bytes / ns = GB/s. Counted (PMC) bytes above the peak in that duration are
-never given as a measurement: the figure is unavailable and ``reason`` says
-the timing is unusable (analysis/ceiling.py).
+Lanes that share an address move its bytes once (analysis/lanes.py): a
+vector load or store counts ``width x (wave size / lanes sharing an
+address)`` per wave, loads and stores apart; atomics count every lane (each
+is its own read-modify-write).
+
+Duration: the one the dispatch facts chose (analysis/dispatch_facts.py: the
+median of the run's dispatches of the same name and grid, cross-checked with
+the capture's own span), else the run's kernel_trace.csv
+(``Resources.duration_ns``). Peak: the architecture table (``hbm_peak_gbps``),
+for the capture's product when it is tabulated (a rocprofiler-compute
+sysinfo.csv beside the capture overrides it). bytes / ns = GB/s.
+
+Nothing physical above its peak: counted (PMC) bytes above the peak in that
+duration are never given as a measurement: the figure is unavailable and
+``reason`` says the timing is unusable (analysis/ceiling.py); so are the
+bytes of a kernel that streams; the requested bytes of a looping kernel above
+the peak (data re-read from L2) are no HBM figure at all:
+``achieved_gbps``/``fraction_of_peak`` are then None and ``requested_gbps``
+keeps the requested bytes per ns.
 """
 
 from __future__ import annotations
@@ -140,7 +152,8 @@ class Bandwidth:
     bytes_per_wave: float | None = None
     duration_ns: int | None = None
     duration_source: str | None = None
-    achieved_gbps: float | None = None
+    achieved_gbps: float | None = None  # None when above the peak (not an HBM figure)
+    requested_gbps: float | None = None  # bytes_moved / duration, L2 hits included (trace estimate)
     peak_gbps: float | None = None
     peak_product: str | None = None
     peak_source: str | None = None
@@ -150,6 +163,9 @@ class Bandwidth:
     by_instruction: list[dict] = field(default_factory=list)  # top pcs by bytes (traced waves)
     unknown_width: list[int] = field(default_factory=list)  # executed memory pcs whose width is not known
     vector_widths: dict = field(default_factory=dict)  # pc -> bytes per lane, executed vector memory pcs
+    lanes_sharing: dict = field(default_factory=dict)  # pc -> lanes of a wave sharing each address (> 1 only)
+    shared_address_saving_bytes: float | None = None  # grid bytes a lane-by-lane count would add (lanes sharing an address)
+    bounds: list[str] = field(default_factory=list)  # figures above the peak, and what they invalidate
 
     @property
     def at_ceiling(self) -> bool | None:
@@ -159,10 +175,10 @@ class Bandwidth:
         if not self.available:
             return None
         if self.source == "pmc":
-            return self.fraction_of_peak >= CEILING_FRACTION
+            return self.fraction_of_peak is not None and self.fraction_of_peak >= CEILING_FRACTION
         if self.fraction_of_peak_low is not None and self.fraction_of_peak_low >= CEILING_FRACTION and (self.streaming_share or 0) >= 0.9:
             return True
-        if self.fraction_of_peak < CEILING_FRACTION:
+        if self.fraction_of_peak is not None and self.fraction_of_peak < CEILING_FRACTION:
             return False  # even every requested byte from HBM stays below
         return None
 
@@ -186,6 +202,7 @@ class Bandwidth:
             "duration_ns": self.duration_ns,
             "duration_source": self.duration_source,
             "achieved_gbps": r(self.achieved_gbps, 1),
+            "requested_gbps": r(self.requested_gbps, 1),
             "peak_gbps": self.peak_gbps,
             "peak_product": self.peak_product,
             "peak_source": self.peak_source,
@@ -196,6 +213,9 @@ class Bandwidth:
             "assumptions": self.assumptions,
             "top_instructions": self.by_instruction,
             "unknown_width_pcs": self.unknown_width,
+            "lanes_sharing_an_address": [{"pc": pc, "lanes": n} for pc, n in sorted(self.lanes_sharing.items())],
+            "shared_address_saving_bytes": r(self.shared_address_saving_bytes),
+            "bounds": self.bounds,
         }
 
 
@@ -221,8 +241,16 @@ def _pmc_for(dispatch, pmc):
     return named[0] if len(named) == 1 else None
 
 
-def compute_bandwidth(result, pmc, loops) -> Bandwidth:
-    """``pmc``: counters of the dispatch or None; ``loops``: its LoopStructure."""
+def compute_bandwidth(result, pmc, loops, duration_ns: int | None = None, duration_source: str | None = None,
+                      grid_mismatch: str | None = None, wave_weights=None, weights_note: str | None = None) -> Bandwidth:
+    """``pmc``: counters of the dispatch or None; ``loops``: its LoopStructure;
+    ``duration_ns``: the dispatch facts' duration (default: the kernel trace's);
+    ``grid_mismatch``: why the kernel trace's grid does not describe this
+    capture (the traced bytes are then not scaled to it); ``wave_weights``:
+    per traced wave, how many of the grid's waves it stands for (default: each
+    the same share), e.g. early-exit and working waves by their measured share."""
+    from attlens.analysis.lanes import lane_groups
+
     d = result.dispatch
     s = result.sums
     st = d.static
@@ -230,7 +258,15 @@ def compute_bandwidth(result, pmc, loops) -> Bandwidth:
     out = Bandwidth(available=False, traced_waves=d.waves.count)
     ws = (d.arch.facts or {}).get("wave_size") or 64
     wg_dep = workgroup_dependent(d.code.isa)
-    rd = wr = shared = once = 0.0
+    groups = lane_groups(d.code, ws, res.workgroup)
+    waves_per_wg, out.grid_waves = grid_waves(d)
+    # grid-weighted executions per pc: each traced wave stands for a share of the grid's waves
+    if wave_weights is not None and d.records.count:
+        ghit = np.bincount(d.records.pc, weights=np.asarray(wave_weights, dtype=np.float64)[d.records.wave], minlength=len(s.hit))
+    else:
+        ghit = s.hit.astype(np.float64) * ((out.grid_waves or 0) / d.waves.count if d.waves.count else 0.0)
+    rd = wr = shared = once = saved = 0.0  # grid bytes
+    traced_total = 0.0
     rows = []
     for pc in np.flatnonzero(s.hit > 0).tolist():
         m = st.mnemonic[pc]
@@ -240,13 +276,21 @@ def compute_bandwidth(result, pmc, loops) -> Bandwidth:
                 out.unknown_width.append(pc)
                 continue
             out.vector_widths[pc] = width
-            b = float(s.hit[pc]) * width * ws
+            # lanes that share an address move its bytes once (atomics: every lane its own RMW)
+            lanes = 1 if kind == "atomic" else groups.get(pc, 1)
+            if lanes > 1:
+                out.lanes_sharing[pc] = lanes
+            per_exec = width * (ws // lanes)
+            saved += float(ghit[pc]) * width * (ws - ws // lanes)
         else:
             sw = scalar_width(m)
             if sw is None:
                 continue
             kind = "store" if "_store" in m else "load"
-            b = float(s.hit[pc]) * sw
+            per_exec = sw
+        b = float(ghit[pc]) * per_exec
+        traced = float(s.hit[pc]) * per_exec
+        traced_total += traced * (2 if kind == "atomic" else 1)
         if kind in ("load", "store", "atomic") and pc in out.vector_widths and not wg_dep.get(pc, True):
             shared += b
         if not loops.repeats[pc]:
@@ -258,32 +302,34 @@ def compute_bandwidth(result, pmc, loops) -> Bandwidth:
             wr += b
         else:
             rd += b
-        rows.append((b, pc, kind))
+        rows.append((traced, pc, kind))
     rows.sort(reverse=True)
     out.by_instruction = [
-        {"pc": pc, "isa": d.code.isa[pc], "kind": k, "bytes_per_lane": out.vector_widths.get(pc), "executions": int(s.hit[pc]), "bytes_traced": int(b)}
+        {"pc": pc, "isa": d.code.isa[pc], "kind": k, "bytes_per_lane": out.vector_widths.get(pc), "lanes_sharing_an_address": out.lanes_sharing.get(pc, 1),
+         "executions": int(s.hit[pc]), "bytes_traced": int(b)}
         for b, pc, k in rows[:5]
     ]
     out.assumptions = [
-        f"every lane of a wave active (full EXEC, {ws} lanes); ATT does not record EXEC masks",
-        "the traced waves are representative of every wave of the grid",
+        f"every lane of a wave active (full EXEC, {ws} lanes); ATT does not record EXEC masks; lanes whose address the ISA proves "
+        "equal (lane-invariant or lane-shifted) count once",
+        weights_note or "the traced waves are representative of every wave of the grid",
         "upper bound: every requested byte counts, L2/MALL hits included; lower bound: instructions whose "
         "address does not depend on the workgroup id count once per workgroup",
     ]
     if out.unknown_width:
         out.assumptions.append(f"{len(out.unknown_width)} executed memory instruction(s) of unknown width are left out")
-    waves_per_wg, out.grid_waves = grid_waves(d)
-    out.duration_ns = res.duration_ns
-    out.duration_source = res.sources.get("duration_ns")
+    out.duration_ns = res.duration_ns if duration_ns is None else int(duration_ns)
+    out.duration_source = res.sources.get("duration_ns") if duration_ns is None else duration_source
     out.peak_gbps, out.peak_product, out.peak_source = hbm_peak(d.arch.facts, d.arch.product)
     if d.waves.count and out.grid_waves:
-        scale = out.grid_waves / d.waves.count
-        out.read_bytes, out.write_bytes = rd * scale, wr * scale
-        out.bytes_moved = (rd + wr) * scale
-        out.bytes_per_wave = (rd + wr) / d.waves.count
-        out.shared_bytes_per_wave = shared / d.waves.count
-        out.bytes_moved_low = (rd + wr - shared) * scale + out.shared_bytes_per_wave * waves_per_wg
+        out.read_bytes, out.write_bytes = rd, wr
+        out.bytes_moved = rd + wr
+        out.bytes_per_wave = traced_total / d.waves.count
+        out.shared_bytes_per_wave = shared / out.grid_waves
+        # workgroup-invariant addresses: once per workgroup's worth of waves
+        out.bytes_moved_low = (rd + wr - shared) + out.shared_bytes_per_wave * waves_per_wg
         out.streaming_share = once / (rd + wr) if (rd + wr) else None
+        out.shared_address_saving_bytes = saved
     p = _pmc_for(d, pmc)
     if p is not None and getattr(p, "bytes_moved", None) is not None:
         out.source = "pmc"
@@ -292,7 +338,9 @@ def compute_bandwidth(result, pmc, loops) -> Bandwidth:
         if out.duration_ns is None and p.duration_ns:
             out.duration_ns, out.duration_source = int(p.duration_ns), p.duration_source
     missing = []
-    if out.bytes_moved is None:
+    if grid_mismatch and out.source == "trace":
+        missing.append(grid_mismatch)
+    elif out.bytes_moved is None:
         missing.append("grid size unknown (no kernel_trace.csv row for this dispatch)" if not out.grid_waves else "no traced waves")
     if out.duration_ns is None:
         missing.append("dispatch duration unknown (no kernel_trace.csv row with timestamps)")
@@ -308,9 +356,35 @@ def compute_bandwidth(result, pmc, loops) -> Bandwidth:
             out.reason = f"timing unusable ({out.duration_source}): {why}"
             return out
     out.available = True
-    out.achieved_gbps = out.bytes_moved / out.duration_ns  # bytes/ns = GB/s
+    out.requested_gbps = out.achieved_gbps = out.bytes_moved / out.duration_ns  # bytes/ns = GB/s
     out.fraction_of_peak = out.achieved_gbps / out.peak_gbps
     if out.bytes_moved_low is not None and out.source == "trace":
         out.fraction_of_peak_low = out.bytes_moved_low / out.duration_ns / out.peak_gbps
+    _bound_by_peak(out)
     return out
 
+
+def _bound_by_peak(out: Bandwidth) -> None:
+    """Nothing physical above its peak: an impossible figure is dropped and said.
+
+    PMC bytes, or the bytes of a kernel that streams (each byte requested once),
+    above the peak mean the duration or the grid is wrong: the figure is
+    unavailable. The requested bytes of a looping kernel above the peak are
+    data re-read from L2/MALL: no HBM figure (``requested_gbps`` keeps them)."""
+    peak = out.peak_gbps
+    streams = out.source == "pmc" or (out.streaming_share or 0) >= 0.9
+    low = out.fraction_of_peak if out.source == "pmc" else out.fraction_of_peak_low
+    if streams and low is not None and low > 1.0:
+        what = "PMC bytes" if out.source == "pmc" else "the bytes of this streaming kernel"
+        out.bounds.append(f"{what} / the duration = {low * peak:,.0f} GB/s, {low:.0%} of the {peak:,.0f} GB/s peak: impossible, so the "
+                          f"duration ({out.duration_ns:,} ns, {out.duration_source}) or the grid ({out.grid_waves} waves) does not describe these bytes")
+        out.available = False
+        out.reason = out.bounds[-1]
+        out.achieved_gbps = out.fraction_of_peak = out.fraction_of_peak_low = None
+        return
+    if out.fraction_of_peak is not None and out.fraction_of_peak > 1.0:
+        out.bounds.append(f"the requested bytes move {out.requested_gbps:,.0f} GB/s, {out.fraction_of_peak:.0%} of the {peak:,.0f} GB/s HBM peak: "
+                          "the data is re-read from L2/MALL, so this is no HBM figure (HBM bytes need PMC counters)")
+        out.achieved_gbps = out.fraction_of_peak = None
+        if out.fraction_of_peak_low is not None and out.fraction_of_peak_low > 1.0:
+            out.fraction_of_peak_low = None

@@ -58,6 +58,7 @@ class Side:
     line_class: dict[str, dict[str, int]]  # per line: class -> stall
     partial: bool = False  # some input of this capture was skipped (analyze exits 8)
     warnings: list[str] = field(default_factory=list)  # analyze's warnings about it
+    plan: dict | None = None  # plan_summary() of the capture's plan (None: a JSON side, or not asked for)
 
     def ref(self) -> dict:
         """The side as ``before`` / ``after`` of ``attlens.diff``."""
@@ -79,6 +80,39 @@ def side_from_result(result, label: str) -> Side:
     return Side(label, d.kernel_name, d.arch.target, d.resources.grid, d.resources.workgroup, d.waves.count, f.shader_engines, f.cus, f.simds,
                 b.total_latency, b.total_stall, dict(b.by_class_stall), dict(b.by_class_latency), lines, line_class,
                 bool(d.partial), list(result.warnings))
+
+
+def plan_summary(plan) -> dict:
+    """What a diff compares of a capture's plan: its verdict and findings (rule,
+    title, severity, share of traced wave-cycles at stake)."""
+    v = getattr(plan, "verdict", None)
+    return {"verdict": None if v is None else v.sentence, "kind": None if v is None else v.kind,
+            "findings": [{"key": _finding_key(f), "rule": f.rule, "title": f.title, "severity": f.severity, "kind": f.kind,
+                          "share_of_cycles": round(f.share_of_cycles, 6)} for f in plan.findings]}
+
+
+def _finding_key(f) -> str:
+    # stall-class notes come one per class
+    return f"{f.rule}:{f.evidence.get('class')}" if f.rule == "stall-class" else f.rule
+
+
+def compare_plans(a: dict | None, b: dict | None) -> dict | None:
+    """Findings present before and gone after (resolved), new after, and in both
+    (with their shares of traced wave-cycles at stake, each side's own)."""
+    if a is None or b is None:
+        return None
+    fa = {f["key"]: f for f in a["findings"]}
+    fb = {f["key"]: f for f in b["findings"]}
+    return {
+        "before": {"verdict": a["verdict"], "kind": a["kind"]},
+        "after": {"verdict": b["verdict"], "kind": b["kind"]},
+        "resolved": [{"rule": f["rule"], "title": f["title"], "severity": f["severity"], "share_before": f["share_of_cycles"]}
+                     for k, f in fa.items() if k not in fb],
+        "new": [{"rule": f["rule"], "title": f["title"], "severity": f["severity"], "share_after": f["share_of_cycles"]}
+                for k, f in fb.items() if k not in fa],
+        "persisting": [{"rule": f["rule"], "title_before": f["title"], "title_after": fb[k]["title"], "share_before": f["share_of_cycles"],
+                        "share_after": fb[k]["share_of_cycles"]} for k, f in fa.items() if k in fb],
+    }
 
 
 def side_from_json(path: Path) -> Side:
@@ -145,13 +179,22 @@ def _side_from_doc(doc: dict, path) -> Side:
                 partial, [_str(w) for w in doc["warnings"]])
 
 
-def load_side(path: str, rocprof_dir=None) -> Side:
+def load_side(path: str, rocprof_dir=None, with_plan: bool = False) -> Side:
+    """A diff side from a capture or an ``attlens.analyze`` JSON file;
+    ``with_plan``: a capture's side also carries its plan's summary (the plan
+    needs the exposed-latency model, which the totals do not)."""
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
         return side_from_json(p)
     import attlens
 
-    return side_from_result(attlens.analyze(attlens.load(p, rocprof_dir=rocprof_dir), exposed=False), str(p))
+    result = attlens.analyze(attlens.load(p, rocprof_dir=rocprof_dir), exposed=with_plan)
+    side = side_from_result(result, str(p))
+    if with_plan:
+        from attlens.analysis.plan import make_plan
+
+        side.plan = plan_summary(make_plan(result))
+    return side
 
 
 # ---------------------------------------------------------------- matching
@@ -240,6 +283,7 @@ class DiffResult:
     noise_floor: float | None
     noise_source: str | None
     verdict: dict = field(default_factory=dict)
+    plans: dict | None = None  # compare_plans of the two sides' plans (None: a side has none)
 
     def moved_lines(self) -> list[dict]:
         """Sites whose source line changed, aggregated per (before line, after line), most latency after first."""
@@ -295,6 +339,7 @@ class DiffResult:
             "noise_source": self.noise_source,
             "partial": self.partial,
             "warnings": side_warnings(self.before, self.after),
+            "plans": self.plans,
         }
 
     @property
@@ -411,6 +456,7 @@ def diff(a: Side, b: Side, force: bool = False, noise_floor: float | None = None
     res = DiffResult(a, b, comp, bool(blocking), "cycles per traced wave (each side's totals divided by its traced waves)",
                      classes, lines, sites, tot, noise_floor, noise_source)
     res.verdict = verdict(res)
+    res.plans = compare_plans(a.plan, b.plan)
     return res
 
 

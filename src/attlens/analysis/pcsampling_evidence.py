@@ -41,6 +41,8 @@ EXPECTED = {
     "issue-bound": ("ARBITER_NOT_WIN", "ARBITER_WIN_EX_STALL"),
     "vmem-backpressure": ("ARBITER_WIN_EX_STALL", "ARBITER_NOT_WIN"),
     "load-mfma-interleave": ("ARBITER_WIN_EX_STALL", "ARBITER_NOT_WIN"),
+    "in-order-wait": ("WAITCNT",),  # its pcs are the waits held by older loads
+    "lds-mergeable": ("ARBITER_WIN_EX_STALL", "ARBITER_NOT_WIN"),  # LDS instructions waiting to issue
 }
 JUDGED_KINDS = ("performance", "dispatch")
 

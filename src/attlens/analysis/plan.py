@@ -1,6 +1,7 @@
 """The optimization plan: run the rules, settle their cycles, rank their findings.
 
-A rule is a function registered with :func:`rule`; it receives a
+A rule is a function registered with :func:`~attlens.analysis.registry.rule`
+(the registry module, which rules import instead of this one); it receives a
 :class:`PlanContext` (every analysis result) and returns findings. Rules live
 one per pattern in :mod:`attlens.analysis.rules`; adding one is adding a
 function there, nothing else changes.
@@ -26,135 +27,49 @@ After the rules, a stall class holding ≥ 10 % of the kernel's stall that no
 finding claims or explains gets a ``stall-class`` note: where those cycles
 are, and which precondition kept the rules that address it silent.
 
-Order: severity (HIGH, MED, LOW, INFO), then grid starvation, capture
-findings, whole-dispatch limits, performance findings by priority (cycles at
-stake x confidence), notes. Severity of performance findings comes from the
-share of all kernel cycles at stake (docs/rules.md).
+Order: severity (HIGH, MED, LOW, INFO), then the finding the verdict comes
+from, grid starvation and load imbalance, capture findings, whole-dispatch
+limits, performance findings by priority (cycles at stake x confidence),
+notes. Severity of performance findings comes from the share of all traced
+wave-cycles at stake (docs/rules.md).
+
+The plan stands on the dispatch facts (analysis/dispatch_facts.py: measured
+duration, the grid checked against the capture, working waves, bytes) and
+leads with one verdict (analysis/verdict.py) that its findings never
+contradict: rules whose advice points the opposite way (registry.OPPOSITE)
+check the dispatch-level facts as preconditions.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
-
+from attlens.analysis.registry import (  # noqa: F401  (re-exported: the plan's public names)
+    COVER_SHARE,
+    EXPOSED_TRIGGER_SEMANTICS,
+    HIGH_SHARE,
+    KINDS,
+    MED_SHARE,
+    PERFORMANCE_SEMANTICS,
+    REGISTRY,
+    SEVERITIES,
+    Finding,
+    RuleInfo,
+    load_rules,
+    rule,
+)
 from attlens.results import brief_repr
 
-# Severity thresholds on the share of all kernel cycles (idle + latency) at stake.
-HIGH_SHARE = 0.10
-MED_SHARE = 0.03
-# A stall class at or above this share of the kernel's stall is never left unmentioned.
-COVER_SHARE = 0.10
-
-SEVERITIES = ("HIGH", "MED", "LOW", "INFO")
 # Whole-dispatch findings measured from the traced waves (a prologue-only capture qualifies them too).
 TRACE_DISPATCH_RULES = ("issue-bound", "bandwidth-ceiling")
-KINDS = ("capture", "dispatch", "performance", "note")
 _GROUP = {"capture": 1, "dispatch": 2, "performance": 3, "note": 4}
 PLAN_SCHEMA = "attlens.plan"
-PLAN_SCHEMA_VERSION = 2
+PLAN_SCHEMA_VERSION = 3
 FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims",
                    "ledger.requested_cycles", "ledger.granted_cycles", "ledger.shared",
-                   "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale"]
-
-
-@brief_repr("rule", "severity", "kind", "cycles_at_stake", "share_of_cycles", "confidence", "title")
-@dataclass
-class Finding:
-    rule: str
-    title: str
-    kind: str  # capture | dispatch | performance | note
-    severity: str  # HIGH | MED | LOW | INFO
-    confidence: float  # 0..1
-    cycles_at_stake: int  # granted claims: exposed cycles the change could recover
-    share_of_cycles: float  # cycles_at_stake / all kernel cycles
-    evidence: dict
-    change: str
-    falsify: str
-    rationale: str  # one line for the priority list
-    claims: list[dict] = field(default_factory=list)  # granted [{pc, cycles}]
-    requested: list[dict] = field(default_factory=list)  # asked for, before the ledger
-    shared: list[dict] = field(default_factory=list)  # [{pc, cycles_not_granted, held_by: [rule]}]
-    preconditions: list[dict] = field(default_factory=list)  # checked, all holding
-    explains: list[str] = field(default_factory=list)  # stall classes it accounts for
-    loops: list[dict] = field(default_factory=list)  # its pcs' loop and trip count
-    lead: bool = False  # sorts first within its severity (grid starvation)
-    fixed_severity: bool = False  # set by the rule, not from the share at stake
-
-    @property
-    def priority(self) -> float:
-        return self.cycles_at_stake * self.confidence
-
-    @property
-    def requested_cycles(self) -> int:
-        return sum(c["cycles"] for c in self.requested)
-
-    def to_dict(self) -> dict:
-        return {
-            "rule": self.rule,
-            "title": self.title,
-            "kind": self.kind,
-            "severity": self.severity,
-            "confidence": self.confidence,
-            "cycles_at_stake": self.cycles_at_stake,
-            "share_of_cycles": round(self.share_of_cycles, 6),
-            "priority": round(self.priority, 3),
-            "claims": self.claims,
-            "ledger": {"requested_cycles": self.requested_cycles, "granted_cycles": self.cycles_at_stake, "shared": self.shared},
-            "loops": self.loops,
-            "preconditions": self.preconditions,
-            "explains": self.explains,
-            "evidence": self.evidence,
-            "change": self.change,
-            "falsify": self.falsify,
-            "rationale": self.rationale,
-        }
-
-
-@brief_repr("id", "kind", "title")
-@dataclass
-class RuleInfo:
-    id: str
-    title: str
-    kind: str
-    trigger: str
-    evidence: str
-    limits: str
-    fn: Callable
-    preconditions: list[tuple[str, str]] = field(default_factory=list)  # (id, the fact the advice assumes)
-    semantics: str = ""
-    post: bool = False  # runs after the ledger, sees the other findings
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "title": self.title, "kind": self.kind, "trigger": self.trigger, "semantics": self.semantics,
-                "preconditions": [{"id": p, "text": t} for p, t in self.preconditions], "evidence": self.evidence, "limits": self.limits}
-
-
-REGISTRY: dict[str, RuleInfo] = {}
-
-PERFORMANCE_SEMANTICS = (
-    "triggers on the stall cycles of its pattern (as in the stall summary); claims the part of the stall + idle "
-    "at its pcs that other waves did not hide (hidden-latency model), settled in the cycle ledger"
-)
-# Rules whose pattern is a wait that other waves can cover: the threshold is on
-# what stays exposed, so a pattern the other waves already hide gives no finding.
-EXPOSED_TRIGGER_SEMANTICS = (
-    "triggers on the cycles it claims: the part of its pattern's stall + idle that other waves did not hide "
-    "(hidden-latency model), not the raw stall; the same claims are settled in the cycle ledger"
-)
-
-
-def rule(id: str, title: str, kind: str, trigger: str, evidence: str, limits: str, preconditions=(), semantics: str | None = None, post: bool = False):
-    """Register a rule function ``fn(ctx) -> list[Finding]`` (``post``: ``fn(ctx, findings)``)."""
-
-    def deco(fn):
-        if id in REGISTRY:
-            raise ValueError(f"duplicate rule id {id}")
-        sem = semantics if semantics is not None else (PERFORMANCE_SEMANTICS if kind == "performance" else "")
-        REGISTRY[id] = RuleInfo(id, title, kind, trigger, evidence, limits, fn, list(preconditions), sem, post)
-        return fn
-
-    return deco
+                   "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale", "directions", "dispatch_time"]
+# What the plan's cycles are: every traced wave's idle + latency, summed (not the dispatch's time).
+CYCLES_UNIT = "traced wave-cycles"
 
 
 class PlanContext:
@@ -167,6 +82,13 @@ class PlanContext:
         self.pmc = pmc
         self.checks: dict[str, list[dict]] = {}  # rule -> preconditions checked, in order
         self.ran: set[str] | None = None  # the rules this plan runs (--disable / --only), set by make_plan
+        self._memo: dict = {}
+
+    def memo(self, key: str, compute):
+        """``compute()`` once per plan (facts several rules share)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     @cached_property
     def waves(self):
@@ -187,10 +109,22 @@ class PlanContext:
         return compute_loops(self.d, self.waves.phases.exec_index)
 
     @cached_property
-    def bandwidth(self):
+    def facts(self):
+        """The dispatch facts (analysis/dispatch_facts.py) with the bytes at their duration."""
         from attlens.analysis.bandwidth import compute_bandwidth
+        from attlens.analysis.dispatch_facts import compute_dispatch_facts
 
-        return compute_bandwidth(self.result, self.pmc, self.loops)
+        f = compute_dispatch_facts(self.result)
+        du = f.duration
+        weights, note = f.wave_weights(self.result.dispatch)
+        f.bandwidth = compute_bandwidth(self.result, self.pmc, self.loops, du.ns, f"{du.source}: {du.detail}" if du.ns else None,
+                                        grid_mismatch=f.coverage.detail if f.coverage.grid_matches is False else None,
+                                        wave_weights=weights, weights_note=note)
+        return f
+
+    @property
+    def bandwidth(self):
+        return self.facts.bandwidth
 
     @cached_property
     def total(self) -> int:
@@ -245,8 +179,10 @@ class PlanContext:
         return bool(holds)
 
     def finding(self, rule_id: str, title: str, cycles: int, confidence: float, evidence: dict, change: str, falsify: str,
-                rationale: str, claims=None, explains=None, severity: str | None = None, lead: bool = False) -> Finding:
-        """``claims``: [(pc, cycles)] for performance findings (``cycles`` is then their sum)."""
+                rationale: str, claims=None, explains=None, severity: str | None = None, lead: bool = False,
+                dispatch_time: dict | None = None) -> Finding:
+        """``claims``: [(pc, cycles)] for performance findings (``cycles`` is then their sum);
+        ``dispatch_time``: for whole-dispatch findings, the dispatch time they bound."""
         info = REGISTRY[rule_id]
         merged: dict[int, float] = {}
         for pc, c in claims or []:  # one entry per pc, never beyond its stall + idle
@@ -271,7 +207,7 @@ class PlanContext:
         held = [c for c in self.checks.get(rule_id, []) if c["holds"]]
         return Finding(rule_id, title, info.kind, severity, round(confidence, 2), cycles, share, evidence, change, falsify, rationale,
                        claims=[dict(c) for c in req], requested=req, preconditions=held, explains=list(explains or []), lead=lead,
-                       fixed_severity=fixed)
+                       fixed_severity=fixed, directions=list(info.directions), dispatch_time=dispatch_time)
 
 
 @brief_repr(("findings", lambda p: len(p.findings)), ("top", lambda p: p.findings[0].rule if p.findings else None),
@@ -290,6 +226,8 @@ class Plan:
     bandwidth: object = None  # analysis.bandwidth.Bandwidth
     dispatch: dict = field(default_factory=dict)  # grid, occupancy inputs, duration: the plan's header
     result: object = field(default=None, repr=False)  # the AnalysisResult it was made from
+    dispatch_facts: object = None  # analysis.dispatch_facts.DispatchFacts: duration, coverage, working waves, bytes
+    verdict: object = None  # analysis.verdict.Verdict: the one sentence the plan leads with
 
     @property
     def cycles_at_stake(self) -> int:
@@ -317,10 +255,12 @@ class Plan:
         return {
             **header(PLAN_SCHEMA, PLAN_SCHEMA_VERSION),
             "capture": capture_ref(result.dispatch),
+            "verdict": self.verdict.to_dict() if self.verdict is not None else None,
             "totals": {"latency": b.total_latency, "stall": b.total_stall, "idle": b.total_idle, "cycles": self.total_cycles,
-                       "cycles_at_stake": self.cycles_at_stake},
+                       "cycles_at_stake": self.cycles_at_stake, "cycles_unit": CYCLES_UNIT},
             "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)],
             "dispatch": self.dispatch,
+            "dispatch_facts": self.dispatch_facts.to_dict() if self.dispatch_facts is not None else None,
             "bandwidth": self.bandwidth.to_dict() if self.bandwidth is not None else None,
             "loops": self.loops.to_dict() if self.loops is not None else None,
             "findings": [f.to_dict() for f in self.findings],
@@ -341,12 +281,6 @@ def stall_summary(result) -> list[tuple[str, int, float]]:
     b = result.breakdown
     rows = [(c, b.by_class_stall[c], b.by_class_stall[c] / b.total_stall if b.total_stall else 0.0) for c in CLASSES if b.by_class_stall[c]]
     return sorted(rows, key=lambda r: -r[1])
-
-
-def load_rules() -> dict[str, RuleInfo]:
-    import attlens.analysis.rules  # noqa: F401  (registers every rule)
-
-    return REGISTRY
 
 
 def rules_to_dict(rules: dict[str, RuleInfo] | None = None) -> dict:
@@ -473,16 +407,28 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
         pcs = sorted({c["pc"] for c in f.claims} | _pcs_named(f.evidence))
         f.loops = [w for w in (ctx.loops.where(pc) for pc in pcs if 0 <= pc < ctx.d.code.size) if w["loop"] is not None or w.get("note")]
     rank = {s: i for i, s in enumerate(SEVERITIES)}
-    findings.sort(key=lambda f: (rank[f.severity], 0 if f.lead else _GROUP[f.kind], -f.priority, -f.confidence, f.rule))
+    verdict = make_verdict_of(ctx, findings)
+    # the finding the verdict comes from leads its severity; then grid/imbalance leads, groups, priority
+    findings.sort(key=lambda f: (rank[f.severity], 0 if f.rule == verdict.rule else (1 if f.lead else 1 + _GROUP[f.kind]), -f.priority, -f.confidence, f.rule))
     silenced = {rid: [c for c in checks if not c["holds"]] for rid, checks in ctx.checks.items()}
     fired = {f.rule for f in findings}
     silenced = {rid: v for rid, v in silenced.items() if v and rid not in fired}
     skipped = sorted(set(rules) - set(run))
     plan = Plan(findings, run, skipped, errors, silenced, yielded, ctx.total, result=result)
     plan.loops = ctx.loops
+    plan.dispatch_facts = ctx.facts
     plan.bandwidth = ctx.bandwidth
     plan.dispatch = dispatch_summary(ctx)
+    plan.verdict = verdict
     return plan
+
+
+def make_verdict_of(ctx, findings):
+    """The plan's one verdict (analysis/verdict.py) from its ranked findings."""
+    from attlens.analysis.rules._preconditions import busiest_compute
+    from attlens.analysis.verdict import make_verdict
+
+    return make_verdict(findings, ctx.facts, ctx.total, busiest_compute(ctx))
 
 
 def dispatch_summary(ctx) -> dict:
@@ -502,9 +448,10 @@ def dispatch_summary(ctx) -> dict:
         "waves_per_workgroup": wpw,
         "grid_waves": gw,
         "grid_source": res.sources.get("grid"),
-        "duration_ns": res.duration_ns,
-        "duration_source": res.sources.get("duration_ns"),
+        "duration_ns": ctx.facts.duration.ns,
+        "duration_source": f"{ctx.facts.duration.source}: {ctx.facts.duration.detail}" if ctx.facts.duration.ns else None,
         "traced_waves": d.waves.count,
+        "traced": ctx.facts.coverage.xcc_text(),
         "occupancy": {
             "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
             "limiters": o.limiters,
@@ -515,5 +462,5 @@ def dispatch_summary(ctx) -> dict:
             "sgprs": res.sgprs,
         },
         "kernel_candidates": res.candidates,
-        "notes": list(res.warnings) + list(res.notes),
+        "notes": list(res.warnings) + list(res.notes) + ctx.facts.warnings,
     }

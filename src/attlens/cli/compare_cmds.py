@@ -52,7 +52,7 @@ def cmd_diff(args) -> int:
 
     if args.output:
         check_output(args.output, side_inputs(args.before, args.after, *(args.noise or ())))
-    a, b = load_side(args.before), load_side(args.after)
+    a, b = load_side(args.before, with_plan=True), load_side(args.after, with_plan=True)
     floor, source = None, None
     if args.noise_floor is not None:
         floor, source = args.noise_floor / 100, "--noise-floor"

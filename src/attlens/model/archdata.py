@@ -50,6 +50,9 @@ _GFX12_WAITCNT = {
 #   max_sgprs_per_wave addressable SGPRs
 #   cu_count          CUs of the reference product (metadata overrides)
 #   shader_engines    SEs of the reference product (metadata overrides)
+#   xcc_count         XCCs (accelerator complex dies) of the reference product; the SEs are split
+#                     evenly between them, SE i on XCC i // (shader_engines / xcc_count)
+#                     (metadata Num_Xcc overrides: partitioned parts and APUs differ)
 #   time_quantum      ATT timestamps are multiples of this many cycles
 #   waitcnt_max       largest value of each waitcnt field
 #   mfma_passes       passes of a dependent MFMA result by block shape (4 cycles each);
@@ -82,6 +85,7 @@ ARCH_TABLE: dict[str, dict] = {
         "max_sgprs_per_wave": 102,
         "cu_count": 120,
         "shader_engines": 8,
+        "xcc_count": 1,
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
@@ -108,6 +112,7 @@ ARCH_TABLE: dict[str, dict] = {
         "max_sgprs_per_wave": 102,
         "cu_count": 110,
         "shader_engines": 8,
+        "xcc_count": 1,
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
@@ -135,6 +140,7 @@ ARCH_TABLE: dict[str, dict] = {
         "max_sgprs_per_wave": 102,
         "cu_count": 304,
         "shader_engines": 32,
+        "xcc_count": 8,
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
@@ -161,6 +167,7 @@ ARCH_TABLE: dict[str, dict] = {
         "max_sgprs_per_wave": 102,
         "cu_count": 256,
         "shader_engines": 32,
+        "xcc_count": 8,
         "time_quantum": 4,
         "waitcnt_max": _GFX9_WAITCNT,
         "mfma_passes": {"4x4": 2, "16x16": 8, "32x32": 16},
@@ -187,6 +194,7 @@ ARCH_TABLE: dict[str, dict] = {
         "max_sgprs_per_wave": 106,
         "cu_count": None,
         "shader_engines": None,
+        "xcc_count": 1,
         "time_quantum": 1,
         "waitcnt_max": _GFX11_WAITCNT,
         "mfma_passes": {"16x16": 4},
@@ -213,6 +221,7 @@ ARCH_TABLE: dict[str, dict] = {
         "max_sgprs_per_wave": 106,
         "cu_count": None,
         "shader_engines": None,
+        "xcc_count": 1,
         "time_quantum": 1,
         "waitcnt_max": _GFX12_WAITCNT,
         "mfma_passes": {"16x16": 4},

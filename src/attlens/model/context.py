@@ -242,7 +242,7 @@ def kernel_trace_claim(res: Resources, dirs: list[Path], prefixes: set[str], ker
     """Grid, workgroup and duration (and, when ``registers``, the register
     and LDS counts) of the traced dispatch from a kernel_trace.csv. Returns
     (the file used or None, how its row was matched)."""
-    trace_row, trace_file, how, durations = None, None, "", []
+    trace_row, trace_file, how, durations, same = None, None, "", [], []
     if not kernel_name:
         return None, ""
     for f in _prefer(_glob(dirs, "*kernel_trace.csv"), prefixes):
@@ -257,11 +257,14 @@ def kernel_trace_claim(res: Resources, dirs: list[Path], prefixes: set[str], ker
         if exact:
             trace_row, trace_file, how = exact[0], f, f"dispatch {dispatch_id} of {kernel_name}{pick_note}"
             durations = [exact[0]]
+            # every dispatch of the same name and grid in the run: the plan's duration is their
+            # median (one dispatch can be an outlier; analysis/dispatch_facts.py names them)
+            same = [r for r in rows if (r["grid"], r["workgroup"]) == (exact[0]["grid"], exact[0]["workgroup"])]
             break
         shapes = {(r["grid"], r["workgroup"]) for r in rows}
         if len(shapes) == 1:
             trace_row, trace_file, how = rows[0], f, f"all {len(rows)} dispatches of {kernel_name}{pick_note} share one shape"
-            durations = rows
+            durations = same = rows
             break
         res.warnings.append(f"{f.name}: {len(rows)} dispatches of the kernel with {len(shapes)} different grid shapes; grid unknown")
     if trace_row is None:
@@ -269,6 +272,10 @@ def kernel_trace_claim(res: Resources, dirs: list[Path], prefixes: set[str], ker
     src = f"{trace_file.name} ({how})"
     res.grid, res.workgroup = trace_row["grid"], trace_row["workgroup"]
     res.sources["grid"] = res.sources["workgroup"] = src
+    timed = [(r["dispatch_id"], r["end_ns"] - r["start_ns"]) for r in same
+             if r["start_ns"] is not None and r["end_ns"] is not None and r["end_ns"] > r["start_ns"]]
+    res.run_dispatches = [{"dispatch_id": i, "duration_ns": ns} for i, ns in timed]
+    res.sources["run_dispatches"] = trace_file.name
     spans = sorted(r["end_ns"] - r["start_ns"] for r in durations if r["start_ns"] is not None and r["end_ns"] is not None and r["end_ns"] > r["start_ns"])
     if spans:
         res.duration_ns = spans[len(spans) // 2]
@@ -331,6 +338,7 @@ def _apply_overrides(row: dict, agent: dict | None) -> dict:
             ("simds_per_cu", "simd_per_cu"),
             ("wave_size", "wave_front_size"),
             ("shader_engines", "num_shader_banks"),
+            ("xcc_count", "num_xcc"),
         ):
             v = agent.get(src)
             if isinstance(v, int) and v > 0:

@@ -205,6 +205,9 @@ class Resources:
     # it better than arch VGPRs + AGPRs do (gfx950: 2 x the reported count)
     unified_vgprs: int | None = None
     duration_ns: int | None = None  # the dispatch's duration (kernel trace of the run)
+    # every dispatch of the kernel with the same grid in that kernel trace: [{dispatch_id, duration_ns}]
+    # (the plan's duration is their median: analysis/dispatch_facts.py)
+    run_dispatches: list[dict] = field(default_factory=list)
     # kernels sharing the traced kernel's name that were considered, with why one was picked
     candidates: list[dict] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)

@@ -605,7 +605,7 @@ def render_index_text(entries, title: str = "attlens reports") -> str:
             continue
         f = x.get("top_finding")
         finding = "no rule fired" if not f else f'<span class="sev sev-{e(f["severity"])}">{e(f["severity"])}</span> {e(f["title"])} <code>[{e(f["rule"])}]</code>' + (
-            f' — {fmt_pct(f["share"])} of cycles' if f.get("share") is not None else "")
+            f' — {fmt_pct(f["share"])} of traced wave-cycles' if f.get("share") is not None else "")
         occ = "n/a" if x.get("occupancy_theoretical") is None else f'{x["occupancy_theoretical"]} ({e(", ".join(x.get("occupancy_limiters") or []))})'
         top = "-" if not x.get("top_class") else f'{e(x["top_class"])} {fmt_pct(x.get("top_class_share"))}'
         rows.append(

@@ -141,7 +141,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     cycles = tot["latency"] + tot["idle"]
     L += ["## Headline", ""]
     rows = [
-        ["total cycles (latency + idle)", _n(cycles)],
+        ["traced wave-cycles (latency + idle)", _n(cycles)],
         ["latency", _n(tot["latency"])],
         ["instruction stall", _n(tot["stall"])],
         ["instruction stall share of latency", _pct(tot["stall_share_of_latency"])],
@@ -246,7 +246,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     ) + [""]
 
     # recommendations
-    L += ["## Recommendations", "", "The plan's findings by severity; within one severity grid starvation, capture quality and whole-dispatch limits first, then by cycles at stake × confidence (docs/rules.md).", ""]
+    L += ["## Recommendations", "", "The plan's findings by severity; within one severity the verdict's finding, grid starvation and load imbalance, capture quality and whole-dispatch limits first, then by cycles at stake × confidence (docs/rules.md).", ""]
     if not plan.findings:
         L += ["No rule fired: no pattern above its threshold.", ""]
     for i, f in enumerate(plan.findings, 1):
@@ -328,7 +328,8 @@ def plan_to_markdown(plan) -> str:
         lines += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule `{f.rule}` · {stake_label(f)} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
         lines += _fence(finding_detail(f))
         lines += ["", f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]
-    lines += [f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake; no pc is claimed twice."]
+    lines += [f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} traced wave-cycles at stake (every traced wave's idle + latency, "
+              "not the dispatch's time); no pc is claimed twice."]
     if plan.rules_silenced:
         lines += ["", "Silenced rules (a precondition of their advice does not hold):", ""]
         for rid, fails in plan.rules_silenced.items():
@@ -380,11 +381,36 @@ rule registry; tests/test_rules_doc.py keeps this file equal to the generator. -
 
 The plan is built by independent rules, one per pattern, in
 `src/attlens/analysis/rules/` (`dispatch.py`, `capture.py`, `memory.py`,
-`schedule.py`, `occupancy.py`, `coverage.py`). Each rule is a function
-registered with `@rule(...)`; it reads the analysis results (hotspots, wait
-attribution, loops, bandwidth, phases, occupancy, hidden latency) and returns
-findings. `--disable a,b` skips rules, `--only a,b` runs only those; a rule
-that raises is reported under `rule_errors` and never hides the others.
+`inorder.py`, `lds.py`, `occupancy.py`, `schedule.py`, `coverage.py`). Each
+rule is a function registered with `@rule(...)` of the registry
+(`analysis/registry.py`, which rules import instead of the plan); it reads the
+analysis results (hotspots, wait attribution, loops, the dispatch facts,
+bandwidth, phases, occupancy, hidden latency) and returns findings.
+`--disable a,b` skips rules, `--only a,b` runs only those; a rule that raises
+is reported under `rule_errors` and never hides the others.
+
+## One verdict per dispatch
+
+The plan leads with one sentence (`verdict`, the first line of every surface:
+terminal, Markdown, HTML, JSON, the MCP `summary`), taken from its
+whole-dispatch findings in this order: at the HBM ceiling (`bandwidth-ceiling`:
+only fewer bytes help), a few long workgroups setting the span
+(`load-imbalance`), a grid that leaves CUs idle or the slots underfilled
+(`grid-starvation`), a compute pipe busy ≥ 80 % (`issue-bound`); else no
+dispatch-wide limit holds and the largest recoverable stall is named. The
+dispatch facts it stands on (analysis/dispatch_facts.py, docs/analysis.md)
+are measured and cross-checked: the median duration of the run's dispatches
+of the same name and grid, checked against the capture's own span; the grid
+checked against the capture's waves; the waves that do the work.
+
+Every rule declares **directions**: what its advice assumes about the
+dispatch (bandwidth-bound, issue-bound, hide-memory-latency, more-waves, ...).
+Some pairs are opposite (bandwidth-bound vs issue-bound, vs latency advice, vs
+advice that adds bytes; issue-bound vs memory advice; load imbalance or a
+starved grid vs more waves); the rules of such pairs check the other's facts
+as preconditions (`not-at-ceiling`, `not-issue-bound`, `not-imbalanced`,
+`grid-matches`), so no two findings of a plan point opposite ways (a test
+enumerates the pairs on every shared capture).
 
 ## Preconditions
 
@@ -396,28 +422,32 @@ checked (`preconditions`, each with the measured detail).
 
 ## One semantics, one cycle ledger
 
+The ledger counts **traced wave-cycles**: every traced wave's idle + latency,
+summed over the waves (not the dispatch's time; `totals.cycles_unit`).
+
 - Performance rules **trigger on stall**: the stall cycles of their pattern,
   the same numbers as the stall summary — except the wait rules whose
   **Semantics** line says they trigger on exposed cycles (`load-use-distance`,
-  `lds-to-mfma`, `drain-to-zero`, `mfma-dependency`, `occupancy-limit`): a
-  wait other waves already hide gives no finding.
+  `lds-to-mfma`, `drain-to-zero`, `in-order-wait`, `mfma-dependency`,
+  `occupancy-limit`): a wait other waves already hide gives no finding.
 - They **claim exposed cycles**: at each pc they name, the part of its stall +
   idle that other waves' work did not hide (hidden-latency model), listed as
   `claims: [{pc, cycles}]`.
 - The **ledger** grants claims in priority order (requested cycles ×
   confidence); a pc is never granted more than its stall + idle, so no cycles
-  are counted twice and the total at stake never exceeds the kernel's cycles.
-  A finding that asked for cycles another already holds gets the rest and its
-  `ledger.shared` names the holder (`held_by`); the holder's names the other
-  (`also_claimed_by`). A finding left with nothing is dropped and listed under
-  `yielded`.
+  are counted twice and the total at stake never exceeds the traced
+  wave-cycles. A finding that asked for cycles another already holds gets the
+  rest and its `ledger.shared` names the holder (`held_by`); the holder's
+  names the other (`also_claimed_by`). A finding left with nothing is dropped
+  and listed under `yielded`.
 - `cycles_at_stake` is the granted total; severity of performance findings:
-  HIGH when ≥ 10 % of all kernel cycles (idle + latency) are at stake, MED
-  ≥ 3 %, LOW below.
-- Whole-dispatch findings (`dispatch`: grid starvation, bandwidth ceiling,
-  issue-bound) claim no pcs; their severity is set by the rule. Capture
-  findings: HIGH when confidence ≥ 0.8, else MED. Notes (`stall-class`) are
-  INFO and claim nothing.
+  HIGH when ≥ 10 % of all traced wave-cycles (idle + latency) are at stake,
+  MED ≥ 3 %, LOW below.
+- Whole-dispatch findings (`dispatch`: grid starvation, load imbalance,
+  bandwidth ceiling, issue-bound) claim no pcs; their severity is set by the
+  rule and each carries the dispatch time it bounds (`dispatch_time`:
+  measured, bound, meaning). Capture findings: HIGH when confidence ≥ 0.8,
+  else MED. Notes (`stall-class`) are INFO and claim nothing.
 
 ## Loops
 
@@ -430,18 +460,19 @@ double-buffer, drain waits) fires only in a loop that iterated.
 
 ## Order
 
-Severity first (HIGH, MED, LOW, INFO); within one severity: grid starvation,
-capture findings, whole-dispatch limits, performance findings by priority
-(cycles at stake × confidence), notes. When `prologue-only` fires, every
-performance and dispatch finding's confidence is halved, HIGH is capped at MED
-and its evidence gets a `caveat`.
+Severity first (HIGH, MED, LOW, INFO); within one severity: the finding the
+verdict comes from, grid starvation and load imbalance, capture findings,
+whole-dispatch limits, performance findings by priority (cycles at stake ×
+confidence), notes. When `prologue-only` fires, every performance and
+dispatch finding measured from the traced waves has its confidence halved,
+HIGH is capped at MED and its evidence gets a `caveat`.
 
 ## Coverage
 
 After the ledger, a stall class holding ≥ 10 % of the kernel's stall that no
 finding claims (its claimed pcs carry < 25 % of the class) or explains gets a
-`stall-class` note: where those cycles are, and the precondition that kept
-each rule addressing the class silent.
+`stall-class` note: where those cycles are, the rules that address part of it,
+and the precondition that kept each other rule addressing the class silent.
 
 ## Rules
 """
@@ -460,6 +491,8 @@ def rules_to_markdown(rules) -> str:
             out += [f"  - `{pid}`: {text}" for pid, text in r.preconditions]
         out.append(f"- **Evidence:** {r.evidence}")
         out.append(f"- **Limits:** {r.limits}")
+        if r.directions:
+            out.append(f"- **Directions:** {', '.join(f'`{x}`' for x in r.directions)}")
         out.append("")
     return "\n".join(out)
 

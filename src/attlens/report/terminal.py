@@ -631,7 +631,8 @@ def render_plan(plan, console, max_findings: int | None = None) -> None:
         console.print(f"   [bold]change:[/bold] {escape(f.change)}")
         console.print(f"   [bold]would prove it wrong:[/bold] {escape(f.falsify)}")
     if fs:
-        console.print(f"\nCycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} kernel cycles at stake ({plan.cycles_at_stake / max(plan.total_cycles, 1):.1%}); no pc claimed twice.")
+        console.print(f"\nCycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} traced wave-cycles at stake ({plan.cycles_at_stake / max(plan.total_cycles, 1):.1%}; "
+                      "every traced wave's idle + latency, not the dispatch's time); no pc claimed twice.")
     for y in plan.yielded:
         console.print(f"  {escape(y['rule'])} yielded all its cycles to {escape(', '.join(y['held_by']))}")
     for rid, fails in plan.rules_silenced.items():
@@ -654,6 +655,8 @@ def rules_text(rules) -> str:
             out.append(f"    requires:  [{pid}] {text}")
         out.append(f"    evidence:  {r.evidence}")
         out.append(f"    limits:    {r.limits}")
+        if r.directions:
+            out.append(f"    assumes:   {', '.join(r.directions)}")
     return "\n".join(out) + "\n"
 
 
@@ -693,6 +696,17 @@ def render_diff(res, console, top: int = 10) -> None:
     for s in res.changed_sites()[:top]:
         site = s.after or s.before
         console.print(f"  {s.kind:<8} {escape(os.path.basename(s.line))}  {escape(site.isa[:60])}  latency {site.latency:,}")
+    pl = getattr(res, "plans", None)
+    if pl:
+        console.print(f"[bold]Plans[/bold]: before — {escape(pl['before']['verdict'] or 'no verdict')}")
+        console.print(f"       after — {escape(pl['after']['verdict'] or 'no verdict')}")
+        for f in pl["resolved"]:
+            console.print(f"  resolved   {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}")
+        for f in pl["new"]:
+            console.print(f"  new        {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}")
+        for f in pl["persisting"]:
+            if f["share_before"] or f["share_after"]:
+                console.print(f"  persisting {escape(f['rule'])}: {f['share_before']:.1%} → {f['share_after']:.1%} of traced wave-cycles at stake")
 
 
 

@@ -145,7 +145,9 @@ def stake_label(f) -> str:
     if f.severity == "INFO" or f.kind == "note":
         return "no action"
     if f.kind == "performance":
-        return f"{f.cycles_at_stake:,} cycles at stake ({f.share_of_cycles:.1%})"
+        return f"{f.cycles_at_stake:,} traced wave-cycles at stake ({f.share_of_cycles:.1%})"
+    if f.kind == "dispatch" and getattr(f, "dispatch_time", None) and f.dispatch_time.get("bound_ns") is not None:
+        return f"whole dispatch: bounds the {fmt_ns(f.dispatch_time.get('measured_ns'))} at {fmt_ns(f.dispatch_time['bound_ns'])}"
     return {"capture": "capture quality", "dispatch": "whole dispatch"}[f.kind]
 
 
@@ -187,7 +189,8 @@ def header_lines(plan) -> list[str]:
     if dd.get("workgroups"):
         out.append(f"Dispatch   {dd['workgroups']:,} workgroups × {dd['waves_per_workgroup']} waves = {dd['grid_waves']:,} waves on "
                    f"{dd.get('cus') or '?'} CUs ({dd.get('target') or 'target unknown'}{', ' + dd['product'] if dd.get('product') else ''}); "
-                   f"{dd['traced_waves']:,} traced; duration {fmt_ns(dd.get('duration_ns'))}")
+                   f"{dd['traced_waves']:,} traced ({dd.get('traced') or 'SEs unknown'}); duration {fmt_ns(dd.get('duration_ns'))}"
+                   + (f" ({dd['duration_source'].split(':')[0]})" if dd.get("duration_source") else ""))
     else:
         out.append(f"Dispatch   grid unknown (no kernel_trace.csv row); {dd['traced_waves']:,} traced waves")
     o = dd["occupancy"]
@@ -199,13 +202,18 @@ def header_lines(plan) -> list[str]:
             vg = f"; VGPRs: {rep}, ISA scan {vi['isa_registers']} → {vi['registers_used']} used ({vi['rule']}) → {vi['allocated']} allocated (granule {vi['granule']})"
         out.append(f"Occupancy  {o['theoretical_waves_per_simd']} waves/SIMD theoretical (limit {', '.join(o['limiters'])}), "
                    f"{o['observed_max_waves_per_simd']} observed on the traced CU{vg}; LDS {o.get('lds_bytes')} B")
+    for w in (plan.dispatch_facts.warnings if getattr(plan, "dispatch_facts", None) is not None else []):
+        out.append(f"Check      {w}")
     for c in dd.get("kernel_candidates") or []:
         if c.get("picked"):
             out.append(f"Kernel     picked kernel id {c['kernel_id']} among kernels sharing the name ({c['where']}; see notes)")
             break
     bw = plan.bandwidth
     if bw is not None:
-        if bw.available:
+        if bw.available and bw.fraction_of_peak is None:
+            out.append(f"Bandwidth  {fmt_bytes(bw.bytes_moved)} requested in {fmt_ns(bw.duration_ns)} = {bw.requested_gbps:,.0f} GB/s, above the "
+                       f"{bw.peak_gbps:,.0f} GB/s HBM peak: re-read from L2/MALL, the HBM share needs PMC counters")
+        elif bw.available:
             rng = bandwidth_share(bw)
             out.append(f"Bandwidth  {fmt_bytes(bw.bytes_moved)} {'(PMC)' if bw.source == 'pmc' else 'requested (trace estimate)'} in {fmt_ns(bw.duration_ns)} "
                        f"= {bw.achieved_gbps:,.0f} GB/s: {rng} of the {bw.peak_gbps:,.0f} GB/s HBM peak"
@@ -229,7 +237,7 @@ def header_lines(plan) -> list[str]:
 
 def top_findings_lines(plan, count: int = 3) -> list[str]:
     """The first findings of a plan, one line each (the ``analyze`` summary block)."""
-    return [f"{f.severity:<4} {f.title} [{f.rule}]" + (f" — {f.share_of_cycles:.1%} of cycles at stake" if f.kind == "performance" else "")
+    return [f"{f.severity:<4} {f.title} [{f.rule}]" + (f" — {f.share_of_cycles:.1%} of traced wave-cycles at stake" if f.kind == "performance" else "")
             for f in plan.findings[:count]]
 
 
@@ -247,6 +255,6 @@ def verdict_sentence(plan) -> str:
     if not plan.findings:
         return "No rule fired: no pattern above its threshold (attlens rules lists them)."
     f = plan.findings[0]
-    stake = f", {f.share_of_cycles:.1%} of cycles at stake" if f.kind == "performance" else ""
+    stake = f", {f.share_of_cycles:.1%} of traced wave-cycles at stake" if f.kind == "performance" else ""
     return f"{f.severity}: {f.title} [{f.rule}]{stake}."
 

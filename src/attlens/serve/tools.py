@@ -74,7 +74,12 @@ class Tools:
         p = self.roots.check(path)
         if p.is_file() and p.suffix == ".json":
             return side_from_json(p)
-        return side_from_result(self._entry(str(p)).result, str(p))
+        from attlens.analysis.diff import plan_summary
+
+        e = self._entry(str(p))
+        side = side_from_result(e.result, str(p))
+        side.plan = plan_summary(self._plan(e))  # as `attlens diff`: the plans compared too
+        return side
 
     # ------------------------------------------------------------ tools
 

@@ -5,10 +5,11 @@ Every value comes from the analysis and the plan of the capture (the same
 numbers as ``attlens analyze --json`` / ``attlens plan --json``); a value that
 could not be determined is ``None`` (null in JSON), never 0.
 
-- ``duration_us``: the traced dispatch's own duration (µs) from the run's
-  kernel trace / results.json as the loader matched it; else the mean
-  duration of the kernel's dispatches in the ``*kernel_trace.csv`` beside the
-  capture (a sweep job: its discovery run), with its source.
+- ``duration_us``: the duration ``attlens plan`` uses (µs; analysis/dispatch_facts.py):
+  the median of the run's dispatches of the kernel with the same grid, or
+  the capture's own span when they disagree; else the traced dispatch's own
+  row / the mean of the kernel's dispatches in the ``*kernel_trace.csv``
+  beside the capture (a sweep job: its discovery run), with its source.
 - ``dominant_class`` / ``stall_mix``: stall cycles per taxonomy class over all
   traced waves, as shares of the total stall (docs/taxonomy.md).
 - ``occupancy``: theoretical waves per SIMD and its limiter(s) / the observed
@@ -108,6 +109,10 @@ def summarize(result, plan, profile_doc: dict | None = None, shape: str | None =
     duration, dsrc = _duration_from_trace(d)
     if d.resources.duration_ns is not None:
         duration, dsrc = d.resources.duration_ns / 1000.0, d.resources.sources.get("duration_ns")
+    facts = getattr(plan, "dispatch_facts", None)
+    if facts is not None and facts.duration.ns is not None:
+        # the duration attlens plan prints: the median of the run's same-grid dispatches (or the capture's span)
+        duration, dsrc = facts.duration.ns / 1000.0, f"{facts.duration.source}: {facts.duration.detail}"
     k = (profile_doc or {}).get("kernel") or {}
     if duration is None and k.get("average_us") is not None:
         duration, dsrc = float(k["average_us"]), f"attlens profile kernel table: mean of {k.get('dispatch_count') or k.get('calls')} dispatch(es)"

@@ -45,6 +45,7 @@ class Op:
     stall: int = 0  # fixed stall before issue (non-wait instructions)
     issue: int = 4
     size: int = 4  # bytes in the code object (vaddr step)
+    skew: int = 0  # extra stall x the wave's SIMD index: uneven work between the waves of a workgroup
     source: str | None = None  # overrides SOURCE_FILE:line when set (e.g. inline chains)
 
 
@@ -73,6 +74,12 @@ class ToyKernel:
     sgprs: int = 32
     lds_bytes: int = 8192
     duration_ns: int = 89000  # kernel_trace.csv End - Start of the dispatch
+    # s_barrier synchronizes the waves of a workgroup (the traced waves of one slot and
+    # instance across the SIMDs): each is released ``stall`` cycles after the last arrives
+    barrier_sync: bool = False
+    # End - Start of other dispatches of the same kernel and grid in the kernel trace (ids after this one's)
+    other_dispatches: list[int] = field(default_factory=list)
+    span_ns: int | None = None  # the traced SEs' waves span this (less 1 µs launch overhead); default duration_ns
 
     @property
     def listing(self) -> list[Op]:
@@ -166,8 +173,12 @@ def _counter_of(text: str) -> str | None:
     return None
 
 
-def _run_wave(kernel: ToyKernel, start: int, rng: random.Random):
-    """Execute the program once; returns (records, timeline, waitcnt, end)."""
+def _run_wave(kernel: ToyKernel, start: int, rng: random.Random, simd: int = 0, release: list | None = None):
+    """Execute the program once; returns (records, timeline, waitcnt, end, arrivals).
+
+    ``release``: with ``barrier_sync``, the time each s_barrier execution of the
+    workgroup ends (None: not known yet, the barrier takes its own stall);
+    ``arrivals``: when this wave reached each s_barrier execution."""
     seq: list[tuple[int, Op, bool]] = []  # (pc, op, is_last_iteration)
     pc_of = {id(op): i + 1 for i, op in enumerate(kernel.listing)}
     for op in kernel.prologue:
@@ -181,6 +192,7 @@ def _run_wave(kernel: ToyKernel, start: int, rng: random.Random):
     fifo = {"vmcnt": deque(), "lgkmcnt": deque()}  # (pc, completion time)
     t = start + 32  # every wave starts in IDLE for ~32 cycles (att-format.md §2.3)
     records, waitcnt, states = [], [], [(1, 32)]
+    arrivals: list[int] = []
     for pc, op, last in seq:
         cat = _category(op.text)
         if cat == JUMP and last:
@@ -200,8 +212,13 @@ def _run_wave(kernel: ToyKernel, start: int, rng: random.Random):
             stall = max(ready - t, 0)
             stall = -(-stall // 4) * 4
             issue = 0
+        elif kernel.barrier_sync and mnemonic(op.text) == "s_barrier":
+            b = len(arrivals)
+            arrivals.append(t)
+            done = release[b] if release is not None and b < len(release) else t + op.stall
+            stall, issue = -(-max(done - t, 0) // 4) * 4, 0
         else:
-            stall, issue = op.stall, op.issue
+            stall, issue = op.stall + op.skew * simd, op.issue
         if mnemonic(op.text) == "s_endpgm":
             issue = 4 + 4 * rng.randint(2, 10)  # MESSAGE: runs until the wave ends
         duration = stall + issue
@@ -221,7 +238,31 @@ def _run_wave(kernel: ToyKernel, start: int, rng: random.Random):
             merged[-1][1] += d
         else:
             merged.append([s, d])
-    return records, merged, waitcnt, t
+    return records, merged, waitcnt, t, arrivals
+
+
+def _run_group(kernel: ToyKernel, starts: list[int], rng: random.Random) -> list:
+    """The waves of one workgroup (one per SIMD), their s_barriers synchronized:
+    each barrier execution ends ``stall`` cycles after the last wave arrives.
+    Each wave draws the same jitter on every re-run."""
+    states = []
+    for _ in starts:
+        states.append(rng.getstate())
+        _run_wave(kernel, 0, rng)  # advance the stream by one wave's draws
+    release: list[int] = []
+    stall = next((op.stall for op in kernel.listing if mnemonic(op.text) == "s_barrier"), 0)
+    for _ in range(64):
+        runs = []
+        for simd, (t0, st) in enumerate(zip(starts, states)):
+            r = random.Random()
+            r.setstate(st)
+            runs.append(_run_wave(kernel, t0, r, simd, release))
+        n = min(len(x[4]) for x in runs)
+        new = [max(x[4][b] for x in runs) + stall for b in range(n)]
+        if new == release:
+            break
+        release = new
+    return [x[:4] for x in runs]
 
 
 def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: int = 0, dispatch_id: int = 7, agent_handle: int = 1) -> Path:
@@ -245,11 +286,11 @@ def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: in
         se_clock0 = 1000 + 750 * se  # per-SE clock origins differ (att-format.md §2.6)
         events = []
         se_end = se_clock0
+        runs = _run_se(kernel, se_clock0, rng)
         for simd in range(kernel.simds):
             for slot in range(kernel.slots):
-                t0 = se_clock0 + 200 + 16 * simd + 40 * slot
                 for k in range(kernel.instances):
-                    records, timeline, waitcnt, end = _run_wave(kernel, t0, rng)
+                    t0, (records, timeline, waitcnt, end) = runs[(simd, slot, k)]
                     begin = t0
                     name = f"se{se}_sm{simd}_sl{slot}_wv{k}.json"
                     doc = {
@@ -279,11 +320,10 @@ def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: in
                         stl[pc] += stall
                         idl[pc] += max(time - cursor, 0)
                         cursor = max(cursor, time + dur)
-                    for cu in (kernel.traced_cu, kernel.traced_cu + 1):
-                        events.append([begin, cu, simd, slot, 1, 1])
-                        events.append([end, cu, simd, slot, 0, 1])
+                    events.append([begin, kernel.traced_cu, simd, slot, 1, 1])
+                    events.append([end, kernel.traced_cu, simd, slot, 0, 1])
                     se_end = max(se_end, end)
-                    t0 = end + 20
+        events += _other_cu_events(kernel, events, se_clock0)
         events.sort(key=lambda e: (e[0], e[4]))
         occupancy[str(se)] = events
         # As on real MI350X captures, at the same instant each later SE's clock
@@ -325,6 +365,59 @@ def write_capture(out_dir: str | Path, kernel: ToyKernel | None = None, seed: in
     return root
 
 
+def _run_se(kernel: ToyKernel, se_clock0: int, rng: random.Random) -> dict:
+    """Every traced wave of one SE: (simd, slot, instance) -> (begin, run). The
+    instances of a slot run back to back; with ``barrier_sync`` the waves of one
+    slot and instance across the SIMDs form a workgroup."""
+    out: dict = {}
+    start = {(simd, slot): se_clock0 + 200 + 16 * simd + 40 * slot for simd in range(kernel.simds) for slot in range(kernel.slots)}
+    if not kernel.barrier_sync:
+        for simd in range(kernel.simds):
+            for slot in range(kernel.slots):
+                for k in range(kernel.instances):
+                    run = _run_wave(kernel, start[(simd, slot)], rng)[:4]
+                    out[(simd, slot, k)] = (start[(simd, slot)], run)
+                    start[(simd, slot)] = run[3] + 20
+        return out
+    for slot in range(kernel.slots):
+        for k in range(kernel.instances):
+            starts = [start[(simd, slot)] for simd in range(kernel.simds)]
+            for simd, run in enumerate(_run_group(kernel, starts, rng)):
+                out[(simd, slot, k)] = (starts[simd], run)
+                start[(simd, slot)] = run[3] + 20
+    return out
+
+
+GPU_SHADER_ENGINES = 32  # the agent_info.csv the toy writes (Num_Shader_Banks): an MI350X
+
+
+def _other_cu_events(kernel: ToyKernel, traced: list, se_clock0: int) -> list:
+    """occupancy.json covers every CU of a traced SE (att-format.md §2.5): the
+    toy gives the SE its share of the grid's waves (grid waves / 32 SEs) as
+    copies of the traced CU's waves on further CUs, shifted in time so the
+    SE's waves span the kernel trace's duration less 1 µs of launch overhead
+    (at the toy's 2 GHz clock; one copy at least when the traced waves end
+    sooner). The grid, the duration and the capture then
+    agree, as they do on a real capture (analysis/dispatch_facts.py)."""
+    waves = [(b[0], e[0], b[2], b[3]) for b, e in zip(traced[0::2], traced[1::2])]
+    wpw = -(-kernel.workgroup // 64)
+    target = -(-(-(-kernel.grid // kernel.workgroup) * wpw) // GPU_SHADER_ENGINES)
+    want_end = se_clock0 + 200 + 2 * (kernel.span_ns if kernel.span_ns is not None else kernel.duration_ns) - 2000
+    # at least one wave that ends with the dispatch (within one workgroup of the grid's share)
+    grid_waves = -(-kernel.grid // kernel.workgroup) * wpw
+    extra = max(target - len(waves), int(max(e for _, e, _, _ in waves) < want_end and len(waves) < grid_waves))
+    if extra <= 0:
+        return []
+    copies = -(-extra // len(waves))
+    out = []
+    for c in range(copies):
+        subset = waves[: min(len(waves), extra - c * len(waves))]
+        shift = max(want_end - max(e for _, e, _, _ in subset), 0) * (c + 1) // copies
+        for b, e, simd, slot in subset:
+            out += [[b + shift, kernel.traced_cu + 1 + c, simd, slot, 1, 1], [e + shift, kernel.traced_cu + 1 + c, simd, slot, 0, 1]]
+    return out
+
+
 def _write_side_files(where: Path, kernel: ToyKernel, dispatch_id: int) -> None:
     """Minimal rocprofv3 ``agent_info.csv`` and ``kernel_trace.csv`` of the
     same (imaginary) run, in rocprofv3's quoting style."""
@@ -340,7 +433,11 @@ def _write_side_files(where: Path, kernel: ToyKernel, dispatch_id: int) -> None:
                   "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "Scratch_Size", "VGPR_Count",
                   "Accum_VGPR_Count", "SGPR_Count", "Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z",
                   "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z"]
-    row = ['"KERNEL_DISPATCH"', '"Agent 1"', 1, 0, 100, dispatch_id, 5, f'"{kernel.name}"', dispatch_id, 1000, 1000 + kernel.duration_ns,
-           kernel.lds_bytes, 0, kernel.vgprs, kernel.agprs, kernel.sgprs, kernel.workgroup, 1, 1, kernel.grid, 1, 1]
-    lines = [",".join(f'"{c}"' for c in trace_cols), ",".join(str(v) for v in row)]
+    lines = [",".join(f'"{c}"' for c in trace_cols)]
+    start = 1000
+    for i, dur in enumerate([kernel.duration_ns, *kernel.other_dispatches]):
+        row = ['"KERNEL_DISPATCH"', '"Agent 1"', 1, 0, 100, dispatch_id + i, 5, f'"{kernel.name}"', dispatch_id + i, start, start + dur,
+               kernel.lds_bytes, 0, kernel.vgprs, kernel.agprs, kernel.sgprs, kernel.workgroup, 1, 1, kernel.grid, 1, 1]
+        lines.append(",".join(str(v) for v in row))
+        start += dur + 5000
     write_atomic(where / "demo_kernel_trace.csv", ("\n".join(lines) + "\n").encode())

@@ -26,3 +26,11 @@ def rnd(x, n: int = 1):
     if isinstance(x, (int, np.integer)):
         return int(x)
     return round(float(x), n)
+
+
+def us(ns) -> str:
+    """A duration in ns as µs for a sentence (``12.4 µs``; ``unknown`` when None)."""
+    if ns is None:
+        return "unknown"
+    v = ns / 1000
+    return f"{v:,.1f} µs" if v >= 10 else f"{v:,.2f} µs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attlens.analysis.occupancy import grid_waves as waves_in_grid
-from attlens.analysis.plan import rule
+from attlens.analysis.registry import rule
 from attlens.analysis.rules._util import defs_uses
 
 
@@ -115,6 +115,7 @@ def _ses(ctx, waves) -> dict:
     trigger="no backward branch of the listing was taken by a traced wave",
     evidence="the loop's pc range, the branch every wave took around it (pc, source line, the condition and the instruction that set it, with its registers), executed vs listed instructions, SEs",
     limits="a kernel without loops cannot trigger it",
+    directions=["capture"],
 )
 def prologue_only(ctx):
     rid = "prologue-only"
@@ -131,9 +132,11 @@ def prologue_only(ctx):
     br = skip or exit_
     ses = _ses(ctx, allw)
     everywhere = set(ses["ses_in_occupancy"]) <= set(ses["traced_ses"])
+    cov = ctx.facts.coverage
     meaning = (
         "the loop's work ran on other waves/CUs or in another dispatch"
-        + ("; every SE of the trace had traced waves and all of them skipped it, so re-targeting the CU will not help: change the dispatch (a later call, a larger problem) or the shape"
+        + (f"; every traced SE had traced waves and all of them skipped it, so re-targeting the CU will not help: change the dispatch (a later call, a larger problem) or the shape"
+           f" (the capture covers {cov.xcc_text()}: other XCCs run other workgroups of the same grid)"
            if everywhere else f"; only SE(s) {ses['traced_ses']} had traced waves: another --att-target-cu or a wider --att-shader-engine-mask may catch waves that run it")
     )
     if br:
@@ -166,6 +169,7 @@ def prologue_only(ctx):
     evidence="short and full wave counts and their instruction counts, the branch that sent them out (pc, source line, condition and the instruction that set it), SEs",
     limits="early exit can be by design (bounds checks, causal masks); the finding says the totals mix two populations",
     preconditions=[("two-populations", "some traced waves did run the body (otherwise see prologue-only)")],
+    directions=["capture"],
 )
 def early_exit(ctx):
     rid = "early-exit-waves"
@@ -194,7 +198,9 @@ def early_exit(ctx):
     else:
         br = None
     br = br or _decisive_branch(ctx, set(out.tolist()), lambda pc, t: t > pc and _ends_soon(ctx, t))
+    pops = ctx.facts.populations
     ev = {"waves_out": len(out), "waves": w.count, "short_waves": len(short), "waves_not_entering_main_loop": len(skipped),
+          "traced_ses_waves": pops.xcc_waves, "traced_ses_early_exit": pops.xcc_early_exit, "lifetime_below_cycles": pops.lifetime_threshold_cycles,
           "main_loop_pcs": [main.first_pc, main.branch_pc] if main is not None else None,
           "instructions_median_out": int(np.median(n[out])), "instructions_median_full": int(np.median(n[full])),
           "threshold_instructions": threshold, "longest_wave_instructions": longest, "exit_branch": br, **_ses(ctx, out)}
@@ -202,10 +208,11 @@ def early_exit(ctx):
     if br:
         cond = (f" through the branch at pc {br['branch_pc']}{' (' + br['branch_source'] + ')' if br.get('branch_source') else ''} on {br['condition']}"
                 + (f" set by pc {br['set_by_pc']} `{br['set_by']}`" if br.get("set_by_pc") is not None else ""))
+    xcc = (f" ({pops.xcc_early_exit:,} of {pops.xcc_waves:,} on the traced SEs)" if pops.xcc_early_exit else "")
     return [
         ctx.finding(
             rid,
-            f"{len(out)} of {w.count} traced waves skip the body{cond.split(' on ')[0] if br else ''}",
+            f"{len(out)} of {w.count} traced waves{xcc} skip the body{cond.split(' on ')[0] if br else ''}",
             0,
             0.6,
             ev,
@@ -225,6 +232,7 @@ def early_exit(ctx):
     trigger="no instruction of the listing has a source location",
     evidence="instructions without source",
     limits="-",
+    directions=["capture"],
 )
 def no_source(ctx):
     if ctx.result.quality.has_source_lines:
@@ -232,7 +240,7 @@ def no_source(ctx):
     return [
         ctx.finding(
             "no-source-lines",
-            "No source lines: the kernel was built without line info",
+            f"No source lines: none of the {ctx.result.hotspots.executed:,} executed instructions has a source location (built without line info)",
             0,
             0.95,
             {"executed_instructions": ctx.result.hotspots.executed},
@@ -250,6 +258,7 @@ def no_source(ctx):
     trigger="one line holds ≥ 2/3 of cycles from ≥ 32 distinct executed instructions that are ≥ 50 % of those executed",
     evidence="the line, its share of cycles and of executed instructions, classes on it",
     limits="a genuinely monolithic source line (a big fused expression) looks the same",
+    directions=["capture"],
 )
 def location_collapse(ctx):
     lc = ctx.result.quality.location_collapse
@@ -258,7 +267,7 @@ def location_collapse(ctx):
     return [
         ctx.finding(
             "location-collapse",
-            f"{lc['line']} holds {lc['latency_share']:.0%} of cycles (compiler location collapse)",
+            f"{lc['line']} holds {lc['latency_share']:.0%} of the traced latency (compiler location collapse)",
             0,
             0.8,
             dict(lc),
@@ -273,29 +282,37 @@ def location_collapse(ctx):
     "few-waves",
     "Too few waves on the traced CU",
     "capture",
-    trigger="fewer than 8 traced waves, or the traced CU received fewer than half the median waves of its SE's CUs",
-    evidence="traced waves, the grid's waves, the traced CU's share of the median per SE (occupancy.json)",
+    trigger="fewer than 8 traced waves that do the work (early-exit waves not counted), or the traced CU received fewer than half the median waves of its SE's CUs",
+    evidence="traced and working waves, the grid's waves, the SEs and XCCs traced, the traced CU's share of the median per SE (occupancy.json)",
     limits="needs occupancy.json for the per-CU comparison",
     preconditions=[("more-exist", "the dispatch has more waves than the trace holds (otherwise a wider trace cannot catch more)")],
+    directions=["capture"],
 )
 def few_waves(ctx):
     w = ctx.d.waves
     share = ctx.waves.phases.traced_cu_share_of_median
     low = {se: v for se, v in share.items() if v is not None and v < 0.5}
-    if w.count >= 8 and not low:
+    pops = ctx.facts.populations
+    working = pops.traced_working  # early-exit waves carry no statistics of the body
+    if working >= 8 and not low:
         return []
     _, grid_waves = waves_in_grid(ctx.d)
     if not ctx.require("few-waves", "more-exist", grid_waves is None or grid_waves > w.count,
                        f"{grid_waves} waves in the grid, {w.count} traced" if grid_waves is not None else "grid size unknown"):
         return []
+    cov = ctx.facts.coverage
+    early = w.count - working
     return [
         ctx.finding(
             "few-waves",
-            f"Only {w.count} traced waves" + (f"; the traced CU was under-filled in SE {sorted(low)}" if low else ""),
+            (f"Only {working} of {w.count} traced waves do the work ({early} exit early)" if early else f"Only {w.count} traced waves")
+            + (f"; the traced CU was under-filled in SE {sorted(low)}" if low else ""),
             0,
             0.6,
-            {"traced_waves": w.count, "grid_waves": grid_waves, "traced_cu_share_of_median": {str(k): round(v, 3) if v is not None else None for k, v in share.items()}},
-            "Trace more waves: widen --att-shader-engine-mask, pick a busier --att-target-cu, or capture a larger grid.",
+            {"traced_waves": w.count, "working_waves": working, "grid_waves": grid_waves, "traced": cov.xcc_text(),
+             "traced_cu_share_of_median": {str(k): round(v, 3) if v is not None else None for k, v in share.items()}},
+            f"Trace more waves: the capture covers {cov.xcc_text()}; widen --att-shader-engine-mask (bit i = SE i), pick a busier --att-target-cu, "
+            "or capture a larger grid.",
             "With more waves, per-instruction shares should stay stable between two captures of the same dispatch.",
             f"{w.count} waves; statistics may not be representative",
         )
@@ -309,6 +326,7 @@ def few_waves(ctx):
     trigger="traced waves whose last instruction is not s_endpgm",
     evidence="waves that end early, their last instruction",
     limits="a trace buffer that overflowed drops the end of waves; raise --att-buffer-size",
+    directions=["capture"],
 )
 def truncated(ctx):
     d = ctx.d

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from attlens.analysis.plan import COVER_SHARE, rule
+from attlens.analysis.registry import COVER_SHARE, rule
 from attlens.analysis.rules._util import rnd
 from attlens.analysis.stalls import CLASS_IDS
 
 # Rules whose advice addresses a stall class.
 ADDRESSED_BY = {
-    "wait_global": ["load-use-distance", "drain-to-zero", "occupancy-limit", "bandwidth-ceiling"],
+    "wait_global": ["load-use-distance", "in-order-wait", "drain-to-zero", "occupancy-limit", "bandwidth-ceiling"],
     "wait_lds": ["lds-to-mfma", "drain-to-zero", "crosslane-serialized"],
     "wait_smem": ["smem-wait"],
     "vmem_load": ["vmem-backpressure", "load-mfma-interleave", "bandwidth-ceiling"],
     "vmem_store": ["vmem-backpressure", "bandwidth-ceiling"],
     "vmem_atomic": ["vmem-backpressure"],
     "barrier": ["barrier-heavy"],
+    "lds": ["lds-mergeable"],
     "hazard": ["hazard-nops"],
     "mfma": ["mfma-dependency", "issue-bound"],
     "valu": ["issue-bound", "mfma-dependency"],
@@ -63,6 +64,7 @@ MEANING = {
     limits="an explanation, not advice: claims no cycles",
     semantics="runs after the ledger; never claims cycles",
     post=True,
+    directions=[],
 )
 def stall_class(ctx, findings):
     b = ctx.result.breakdown
@@ -103,10 +105,14 @@ def stall_class(ctx, findings):
             else:
                 why.append({"rule": r, "status": "below its threshold or pattern absent"})
         reasons = "; ".join(f"{w['rule']}: {w.get('detail') or w['status']}" for w in why) or "no rule addresses this class"
+        partly = sorted({w["rule"] for w in why if w["status"].startswith("fired")}) if held else []
+        title = (f"{cls}: {stall / b.total_stall:.0%} of stall; {', '.join(partly)} address{'es' if len(partly) == 1 else ''} "
+                 f"{held / stall:.0%} of it, no advice the trace supports for the rest" if partly
+                 else f"{cls}: {stall / b.total_stall:.0%} of stall, no advice supported by the trace")
         out.append(
             ctx.finding(
                 "stall-class",
-                f"{cls}: {stall / b.total_stall:.0%} of stall, no advice supported by the trace",
+                title,
                 0,
                 0.5,
                 {"class": cls, "meaning": MEANING.get(cls, cls), "stall": int(stall), "share_of_stall": rnd(stall / b.total_stall, 4),

@@ -7,35 +7,31 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from attlens.analysis.bandwidth import CEILING_FRACTION, access_width
+from attlens.analysis.bandwidth import access_width
 from attlens.analysis.occupancy import grid_waves
-from attlens.analysis.plan import EXPOSED_TRIGGER_SEMANTICS, rule
+from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.regs import is_lds_dma
+from attlens.analysis.rules._preconditions import NOT_AT_CEILING as _NOT_AT_CEILING, NOT_ISSUE_BOUND, not_at_ceiling, not_issue_bound  # noqa: F401
 from attlens.analysis.rules._util import WIDEST_BYTES, defs_uses, pcs_of_class, rnd, top
 
 # Thresholds (docs/rules.md)
 NEAR_USE_MAX_DISTANCE = 8  # instructions between a load and the wait consuming it
 MIN_SHARE = 0.02  # of all kernel cycles, for a pattern to be worth a finding
 MIN_SLACK_CYCLES = 32  # a load that could have issued this much earlier (not counting other loads' issue) can move up
-_NOT_AT_CEILING = ("not-at-ceiling", "the dispatch is not at the HBM bandwidth ceiling (by PMC bytes, or the trace's lower bound for a streaming kernel): otherwise the bytes cannot arrive sooner")
 
 
-def not_at_ceiling(ctx, rule_id: str) -> bool:
-    bw = ctx.bandwidth
-    at = bw.at_ceiling
-    if at:
-        detail = f"at {bw.fraction_of_peak_low if bw.source == 'trace' else bw.fraction_of_peak:.0%} of the {bw.peak_gbps:,.0f} GB/s peak"
-    elif at is False:
-        detail = f"{bw.fraction_of_peak:.0%} of peak at most" if bw.fraction_of_peak is not None else "below"
-    elif not bw.available:
-        detail = f"undecided (taken as holding): {bw.reason}"
-    elif bw.fraction_of_peak_low is not None and bw.fraction_of_peak_low < CEILING_FRACTION:
-        detail = (f"undecided (taken as holding): between {bw.fraction_of_peak_low:.0%} (lower bound) and {bw.fraction_of_peak:.0%} "
-                  f"(every requested byte from HBM) of the {bw.peak_gbps:,.0f} GB/s peak, across the {CEILING_FRACTION:.0%} ceiling")
-    else:
-        detail = (f"undecided (taken as holding): {bw.fraction_of_peak:.0%} of the peak only if every requested byte came from HBM; "
-                  f"{1 - (bw.streaming_share or 0):.0%} of the bytes come from instructions that run again, whose data may come from cache")
-    return ctx.require(rule_id, "not-at-ceiling", not at, detail)
+_LDS_WIDTH = (("b128", 16), ("b96", 12), ("b64", 8), ("b32", 4), ("u16", 2), ("i16", 2), ("b16", 2), ("u8", 1), ("i8", 1), ("b8", 1))
+
+
+def lds_width(mnem: str) -> int | None:
+    """Bytes per lane an LDS read or write moves (``ds_read2_b32``: 2 x 4)."""
+    if not mnem.startswith("ds_"):
+        return None
+    two = mnem.startswith(("ds_read2", "ds_write2", "ds_load_2", "ds_store_2"))
+    for suf, w in _LDS_WIDTH:
+        if mnem.endswith("_" + suf) or f"_{suf}_" in mnem:
+            return w * (2 if two else 1)
+    return None
 
 
 def free_vgprs(ctx) -> tuple[int, int] | None:
@@ -56,32 +52,159 @@ def free_vgprs(ctx) -> tuple[int, int] | None:
 
 
 def load_cycles(ctx):
-    """Wait stall charged to vector *loads*, per (producer pc, wait pc), and per
-    pair row. A wait execution that resolves loads and stores gives the stores'
-    share to its loads (moving the loads earlier lets the wait skip the
-    stores: gfx9 counts both on vmcnt, in order); waits on stores only are
-    not load waits."""
+    """Wait stall charged to the vector *load* that blocks each wait execution,
+    per (producer pc, wait pc), and the load-to-wait distances (instructions)
+    of the charged pairs, per producer pc.
+
+    vmcnt retires in order (gfx9: loads and stores alike, FLAT excepted): a
+    wait for the oldest ``outstanding - N`` ops ends when the last of them has
+    returned and retired. Loads issued together return in issue order, so the
+    youngest load it waits for blocks it; but where the code after the wait
+    reads only younger loads while an older one with a head start is still
+    outstanding (rules/inorder.py ``coupled_waits``), that older load holds it,
+    and the stall is charged to the oldest load. Waits on stores only are not
+    load waits; waits that include FLAT ops (out of order) split their stall
+    evenly over their loads."""
+    from attlens.analysis.rules.inorder import coupled_waits
+
     pairs = ctx.att.pairs
     recs, st = ctx.d.records, ctx.d.static
     if not len(pairs.prod_rec):
-        return {}, None
+        return {}, {}
     ppc = recs.pc[pairs.prod_rec]
     kinds = np.array([access_width(m)[0] or "" for m in st.mnemonic])
+    flat = np.array([m.startswith("flat_") for m in st.mnemonic])
     pk = kinds[ppc]
     is_load = pk == "load"
-    is_store = pk == "store"
+    is_vm = is_load | (pk == "store") | (pk == "atomic")
     first = np.zeros(len(ppc), dtype=bool)
     first[pairs.first_of_wait] = True
     gid = np.cumsum(first) - 1
-    n_load = np.bincount(gid, weights=is_load, minlength=gid.max() + 1)
-    store_cyc = np.bincount(gid, weights=np.where(is_store, pairs.stall_share, 0), minlength=gid.max() + 1)
-    per_row = np.where(is_load, pairs.stall_share + np.where(n_load[gid] > 0, store_cyc[gid] / np.maximum(n_load[gid], 1), 0), 0.0)
+    ng = int(gid.max()) + 1
     wpc = recs.pc[pairs.wait_rec]
+    vm_cyc = np.bincount(gid, weights=np.where(is_vm, pairs.stall_share, 0), minlength=ng)
+    n_load = np.bincount(gid, weights=is_load, minlength=ng)
+    has_flat = np.bincount(gid, weights=flat[ppc] & is_vm, minlength=ng) > 0
+    coupled = np.isin(wpc, np.array(sorted(coupled_waits(ctx)), dtype=np.int64))
+    # the blocking load of each wait execution: the youngest (largest record index), the oldest where coupled
+    big = np.iinfo(np.int64).max
+    rec = pairs.prod_rec.astype(np.int64)
+    oldest = np.full(ng, big, dtype=np.int64)
+    np.minimum.at(oldest, gid, np.where(is_load, rec, big))
+    youngest = np.full(ng, -1, dtype=np.int64)
+    np.maximum.at(youngest, gid, np.where(is_load, rec, -1))
+    blocker = np.where(coupled, oldest[gid] == rec, youngest[gid] == rec)
+    head = is_load & blocker & ~has_flat[gid]
+    even = is_load & has_flat[gid]
+    charge = np.where(head, vm_cyc[gid], np.where(even, vm_cyc[gid] / np.maximum(n_load[gid], 1), 0.0))
     out: dict[tuple[int, int], float] = defaultdict(float)
-    rows = np.flatnonzero(is_load & (per_row > 0))
-    for p, w, c in zip(ppc[rows].tolist(), wpc[rows].tolist(), per_row[rows].tolist()):
+    dist: dict[int, list[int]] = defaultdict(list)
+    rows = np.flatnonzero((head | even) & (charge > 0))
+    for p, w, c, dd in zip(ppc[rows].tolist(), wpc[rows].tolist(), charge[rows].tolist(), pairs.distance_instr[rows].tolist()):
         out[(p, w)] += c
-    return out, per_row
+        dist[p].append(dd)
+    return out, dist
+
+
+def earliest_in_iteration(ctx, pc: int):
+    """Where in its loop iteration the load at ``pc`` could issue, from the ISA:
+    after the last memory result its address (and M0) depend on through
+    register arithmetic (else the top of the iteration), and after the last
+    use of its destination registers (LDS DMA: after the iteration's first
+    s_barrier, which orders the other waves' reads of the LDS it writes).
+    Returns (the pc it could follow, why); the pc is the loop's first pc minus
+    one for the top of the iteration, None when the loop body branches before it."""
+    from attlens.analysis.regs import address_registers
+
+    isa, st = ctx.d.code.isa, ctx.d.static
+    lp = ctx.loops.iterating_loop(pc)
+    if lp is None:
+        return None, "not in a loop that iterated"
+    body = [q for q in range(lp.first_pc, pc) if isa[q]]
+    if any(st.mnemonic[q].startswith(("s_cbranch", "s_branch", "s_setpc")) for q in body):
+        return None, "the loop body branches before it"
+    top = lp.first_pc - 1
+    need = set(address_registers(isa[pc])) | ({("m0", 0)} if is_lds_dma(isa[pc]) else set())
+    addr, addr_why = top, "its address arithmetic needs only values ready at the top of the iteration"
+    for q in reversed(body):
+        w, r = defs_uses(isa[q])
+        if not (w & need):
+            continue
+        m = st.mnemonic[q]
+        if access_width(m)[0] == "load" or m.startswith(("ds_read", "ds_load", "s_load", "s_buffer_load")):
+            # the data is there when the wait that resolves it ends, not when the load issues
+            w_pc = next((w for w in sorted(ctx.att.by_wait_pc) if q < w < pc and q in ctx.att.by_wait_pc[w]), q)
+            addr, addr_why = w_pc, f"its address needs the data pc {q} loads" + (f" (waited at pc {w_pc})" if w_pc != q else "")
+            break
+        need = (need - w) | {x for x in r if x[0] in ("v", "s", "m0")}
+    dst, dst_why = top, "its destination is free from the top"
+    if is_lds_dma(isa[pc]):
+        bar = next((q for q in body if st.cls[q] == "barrier"), None)
+        if bar is not None:
+            dst, dst_why = bar, f"the LDS it writes is free after the s_barrier at pc {bar}"
+    else:
+        regs = defs_uses(isa[pc])[0]
+        last = next((q for q in reversed(body) if (lambda du: (du[0] | du[1]) & regs)(defs_uses(isa[q]))), None)
+        if last is not None:
+            dst, dst_why = last, f"its destination registers are free after pc {last}"
+    return max(addr, dst), f"{addr_why}; {dst_why}"
+
+
+def iteration_gain(ctx, pc: int, after: int) -> float:
+    """Median cycles between the end of the last record at ``after`` before each
+    execution of ``pc`` in the same wave (the start of the iteration's first
+    record when ``after`` is the loop's first pc minus one) and the execution's
+    issue, not counting other vector-memory issue in between (the load would
+    queue behind it)."""
+    recs = ctx.d.records
+    lp = ctx.loops.iterating_loop(pc)
+    top = lp is not None and after == lp.first_pc - 1
+    mark = lp.first_pc if top else after
+    execs = np.flatnonzero(recs.pc == pc)
+    marks = np.flatnonzero(recs.pc == mark)
+    if not len(execs) or not len(marks):
+        return 0.0
+    i = np.searchsorted(marks, execs) - 1
+    ok = (i >= 0) & (recs.wave[marks[np.maximum(i, 0)]] == recs.wave[execs])
+    if not ok.any():
+        return 0.0
+    m = marks[np.maximum(i, 0)][ok]
+    e = execs[ok]
+    is_vmem = np.isin(recs.category, (3, 4))
+    cs = np.cumsum(np.where(is_vmem, recs.duration, 0))
+    since = recs.time[m] if top else recs.time[m] + np.maximum(recs.duration[m], recs.stall[m])
+    gap = (recs.time[e] - since) - (cs[e - 1] - cs[m])
+    return float(np.median(np.maximum(gap, 0)))
+
+
+def late_in_iteration(ctx, pc: int, wait_pc: int) -> dict | None:
+    """The loads issued with ``pc`` (within a head start of it) that the wait at
+    ``wait_pc`` waits for, where in the iteration they could issue instead, and
+    how many cycles earlier that is (the smallest over the burst: all must move)."""
+    from attlens.analysis.rules.inorder import MIN_HEAD_START, resolved_sets
+
+    if ctx.loops.iterating_loop(pc) is None:
+        return None
+    sets = resolved_sets(ctx).get(wait_pc)
+    if sets is None or pc not in sets[0]:
+        burst = [pc]
+        ago = {pc: 0.0}
+    else:
+        resolved, _n, _e, dist = sets
+        ago = {q: float(np.median([x[1] for x in dist[q]])) for q in resolved}
+        burst = [q for q in resolved if access_width(ctx.d.static.mnemonic[q])[0] == "load" and abs(ago[q] - ago[pc]) < MIN_HEAD_START]
+    gains, after_of, why_of = [], {}, {}
+    lp = ctx.loops.iterating_loop(pc)
+    for q in burst:
+        after, why = earliest_in_iteration(ctx, q)
+        gains.append(0.0 if after is None or after >= q - 1 else iteration_gain(ctx, q, after))
+        after_of[q], why_of[q] = after, why
+    after = after_of[pc]
+    top = after is not None and after == lp.first_pc - 1
+    return {"burst": burst, "wait_pc": wait_pc, "issue_after_pc": None if top else after,
+            "issue_after_isa": "the top of the iteration" if top or after is None else ctx.d.code.isa[after],
+            "why": why_of[pc], "gain_cycles_median": rnd(min(gains) if gains else 0.0), "issued_cycles_before_wait": rnd(ago.get(pc)),
+            "loop_pcs": [lp.first_pc, lp.branch_pc]}
 
 
 def address_ready(ctx, pc: int, sources_only: bool = False):
@@ -142,16 +265,18 @@ def address_ready(ctx, pc: int, sources_only: bool = False):
     semantics=EXPOSED_TRIGGER_SEMANTICS,
     trigger="waits on vector loads hold ≥ 2 % of kernel cycles, from loads whose median load-to-use distance is ≤ 8 instructions",
     evidence="per load: pc, line, loop and trip count, distance in instructions and cycles, the waits it feeds, where its address became ready and how long it sat ready",
-    limits="distance is counted in executed instructions of the same wave; a wait that drains a store together with a younger load is charged to the load",
+    limits="distance is counted in executed instructions of the same wave; vmcnt retires in order, so each wait execution is charged to the oldest load it waits for (the one that blocks it; FLAT waits are split evenly)",
     preconditions=[
         ("loads", "the waited-on producers are vector loads (stores and atomics are never counted as loads)"),
-        ("room", "in a loop that iterated, the next iteration's load can be issued a whole iteration ahead; in straight-line code the load could have issued ≥ 32 cycles earlier: its address ready and its destination registers free (or free to allocate without losing the waves per SIMD the dispatch gets), not counting time spent issuing other memory ops"),
+        ("room", "in a loop that iterated, the next iteration's load can be issued a whole iteration ahead, or a load issued late in its iteration could issue ≥ 32 cycles earlier there (its address arithmetic depends on nothing loaded later, its destination is free: registers no longer used, LDS after the iteration's barrier); in straight-line code the load could have issued ≥ 32 cycles earlier: its address ready and its destination registers free (or free to allocate without losing the waves per SIMD the dispatch gets), not counting time spent issuing other memory ops"),
         _NOT_AT_CEILING,
+        NOT_ISSUE_BOUND,
     ],
+    directions=["hide-memory-latency"],
 )
 def load_use_distance(ctx):
     rid = "load-use-distance"
-    cyc, _ = load_cycles(ctx)
+    cyc, dist = load_cycles(ctx)
     prods = {p.pc: p for p in ctx.att.producers}
     stores_only = sum(p.waited_cycles for p in ctx.att.producers if p.kind in ("store", "atomic"))
     if not cyc and not stores_only:
@@ -165,13 +290,31 @@ def load_use_distance(ctx):
     no_room = []
     for p, waits in by_p.items():
         ps = prods.get(p)
-        if ps is None or ps.distance_instructions_median > NEAR_USE_MAX_DISTANCE:
+        # distance of the waits this load blocks
+        near = float(np.median(dist[p])) if dist.get(p) else None
+        if ps is None or near is None:
             continue
         exposed = {w: c * ctx.exposed_fraction(w) for w, c in waits.items()}
         tot = sum(exposed.values())
         if tot / ctx.total < MIN_SHARE / 4:
             continue
         where = ctx.loops.where(p)
+        if near > NEAR_USE_MAX_DISTANCE:
+            # far in instructions, but issued later in its iteration than its address and destination allow
+            late = late_in_iteration(ctx, p, max(waits, key=waits.get))
+            if late is None:
+                continue
+            if late["gain_cycles_median"] < MIN_SLACK_CYCLES:
+                no_room.append(f"pc {p}: in its iteration it could issue only {late['gain_cycles_median']:.0f} cycles earlier "
+                               f"(after {late['issue_after_isa'] if late['issue_after_pc'] is None else 'pc ' + str(late['issue_after_pc'])}: {late['why']})")
+                continue
+            # moving it up by the gain recovers at most the gain per wait execution it blocks
+            scale = min(1.0, late["gain_cycles_median"] * len(dist[p]) / tot) if tot else 0.0
+            take = {w: c * scale for w, c in exposed.items()}
+            for w, c in take.items():
+                claims[w] += c
+            rows.append((p, ps, sum(take.values()), "earlier-in-iteration", where, late, sorted(waits, key=lambda w: -waits[w]), near))
+            continue
         if ctx.loops.in_loop(p):
             lever, take = "next-iteration", exposed
             extra = {}
@@ -208,7 +351,7 @@ def load_use_distance(ctx):
             take = {w: c * scale for w, c in exposed.items()}
         for w, c in take.items():
             claims[w] += c
-        rows.append((p, ps, sum(take.values()), lever, where, extra, sorted(waits, key=lambda w: -waits[w])))
+        rows.append((p, ps, sum(take.values()), lever, where, extra, sorted(waits, key=lambda w: -waits[w]), near))
     if not rows and not no_room:
         return []  # no near-use load worth a finding
     detail = (f"{len(rows)} load(s) in an iterated loop or with room to move" + (f"; no room: {'; '.join(no_room[:3])}" if no_room else "")) if rows else "no room: " + "; ".join(no_room[:3])
@@ -217,7 +360,7 @@ def load_use_distance(ctx):
     cycles = sum(claims.values())
     if cycles / ctx.total < MIN_SHARE:
         return []
-    if not not_at_ceiling(ctx, rid):
+    if not not_at_ceiling(ctx, rid) or not not_issue_bound(ctx, rid):
         return []
     best = top(rows, key=lambda r: r[2])
     levers = {r[3] for r in best}
@@ -250,6 +393,15 @@ def load_use_distance(ctx):
             f"before it issues, but it reuses registers still in use; {r[5]['extra_vgprs']} more VGPRs cost no occupancy here "
             f"({r[5]['vgprs_free_without_losing_waves']} are free while keeping the {r[5]['resident_waves_per_simd']} waves/SIMD the grid provides)."
         )
+    if "earlier-in-iteration" in levers:
+        r = next(r for r in best if r[3] == "earlier-in-iteration")
+        x = r[5]
+        change.append(
+            f"In the loop at pcs {x['loop_pcs'][0]}–{x['loop_pcs'][1]} the load(s) at pcs {x['burst'][:6]} issue a median {x['issued_cycles_before_wait']:,.0f} cycles "
+            f"before the wait at pc {x['wait_pc']} that waits for them: issue them "
+            + (f"right after pc {x['issue_after_pc']} (`{x['issue_after_isa']}`)" if x["issue_after_pc"] is not None else "at the top of the iteration")
+            + f" ({x['why']}), with the address arithmetic they need, so they are in flight a median {x['gain_cycles_median']:,.0f} cycles longer."
+        )
     if "earlier-in-wave" in levers:
         r = next(r for r in best if r[3] == "earlier-in-wave")
         change.append(
@@ -263,20 +415,26 @@ def load_use_distance(ctx):
     return [
         ctx.finding(
             rid,
-            f"{len(rows)} vector load(s) are consumed {int(min(r[1].distance_instructions_median for r in best))}–{int(max(r[1].distance_instructions_median for r in best))} instructions after issue",
+            (f"{len(rows)} vector load(s) are consumed {int(min(r[7] for r in best))}–{int(max(r[7] for r in best))} instructions after issue "
+             if all(r[3] != "earlier-in-iteration" for r in best) else
+             f"{len({q for r in rows for q in (r[5].get('burst') or [r[0]])})} vector load(s) issue later in their loop iteration than their address "
+             "and destination allow ")
+            + f"({cycles / ctx.total:.1%} of traced wave-cycles)",
             0,
-            0.8 if min(r[1].distance_instructions_median for r in best) <= 4 else 0.7,
+            0.8 if min(r[7] for r in best) <= 4 else (0.6 if any(r[3] == "earlier-in-iteration" for r in best) else 0.7),
             {
                 "loads": [
                     {**ctx.instr(p), "lever": lever, "loop": where.get("loop"), "trips_mean": where.get("trips_mean"),
-                     "recoverable_cycles": int(c), "distance_instructions_median": rnd(ps.distance_instructions_median),
+                     "recoverable_cycles": int(c), "distance_instructions_median": rnd(nd),
                      "distance_cycles_median": rnd(ps.distance_cycles_median), "waits": ws[:3], **extra}
-                    for p, ps, c, lever, where, extra, ws in best
+                    for p, ps, c, lever, where, extra, ws, nd in best
                 ],
             },
             " ".join(change),
             "Move the load up by the distance shown; if the wait it feeds does not shrink, the latency is bandwidth- or queue-bound, not distance-bound (check L2/HBM counters).",
-            f"{ctx.d.code.isa[p0[0]].split()[0]} at pc {p0[0]} ({'loop' if p0[3] == 'next-iteration' else 'straight-line'}) used {p0[1].distance_instructions_median:.0f} instructions after issue, {int(p0[2]):,} cycles recoverable",
+            (f"{ctx.d.code.isa[p0[0]].split()[0]} at pcs {p0[5]['burst'][:4]} could issue {p0[5]['gain_cycles_median']:,.0f} cycles earlier in their iteration, "
+             f"{int(p0[2]):,} cycles recoverable" if p0[3] == "earlier-in-iteration" else
+             f"{ctx.d.code.isa[p0[0]].split()[0]} at pc {p0[0]} ({'loop' if p0[3] == 'next-iteration' else 'straight-line'}) used {p0[7]:.0f} instructions after issue, {int(p0[2]):,} cycles recoverable"),
             claims=list(claims.items()),
         )
     ]
@@ -292,7 +450,9 @@ def load_use_distance(ctx):
     preconditions=[
         ("in-loop", "the loads and MFMAs are in a loop that iterated (grouping is per iteration)"),
         _NOT_AT_CEILING,
+        NOT_ISSUE_BOUND,
     ],
+    directions=["hide-memory-latency"],
 )
 def load_mfma_interleave(ctx):
     rid = "load-mfma-interleave"
@@ -318,7 +478,7 @@ def load_mfma_interleave(ctx):
         return []
     if ctx.stall_of(loads) / ctx.total < MIN_SHARE:
         return []
-    if not not_at_ceiling(ctx, rid):
+    if not not_at_ceiling(ctx, rid) or not not_issue_bound(ctx, rid):
         return []
     s = ctx.result.sums
     return [
@@ -348,7 +508,9 @@ def load_mfma_interleave(ctx):
         ("narrow", "the instructions that stall are loads or stores narrower than 128 bit per lane whose width divides 16 B, so 16 // width "
                    "adjacent elements fit one dwordx4 / b128 access (not 128-bit already, not atomics, not dwordx3, not LDS-DMA loads)"),
         _NOT_AT_CEILING,
+        NOT_ISSUE_BOUND,
     ],
+    directions=["fewer-memory-requests"],
 )
 def vmem_backpressure(ctx):
     rid = "vmem-backpressure"
@@ -372,7 +534,7 @@ def vmem_backpressure(ctx):
                        f"{narrow_stall:,} issue-stall cycles on narrower instructions, {wide_stall:,} on 128-bit ones"
                        + (f", {fixed_stall:,} on ones that cannot be widened (atomics, dwordx3, LDS-DMA, unknown width)" if fixed_stall else "")):
         return []
-    if not not_at_ceiling(ctx, rid):
+    if not not_at_ceiling(ctx, rid) or not not_issue_bound(ctx, rid):
         return []
     worst = top(narrow, key=lambda p: int(s.stall[p]))
     by_width = Counter()
@@ -406,6 +568,7 @@ def vmem_backpressure(ctx):
     evidence="wait pcs, their ds_read producers, the MFMA that follows and the registers it reads from them, loop and trip count",
     limits="looks at the static next instructions after the wait",
     preconditions=[("reads-lds-data", "the MFMA after the wait reads registers the waited ds_read wrote (a true dependency)")],
+    directions=["lds"],
 )
 def lds_to_mfma(ctx):
     rid = "lds-to-mfma"
@@ -433,14 +596,21 @@ def lds_to_mfma(ctx):
     if sum(c for _, c in claims) / ctx.total < MIN_SHARE:
         return []
     rows.sort(key=lambda r: -r["exposed_cycles"])
+    # width advice only for reads that are narrower than 128 bit per lane
+    prods = sorted({p for r in rows for p in r["lds_producers"]})
+    widths = {p: lds_width(st.mnemonic[p]) for p in prods}
+    narrow = [p for p in prods if (widths[p] or WIDEST_BYTES) < WIDEST_BYTES]
+    width_text = (f" pcs {narrow[:6]} read {'/'.join(f'{w} B' for w in sorted({widths[p] for p in narrow}))} per lane: ds_read_b128 would need fewer reads."
+                  if narrow else " Its reads are already 128 bit per lane (ds_read_b128): fewer or wider reads are not the lever.")
+    cycles = sum(c for _, c in claims)
     return [
         ctx.finding(
             rid,
-            f"{len(rows)} LDS wait(s) feed an MFMA directly",
+            f"{len(rows)} LDS wait(s) feed an MFMA directly ({cycles / ctx.total:.1%} of traced wave-cycles exposed)",
             0,
             0.7,
-            {"waits": rows[:5]},
-            "Software-pipeline the LDS reads: read the fragments for the next MFMA group before issuing the current one, so the lgkm wait covers a whole MFMA group; prefer ds_read_b128 to reduce the count.",
+            {"waits": rows[:5], "lds_read_bytes_per_lane": {str(p): w for p, w in widths.items()}},
+            "Software-pipeline the LDS reads: read the fragments for the next MFMA group before issuing the current one, so the lgkm wait covers a whole MFMA group." + width_text,
             "After pipelining, the stall at these waits should drop while MFMA issue rises; if it does not, LDS bandwidth (bank conflicts) is the limit.",
             f"the wait at pc {rows[0]['wait_pc']} holds the MFMA at pc {rows[0]['mfma_pc']} for {rows[0]['exposed_cycles']:,} exposed cycles",
             claims=claims,
@@ -459,7 +629,10 @@ def lds_to_mfma(ctx):
     preconditions=[
         ("in-loop", "the wait is in a loop that iterated"),
         ("partial-suffices", "every drained op writes registers, and the first instruction after the wait that reads any of them reads only older ops' results, so a partial count would let it start sooner"),
+        _NOT_AT_CEILING,
+        NOT_ISSUE_BOUND,
     ],
+    directions=["hide-memory-latency"],
 )
 def drain_to_zero(ctx):
     from attlens.model.isa import waitcnt_fields
@@ -515,6 +688,8 @@ def drain_to_zero(ctx):
         return []
     if sum(c for _, c in claims) / ctx.total < MIN_SHARE:
         return []
+    if not not_at_ceiling(ctx, rid) or not not_issue_bound(ctx, rid):
+        return []
     rows.sort(key=lambda r: -r["avoidable_cycles"])
     return [
         ctx.finding(
@@ -539,6 +714,7 @@ def drain_to_zero(ctx):
     evidence="cross-lane pcs, their issue stall and the waits on them, loop and trip count, DPP instruction count",
     limits="DPP ops are counted as evidence, not charged: they are VALU and need no wait",
     preconditions=[("serialized", "the cross-lane ops are waited on one at a time (≤ 1.5 resolved per wait execution on average); batched ones already share their waits")],
+    directions=["lds"],
 )
 def crosslane(ctx):
     pcs = pcs_of_class(ctx, "lds_crosslane")
@@ -560,7 +736,7 @@ def crosslane(ctx):
     return [
         ctx.finding(
             "crosslane-serialized",
-            f"{len(pcs)} cross-lane LDS ops and their waits stall {raw / ctx.total:.0%} of cycles",
+            f"{len(pcs)} cross-lane LDS ops and their waits stall {raw / ctx.total:.0%} of traced wave-cycles",
             0,
             0.6,
             {"instructions": [{**ctx.instr(pc), "waited_on": int(waited[pc].waited_cycles) if pc in waited else 0} for pc in top(pcs, key=lambda p: int(s.latency[p]))],
@@ -571,6 +747,32 @@ def crosslane(ctx):
             claims=claims,
         )
     ]
+
+
+def _sgpr_slots(text: str) -> int:
+    """SGPRs an s_load's destination takes, with its alignment padding (x2: 2, x4 and wider: a multiple of 4)."""
+    n = len([r for r in defs_uses(text)[0] if r[0] == "s"])
+    return n + (0 if n <= 2 else 3)
+
+
+def spare_sgprs(ctx) -> dict | None:
+    """SGPRs the kernel leaves free, counted from the ISA: the addressable count
+    minus the highest SGPR the listing names (+ 6 for VCC, FLAT_SCRATCH,
+    XNACK_MASK; the metadata's count is the granulated allocation, not the use),
+    keeping the waves per SIMD the SGPR file allows (file / granule)."""
+    f = ctx.d.arch.facts or {}
+    res, o = ctx.d.resources, ctx.result.occupancy
+    addressable = f.get("max_sgprs_per_wave")
+    if not addressable or not res.isa_sgprs:
+        return None
+    used = res.isa_sgprs + 6
+    free = max(addressable - used, 0)
+    waves = o.theoretical_waves_per_simd if o.available else None
+    per_simd, gran = f.get("sgprs_per_simd"), f.get("sgpr_granule") or 16
+    if per_simd and waves:
+        while free and per_simd // (-(-(used + free) // gran) * gran) < waves:
+            free -= 1  # more SGPRs would lower the waves per SIMD
+    return {"used": used, "addressable": addressable, "free": free, "waves_per_simd": waves}
 
 
 # Kernel-argument preloading fills user SGPRs: 16 on gfx9, 2 of them the
@@ -596,9 +798,11 @@ def _kernarg_span(text: str) -> tuple[int, int] | None:
     limits="the first wait on kernel arguments is launch latency: only argument preloading removes it, and preloading fits 14 SGPRs (56 B) of arguments",
     preconditions=[
         ("not-first", "hoist/batch advice only for scalar loads issued after the first wait whose base registers are ready from the start and whose "
-                      "destination SGPRs nothing reads or writes between the first wait and the load (≥ 1 % of cycles)"),
+                      "destination SGPRs nothing reads or writes between the first wait and the load, or can be renamed to SGPRs the kernel "
+                      "leaves free (counted from the ISA) without lowering its waves per SIMD (≥ 1 % of cycles)"),
         ("preloadable", "preloading advice only on gfx942/gfx950 and for arguments within the first 56 B (14 user SGPRs); otherwise the first wait is launch latency with nothing to change in the kernel"),
     ],
+    directions=["scalar-latency"],
 )
 def smem_wait(ctx):
     rid = "smem-wait"
@@ -623,17 +827,26 @@ def smem_wait(ctx):
         if any(defs_uses(isa[q])[0] & reads for q in range(p.pc) if isa[q]):
             continue
         if any((lambda du: (du[0] | du[1]) & writes)(defs_uses(isa[q])) for q in range(first_wait, p.pc) if isa[q]):
-            clobbers.append(p.pc)
+            clobbers.append(p)
             continue
         hoistable.append(p)
+    # destinations still in use: renameable when the kernel has SGPRs to spare
+    spare = spare_sgprs(ctx)
+    need = sum(_sgpr_slots(isa[p.pc]) for p in clobbers)
+    renamed = clobbers if clobbers and spare is not None and need <= spare["free"] else []
+    hoistable += renamed
     hoist_cycles = sum(p.waited_cycles for p in hoistable)
     lead_cycles = sum(p.waited_cycles for p in leading)
-    stuck = [p.pc for p in later if p not in hoistable and p.pc not in clobbers]
+    stuck = [p.pc for p in later if p not in hoistable and p not in clobbers]
+    kept = [p.pc for p in clobbers if p not in renamed]
     hoist = ctx.require(rid, "not-first", hoist_cycles / ctx.total >= 0.01,
                         f"{len(hoistable)} later scalar load(s) with bases ready from the start wait {hoist_cycles:,} cycles"
                         + (f" (pcs {[p.pc for p in hoistable][:8]})" if hoistable else "")
                         + (f"; pcs {stuck[:6]} depend on earlier results" if stuck else "")
-                        + (f"; pcs {clobbers[:6]} write SGPRs still in use after the first wait" if clobbers else "")
+                        + (f"; pcs {[p.pc for p in renamed][:6]} write SGPRs still in use after the first wait, renameable: {need} of the "
+                           f"{spare['free']} SGPRs the kernel leaves free" if renamed else "")
+                        + (f"; pcs {kept[:6]} write SGPRs still in use after the first wait"
+                           + (f" and need {need} SGPRs to rename, {spare['free']} are free" if spare else " (free SGPRs unknown)") if kept else "")
                         + (f"; pcs {[p.pc for p in leading]} are already first, one wait at pc {lead_waits[0]}" if len(lead_waits) == 1 else ""))
     spans = [_kernarg_span(isa[p.pc]) for p in leading]
     tgt = ctx.d.arch.row_key
@@ -647,8 +860,14 @@ def smem_wait(ctx):
     claims, change, parts = [], [], []
     if hoist:
         claims += [(w, c * ctx.exposed_fraction(w)) for p in hoistable for w, c in p.waits.items()]
+        args = [f"pc {p.pc} (bytes {o}–{o + n - 1})" for p in hoistable for o, n in [_kernarg_span(isa[p.pc]) or (None, None)] if o is not None]
         change.append(f"Issue the s_loads at pcs {[p.pc for p in hoistable][:6]} together with the first batch (pcs {[p.pc for p in leading][:4]}) before the "
-                      f"first wait at pc {first_wait} — their base registers are ready from the start — so their latency overlaps the first wait instead of adding another.")
+                      f"first wait at pc {first_wait} — their base registers are ready from the start — so their latency overlaps the first wait instead of adding another"
+                      + (f"; the kernel-argument loads among them: {', '.join(args[:6])}" if args else "") + ".")
+        if renamed:
+            change.append(f"pcs {[p.pc for p in renamed][:6]} write SGPRs the code still uses after the first wait: load them into {need} fresh SGPRs "
+                          f"(the kernel uses {spare['used']} of {spare['addressable']}; {spare['free']} are free without lowering its "
+                          f"{spare['waves_per_simd']} waves per SIMD) and use those.")
         parts.append(f"{hoist_cycles:,} on loads issued after the first wait")
     if leading and lead_cycles / ctx.total >= 0.03:
         before = sum(1 for q in range(leading[-1].pc + 1, lead_waits[0]) if isa[q] and ctx.result.sums.hit[q]) if lead_waits else 0
@@ -677,7 +896,9 @@ def smem_wait(ctx):
             conf,
             {"wait_smem_stall": cyc, "share_of_stall": round(cyc / b.total_stall, 4), "first_wait_pc": first_wait,
              "first_batch": [{**ctx.instr(p.pc), "waited_cycles": p.waited_cycles, "kernarg_bytes": list(_kernarg_span(isa[p.pc]) or [])} for p in leading[:6]],
-             "hoistable": [{**ctx.instr(p.pc), "waited_cycles": p.waited_cycles, "waits": list(p.waits)[:2]} for p in hoistable[:6]] if hoist else []},
+             "hoistable": [{**ctx.instr(p.pc), "waited_cycles": p.waited_cycles, "waits": list(p.waits)[:2], "kernarg_bytes": list(_kernarg_span(isa[p.pc]) or []),
+                            "renamed": p in renamed} for p in hoistable[:6]] if hoist else [],
+             "sgprs": spare},
             " ".join(change),
             " ".join(x for x in (
                 "After hoisting, the later lgkm wait(s) on these loads should shrink to ~0." if hoist else "",

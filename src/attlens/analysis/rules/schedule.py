@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from attlens.analysis.plan import EXPOSED_TRIGGER_SEMANTICS, rule
+from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.regs import is_lds_dma
 from attlens.analysis.rules._util import defs_uses, pcs_of_class, rnd, top
 
@@ -18,10 +18,11 @@ _SHAPE = re.compile(r"_(\d+x\d+)x\d+")
     "barrier-heavy",
     "Barrier-heavy phases",
     "performance",
-    trigger="s_barrier stall ≥ 5 % of kernel cycles",
-    evidence="barrier pcs with their stall, loop and trip count, and the waves that arrive last (least stall at the barrier: the others wait for them)",
-    limits="the trace does not record workgroup membership; 'arrives last' compares the traced waves at the same barrier",
+    trigger="s_barrier stall ≥ 5 % of traced wave-cycles, of which the arrival skew (each wave's wait beyond the last arriver's) is ≥ 1 %",
+    evidence="per barrier pc: its stall, the arrival skew (recoverable) and the barrier's own latency (the last arriver's wait), loop and trip count, whether it guards an LDS write→read dependency (the LDS writes before it and reads after it), the waves that arrive last",
+    limits="workgroup membership is inferred: the traced waves released at the same cycle on one CU form one barrier instance; an instance with one traced wave has no skew to measure",
     preconditions=[("multi-wave", "workgroups have more than one wave (a one-wave workgroup never waits at a barrier)")],
+    directions=["sync"],
 )
 def barrier_heavy(ctx):
     rid = "barrier-heavy"
@@ -34,32 +35,106 @@ def barrier_heavy(ctx):
     if not ctx.require(rid, "multi-wave", tpw is None or tpw > ws, f"{tpw} threads per workgroup" if tpw else "workgroup size unknown"):
         return []
     recs, w = ctx.d.records, ctx.d.waves
-    rows = []
-    for pc in top(pcs, key=lambda p: int(s.stall[p]), n=3):
+    rows, claims = [], []
+    for pc in sorted(pcs, key=lambda p: -int(s.stall[p])):
+        skew, base, per_exec = barrier_skew(ctx, pc)
+        exposed = ctx.exposed_fraction(pc)
+        claims.append((pc, skew * exposed))
+        if len(rows) >= 3:
+            continue
         m = recs.pc == pc
         per_wave = np.bincount(recs.wave[m], weights=recs.stall[m], minlength=w.count)
         count = np.bincount(recs.wave[m], minlength=w.count)
         mean = np.where(count > 0, per_wave / np.maximum(count, 1), np.inf)
         last = np.argsort(mean, kind="stable")[:3]
         rows.append({**ctx.instr(pc), **{k: v for k, v in ctx.loops.where(pc).items() if k != "pc"},
-                     "mean_stall_per_execution": rnd(s.stall[pc] / max(s.hit[pc], 1)),
+                     "mean_stall_per_execution": rnd(s.stall[pc] / max(s.hit[pc], 1)), "arrival_skew_cycles": int(skew),
+                     "skew_per_execution": rnd(skew / max(s.hit[pc], 1)), "own_latency_per_execution": rnd(base),
+                     "instances": per_exec, "guards_lds": lds_guard(ctx, pc),
                      "last_arriving_waves": [{"file": w.filenames[i], "mean_stall": rnd(mean[i])} for i in last if np.isfinite(mean[i])]})
-    in_loop = any(ctx.loops.in_loop(pc) for pc in pcs)
-    change = ("Balance the work between the waves of a workgroup (the last-arriving waves set the pace) and move independent work "
-              "(address math, the next loads) before the barrier" + (", and drop barriers that only protect double-buffered LDS in the loop." if in_loop else "."))
+    total_skew = sum(c for _, c in claims)
+    if total_skew / ctx.total < 0.01:
+        return []
+    guarded = [r["pc"] for r in rows if r["guards_lds"]]
+    free = [r["pc"] for r in rows if not r["guards_lds"] and r.get("loop") is not None]
+    r0 = rows[0]
+    change = (f"The recoverable part is the arrival skew: at pc {r0['pc']} waves wait {r0['skew_per_execution']:,.0f} cycles per execution for the last "
+              f"arriver, of {r0['mean_stall_per_execution']:,.0f} (the barrier's own latency, {r0['own_latency_per_execution']:,.0f}, stays). Balance the "
+              "work between the waves of a workgroup (the last-arriving waves set the pace) and move independent work (address math, the next loads) "
+              "before the barrier.")
+    if guarded:
+        g = rows[[r["pc"] for r in rows].index(guarded[0])]["guards_lds"]
+        change += (f" The barrier at pc {guarded[0]} separates LDS writes (pcs {g['writes'][:4]}) from reads of the same phase (pcs {g['reads'][:4]}): "
+                   "it is required; only the skew can go.")
+    if free:
+        change += f" Barriers at pcs {free[:4]} guard no LDS write→read in the loop: drop them if they only protected a double-buffered tile."
     return [
         ctx.finding(
             rid,
-            f"Barriers hold waves for {ctx.stall_of(pcs) / ctx.total:.0%} of cycles",
+            f"Barriers hold waves for {ctx.stall_of(pcs) / ctx.total:.0%} of traced wave-cycles; the arrival skew, {total_skew / ctx.total:.1%}, is recoverable",
             0,
             0.6,
-            {"barriers": rows},
+            {"barriers": rows, "stall": ctx.stall_of(pcs), "arrival_skew_exposed": int(total_skew)},
             change,
-            "Equalize the work of the last-arriving waves: the others' barrier stall should fall; if all waves arrive together and still stall, the barrier waits on LDS traffic.",
-            f"s_barrier at pc {rows[0]['pc']} averages {rows[0]['mean_stall_per_execution']:,.0f} stall cycles per execution",
-            claims=[(pc, ctx.exposed_at(pc)) for pc in pcs],
+            "Equalize the work of the last-arriving waves: the others' barrier stall should fall by about the skew shown; what remains is the barrier's own latency.",
+            f"s_barrier at pc {r0['pc']}: {r0['skew_per_execution']:,.0f} of {r0['mean_stall_per_execution']:,.0f} stall cycles per execution are arrival skew",
+            claims=claims,
         )
     ]
+
+
+def barrier_skew(ctx, pc: int) -> tuple[float, float, int]:
+    """(Σ over executions of the wait beyond the last arriver's, the last arriver's
+    median wait, instances) at barrier ``pc``. One instance = the traced waves of
+    one CU released together (same end of stall, within 2 time quanta)."""
+    recs, w = ctx.d.records, ctx.d.waves
+    idx = np.flatnonzero(recs.pc == pc)
+    if not len(idx):
+        return 0.0, 0.0, 0
+    q = 2 * ((ctx.d.arch.facts or {}).get("time_quantum") or 4)
+    cu = w.se[recs.wave[idx]].astype(np.int64) * 4096 + w.cu[recs.wave[idx]]
+    release = recs.time[idx] + recs.stall[idx]
+    order = np.lexsort((release, cu))
+    cu, release, stall = cu[order], release[order], recs.stall[idx][order].astype(np.int64)
+    new = np.r_[True, (cu[1:] != cu[:-1]) | (release[1:] - release[:-1] > q)]
+    gid = np.cumsum(new) - 1
+    n = int(gid[-1]) + 1
+    low = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(low, gid, stall)
+    size = np.bincount(gid, minlength=n)
+    multi = size[gid] > 1
+    skew = float(np.where(multi, stall - low[gid], 0).sum())
+    base = float(np.median(low[size > 1])) if (size > 1).any() else float(np.median(stall))
+    return skew, base, int((size > 1).sum())
+
+
+_LDS_WRITE = ("ds_write", "ds_store", "ds_add", "ds_sub", "ds_max", "ds_min", "ds_and", "ds_or", "ds_xor", "ds_inc", "ds_dec", "ds_cmpst", "ds_wrxchg")
+_LDS_READ = ("ds_read", "ds_load")
+
+
+def lds_guard(ctx, pc: int) -> dict | None:
+    """The LDS writes before barrier ``pc`` (since the previous barrier) and the
+    LDS reads after it (until the next barrier), wrapping around its loop:
+    when both exist, the barrier orders a write→read dependency through LDS."""
+    st, isa = ctx.d.static, ctx.d.code.isa
+    lp = ctx.loops.loop(pc)
+    lo, hi = (lp.first_pc, lp.branch_pc) if lp is not None else (0, ctx.d.code.size - 1)
+    span = hi - lo + 1
+
+    def walk(step):
+        out, q = [], pc
+        for _ in range(span - 1):
+            q = lo + (q - lo + step) % span if lp is not None else q + step
+            if not (0 <= q < ctx.d.code.size) or st.cls[q] == "barrier":
+                break
+            out.append(q)
+        return out
+
+    writes = [q for q in walk(-1) if st.mnemonic[q].startswith(_LDS_WRITE) or is_lds_dma(isa[q])]
+    reads = [q for q in walk(1) if st.mnemonic[q].startswith(_LDS_READ)]
+    if writes and reads:
+        return {"writes": sorted(writes), "reads": sorted(reads)}
+    return None
 
 
 def mfma_passes(ctx, mnemonic: str) -> int | None:
@@ -77,6 +152,7 @@ def mfma_passes(ctx, mnemonic: str) -> int | None:
     evidence="(producer MFMA pc → dependent pc) pairs, distance in instructions vs the passes required, the dependent's stall, loop",
     limits="register dependencies come from the disassembly text in listing order; pass counts per shape are in the architecture table (approximate)",
     preconditions=[("reads-result", "the dependent instruction reads registers the MFMA writes (from the disassembly)")],
+    directions=["compute-schedule"],
 )
 def mfma_dependency(ctx):
     rid = "mfma-dependency"
@@ -211,6 +287,7 @@ UNRECOGNISED_NOP = "s_nop, hazard not recognised"
     evidence="per hazard kind: the s_nops, their cycles, the wait states the ISA requires between producer and dependent and the excess; loops",
     limits="hazard kinds recognised: MFMA result reads (by passes), VALU writes of SGPR/VCC read by VALU, VALU writes read by MFMA; others are listed as unexplained",
     preconditions=[("excess", "advice to remove s_nops only where they exceed the wait states the ISA requires; otherwise the finding says they are required and only independent instructions placed in the gap recover them")],
+    directions=["compute-schedule"],
 )
 def hazard_nops(ctx):
     rid = "hazard-nops"
@@ -263,7 +340,7 @@ def hazard_nops(ctx):
     return [
         ctx.finding(
             rid,
-            f"Hazard bubbles take {ctx.stall_of(pcs) / ctx.total:.0%} of cycles ({top_row['hazard']}: {top_row['nops']} s_nop)",
+            f"Hazard bubbles take {ctx.stall_of(pcs) / ctx.total:.0%} of traced wave-cycles ({top_row['hazard']}: {top_row['nops']} s_nop)",
             0,
             conf,
             {"cycles": total_cyc, "recognised_cycles": recognised, "excess_cycles": int(excess_cycles), "hazards": rows[:6],

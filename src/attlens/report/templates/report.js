@@ -266,7 +266,9 @@
   }
   function stakeText(f) {
     if (f.severity === "INFO" || f.kind === "note") return "no action";
-    if (f.kind === "performance") return fmtInt(f.cycles_at_stake) + " cycles at stake (" + fmtPct(f.share_of_cycles) + " of all cycles)";
+    if (f.kind === "performance") return fmtInt(f.cycles_at_stake) + " traced wave-cycles at stake (" + fmtPct(f.share_of_cycles) + " of all)";
+    if (f.kind === "dispatch" && f.dispatch_time && f.dispatch_time.bound_ns !== null && f.dispatch_time.bound_ns !== undefined)
+      return "whole dispatch: bounds the " + fmtNs(f.dispatch_time.measured_ns) + " at " + fmtNs(f.dispatch_time.bound_ns);
     return { capture: "capture quality", dispatch: "whole dispatch" }[f.kind] || f.kind;
   }
   function loopsText(f) {
@@ -402,7 +404,7 @@
     var s = section("headline"), T = A.totals;
     var cards = el("div", { class: "cards" });
     add(cards, [
-      card("hl-total-cycles", fmtInt(H.total_cycles), "total cycles (latency + idle, all traced waves)"),
+      card("hl-total-cycles", fmtInt(H.total_cycles), "traced wave-cycles (latency + idle, summed over the traced waves)"),
       card("hl-latency", fmtInt(T.latency), "latency cycles (Σ instruction durations)"),
       card("hl-stall", fmtInt(T.stall), "instruction stall cycles (code.json Stall)", STALL_TERMS),
       card("hl-stall-share", fmtPct(T.stall_share_of_latency), "instruction stall, share of latency", STALL_TERMS),

@@ -104,7 +104,7 @@
       if (r.state !== "done" && r.error) { td.appendChild(node("span", "err", r.error)); return; }
       if (!f) { if (r.summary && r.summary.att_available) td.appendChild(node("span", "muted", "no performance rule fired")); return; }
       append(td, badge("sev sev-" + f.severity, f.severity, "severity " + f.severity), document.createTextNode(" " + f.title + " "), node("code", null, "[" + f.rule + "]"));
-      if (f.share !== null) td.appendChild(sub(pct(f.share) + " of cycles at stake"));
+      if (f.share !== null) td.appendChild(sub(pct(f.share) + " of traced wave-cycles at stake"));
     } },
     { key: "bandwidth_fraction", label: "HBM bandwidth", num: true, width: "8%", value: function (r) { return nz(sum(r).bandwidth_fraction); }, cell: function (td, r) {
       var s = sum(r);
@@ -230,7 +230,7 @@
         var ul = node("ul");
         cat.jobs.forEach(function (j) {
           var li = node("li");
-          append(li, node("b", null, j.job), document.createTextNode(" — " + (j.kernel || "") + ": "), node("span", "sev sev-" + j.severity, j.severity),
+          append(li, node("b", null, j.job), document.createTextNode(" — " + (j.kernel || "") + ": "), badge("sev sev-" + j.severity, j.severity, "severity " + j.severity),
             document.createTextNode(" " + j.title + " "), node("code", null, "[" + j.rule + "]"));
           ul.appendChild(li);
         });

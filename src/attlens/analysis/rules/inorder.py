@@ -1,0 +1,212 @@
+"""Waits coupled by in-order counters.
+
+vmcnt retires in order: a ``s_waitcnt vmcnt(N)`` lets the wave go on only when
+every op but the youngest N has returned. When the instruction after the wait
+needs only a younger load while older loads it does not need are still
+outstanding (the next tile's B loads issued long before this tile's A load),
+the wave waits for the older stream. Moving the needed load earlier cannot
+help while the older ones block; the lever is the order: issue the loads each
+wait's consumer needs first, or issue the older stream earlier still.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from attlens.analysis.bandwidth import access_width
+from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
+from attlens.analysis.rules._preconditions import NOT_AT_CEILING, NOT_ISSUE_BOUND, not_at_ceiling, not_issue_bound
+from attlens.analysis.rules._util import defs_uses, rnd
+
+MIN_SHARE = 0.02  # of all traced wave-cycles, exposed at the coupled waits
+CONSUMER_WINDOW = 24  # instructions after the wait searched for its first consumer
+# The older loads had this many cycles' head start on the needed one (about an
+# L2-hit latency): had they been as fast, they would be back; still outstanding,
+# they are slower than the needed load and hold it. A burst issued together
+# returns together and reordering within it gains little.
+MIN_HEAD_START = 256
+
+
+def _resolved_in_order(ctx):
+    """Per vmcnt wait pc: the most common set of vector-memory ops one execution
+    resolves, oldest first (pcs), with their issue-to-wait distances."""
+    return ctx.memo("resolved_in_order", lambda: _resolved(ctx))
+
+
+def resolved_sets(ctx) -> dict:
+    """{vmcnt wait pc: (resolved pcs oldest first, executions with that set, executions,
+    {pc: [(instructions, cycles) before the wait]})}."""
+    return _resolved_in_order(ctx)
+
+
+def _resolved(ctx):
+    from attlens.model.isa import waitcnt_fields
+
+    pairs, recs, st = ctx.att.pairs, ctx.d.records, ctx.d.static
+    if not len(pairs.prod_rec):
+        return {}
+    ppc = recs.pc[pairs.prod_rec]
+    is_vm = np.array([access_width(m)[0] is not None for m in st.mnemonic])[ppc]
+    first = np.zeros(len(ppc), dtype=bool)
+    first[pairs.first_of_wait] = True
+    gid = np.cumsum(first) - 1
+    wpc = recs.pc[pairs.wait_rec]
+    sets: dict[int, Counter] = defaultdict(Counter)
+    dist: dict[tuple[int, int], list] = defaultdict(list)
+    rows = np.flatnonzero(is_vm)
+    order = rows[np.lexsort((pairs.prod_rec[rows], gid[rows]))]
+    cur, members = None, []
+    for r in order.tolist() + [None]:
+        g = None if r is None else int(gid[r])
+        if g != cur and cur is not None and members:
+            w = int(wpc[members[0]])
+            sets[w][tuple(int(ppc[m]) for m in members)] += 1
+            for m in members:
+                dist[(w, int(ppc[m]))].append((int(pairs.distance_instr[m]), int(pairs.distance_cycles[m])))
+            members = []
+        if r is not None:
+            cur = g
+            members.append(r)
+    out = {}
+    for w, c in sets.items():
+        if "vmcnt" not in (waitcnt_fields(ctx.d.code.isa[w]) or {}) and "loadcnt" not in (waitcnt_fields(ctx.d.code.isa[w]) or {}):
+            continue
+        resolved, n = c.most_common(1)[0]
+        out[w] = (list(resolved), n, sum(c.values()), {p: dist[(w, p)] for p in resolved})
+    return out
+
+
+def _consumer(ctx, wpc: int, resolved: list[int]):
+    """(first consumer pc, the resolved ops read before the next wait) after the
+    wait: the first instruction that reads a resolved op's registers, and every
+    resolved op read until the next wait, branch or the end of the window (an op
+    read there is needed by this wait; one read only later is not)."""
+    isa, st = ctx.d.code.isa, ctx.d.static
+    written = {p: defs_uses(isa[p])[0] for p in resolved}
+    first, needed = None, []
+    for q in range(wpc + 1, min(wpc + CONSUMER_WINDOW, ctx.d.code.size)):
+        if not isa[q]:
+            continue
+        if st.cls[q] == "wait" or st.mnemonic[q].startswith(("s_cbranch", "s_branch", "s_endpgm", "s_setpc")):
+            break
+        reads = defs_uses(isa[q])[1]
+        hit = [p for p in resolved if written[p] & reads and p not in needed]
+        if hit and first is None:
+            first = q
+        needed += hit
+    return first, needed
+
+
+def coupled_waits(ctx) -> dict[int, dict]:
+    """Wait pcs whose consumer is held behind older loads it does not read
+    (the pattern in-order-wait names): {wait pc: {needed, coupled, head_start, consumer}}.
+    Other rules charge these waits to the older loads, not the needed one."""
+    def compute():
+        st = ctx.d.static
+        out = {}
+        for wpc, (resolved, _n, _execs, dist) in _resolved_in_order(ctx).items():
+            if len(resolved) < 2 or any(st.mnemonic[p].startswith("flat_") for p in resolved):
+                continue
+            q, needed = _consumer(ctx, wpc, resolved)
+            if q is None:
+                continue
+            oldest_needed = min(resolved.index(p) for p in needed)
+            coupled = [p for p in resolved[:oldest_needed] if p not in needed and access_width(st.mnemonic[p])[0] == "load"]
+            if not coupled:
+                continue
+            med = {p: float(np.median([x[1] for x in dist[p]])) for p in resolved}
+            head = med[coupled[0]] - med[resolved[oldest_needed]]
+            if head >= MIN_HEAD_START:
+                out[wpc] = {"needed": needed, "coupled": coupled, "head_start": head, "consumer": q}
+        return out
+
+    return ctx.memo("coupled_waits", compute)
+
+
+@rule(
+    "in-order-wait",
+    "Waits held by older loads the next instruction does not need",
+    "performance",
+    semantics=EXPOSED_TRIGGER_SEMANTICS,
+    trigger="vmcnt waits after which, until the next wait, only loads younger than an older load the wait also resolves are read, that older load issued ≥ 256 cycles before them (vmcnt retires in order), exposing ≥ 2 % of traced wave-cycles",
+    evidence="per wait: pc and count, the first consumer and the ops read before the next wait, the older ops it waits for without them being read (pcs, kind, issued how many instructions and cycles before the wait), its exposed stall, loop",
+    limits="an op is needed when an instruction reads its registers before the next wait (within 24 instructions, no branch); stores write no register and are never needed; each wait is judged by the set of ops its executions most often resolve",
+    preconditions=[
+        ("in-order", "the counter retires the waited ops in issue order (buffer/global loads and stores on vmcnt; no FLAT op, which counts out of order)"),
+        ("needs-younger", f"until the next wait the code reads only loads younger than the oldest one the wait resolves, and that older load was issued ≥ {MIN_HEAD_START} cycles before the first needed one (a burst returns together): it holds them"),
+        NOT_AT_CEILING,
+        NOT_ISSUE_BOUND,
+    ],
+    directions=["hide-memory-latency"],
+)
+def in_order_wait(ctx):
+    rid = "in-order-wait"
+    st, isa = ctx.d.static, ctx.d.code.isa
+    waits = _resolved_in_order(ctx)
+    rows, claims, flat, own, burst = [], [], [], [], []
+    for wpc, (resolved, n, execs, dist) in sorted(waits.items()):
+        if len(resolved) < 2:
+            continue
+        if any(st.mnemonic[p].startswith("flat_") for p in resolved):
+            flat.append(wpc)
+            continue
+        q, needed = _consumer(ctx, wpc, resolved)
+        if q is None:
+            continue
+        oldest_needed = min(resolved.index(p) for p in needed)
+        # stores write no register and take no head start over a load: only older loads couple
+        coupled = [p for p in resolved[:oldest_needed] if p not in needed and access_width(st.mnemonic[p])[0] == "load"]
+        if not coupled:
+            own.append(wpc)  # the oldest load is one the consumer needs: a plain load-use wait
+            continue
+        med = {p: float(np.median([x[1] for x in dist[p]])) for p in resolved}
+        head = med[coupled[0]] - med[resolved[oldest_needed]]
+        if head < MIN_HEAD_START:
+            burst.append(wpc)
+            continue
+        c = ctx.exposed_at(wpc)
+        claims.append((wpc, c))
+        lp = ctx.loops.where(wpc)
+        rows.append({
+            "wait_pc": wpc, "wait": isa[wpc], "stall": int(ctx.result.sums.stall[wpc]), "exposed_cycles": int(c),
+            "consumer_pc": q, "consumer": isa[q], "needed_loads": needed,
+            "needed_issued_cycles_before": rnd(med[resolved[oldest_needed]]), "head_start_cycles": rnd(head),
+            "coupled_loads": [{"pc": p, "isa": isa[p], "kind": access_width(st.mnemonic[p])[0], "issued_instructions_before": rnd(float(np.median([x[0] for x in dist[p]]))),
+                               "issued_cycles_before": rnd(float(np.median([x[1] for x in dist[p]])))} for p in coupled],
+            "executions_with_this_set": n, "executions": execs, "loop": lp.get("loop"), "trips_mean": lp.get("trips_mean")})
+    if not rows and not flat and not own and not burst:
+        return []
+    if not ctx.require(rid, "in-order", bool(rows) or not flat, f"waits at pcs {flat[:4]} resolve FLAT ops (out of order)" if flat else "vmcnt, in order"):
+        return []
+    if not ctx.require(rid, "needs-younger", bool(rows),
+                       f"{len(rows)} wait(s) hold their consumer behind older loads with a ≥ {MIN_HEAD_START}-cycle head start that nothing reads before the next wait"
+                       + (f"; at pcs {own[:4]} the code reads the oldest resolved load" if own else "")
+                       + (f"; at pcs {burst[:4]} the older loads were issued with the needed one (< {MIN_HEAD_START} cycles before it): one burst" if burst else "")):
+        return []
+    total = sum(c for _, c in claims)
+    if total / ctx.total < MIN_SHARE:
+        return []
+    if not not_at_ceiling(ctx, rid) or not not_issue_bound(ctx, rid):
+        return []
+    rows.sort(key=lambda r: -r["exposed_cycles"])
+    r0 = rows[0]
+    cpl = r0["coupled_loads"]
+    return [
+        ctx.finding(
+            rid,
+            f"{len(rows)} vmcnt wait(s) hold their consumer behind older loads it does not need ({total / ctx.total:.1%} of traced wave-cycles exposed)",
+            0,
+            0.6,
+            {"waits": rows[:6]},
+            f"vmcnt retires in order: the wait at pc {r0['wait_pc']} (`{r0['wait']}`) holds pc {r0['consumer_pc']}; until the next wait the code reads only "
+            f"pc(s) {r0['needed_loads']}, yet it waits for the older loads at pc(s) {[c['pc'] for c in cpl]}, "
+            f"issued a median {cpl[0]['issued_cycles_before']:,.0f} cycles before the wait ({r0['head_start_cycles']:,.0f} before the first load it needs). Issue the loads each wait's consumer needs before the ops it does not "
+            "(reorder the two streams), or issue the older stream earlier still (a stage further ahead), so the count can leave them outstanding.",
+            "After the reorder the stall at these waits should fall toward the needed loads' own latency; if it does not, the older loads were "
+            "not what held them (the needed load itself returned late).",
+            f"the wait at pc {r0['wait_pc']} holds pc {r0['consumer_pc']} behind {len(cpl)} older op(s) nothing reads before the next wait",
+            claims=claims,
+        )
+    ]
