@@ -1,6 +1,6 @@
 """``python -m attlens`` and the ``attlens`` command (``[project.scripts]``).
 
-Ctrl-C at any moment once this module runs gives exit 130 and one line,
+Ctrl-C at any moment once ``entry()`` runs gives exit 130 and one line,
 never a traceback: a quiet handler is installed before anything is imported
 (importing the command line takes tens of milliseconds), the command's own
 handler (``attlens.cli.main``) takes over while it runs, and the quiet one
