@@ -832,7 +832,8 @@ def test_ctrl_c_at_any_moment_is_never_a_traceback():
     child = ("import os, sys; from attlens.__main__ import entry; fd = int(sys.argv[1]); sys.argv = ['attlens', *sys.argv[2:]]; "
              "os.write(fd, b'r'); os.close(fd); raise SystemExit(entry())")
     rng = random.Random(23)
-    delays = [0.002, 0.005, 0.01, 0.02, 0.04] + [rng.uniform(0.05, 0.4) for _ in range(5)]
+    # 20-60 ms lands in the first imports (orjson's module init segfaulted there when interrupted)
+    delays = [0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06] + [rng.uniform(0.05, 0.4) for _ in range(5)]
     for delay in delays:
         r, w = os.pipe()
         p = subprocess.Popen([sys.executable, "-c", child, str(w), "analyze", str(cap), "--json", "--no-cache"], env=_child_env(),
