@@ -185,7 +185,8 @@ def test_initialize_and_list_tools(session):
     assert props["by"]["enum"] == ["instruction", "line", "opcode"]
     assert props["sort"]["enum"] == ["stall", "latency", "exposed", "idle"]
     assert hot.input_schema["required"] == ["capture"]
-    # every tool: read-only annotations and the shipped JSON Schema of its result as outputSchema
+    # every tool: read-only annotations and a compact outputSchema: the shipped schema's top-level keys, their types and
+    # which are required (the full schemas made tools/list ~170 KB; they stay available through the schema tool)
     from attlens import schemas
     from attlens.serve.server import OUTPUT_SCHEMAS, output_schema
 
@@ -194,14 +195,43 @@ def test_initialize_and_list_tools(session):
         ann = t.annotations
         assert ann.read_only_hint is True and ann.destructive_hint is False and ann.idempotent_hint is True and ann.open_world_hint is False, t.name
         assert t.output_schema["type"] == "object"
-        # the shipped schema (summary: attlens.summary, or attlens.pc_sampling on a PC-sampling folder), bundled with the
-        # shared definitions it reaches; the SDK client checks every result below against it
         assert t.output_schema == output_schema(t.name), t.name
-        if isinstance(OUTPUT_SCHEMAS[t.name], str):
-            shipped = schemas.bundle(OUTPUT_SCHEMAS[t.name])
-            assert {k: v for k, v in t.output_schema.items() if k != "$defs"} == {k: v for k, v in shipped.items() if k != "$defs"}
+        assert "$ref" not in json.dumps(t.output_schema) and "$defs" not in t.output_schema, t.name
+        shipped_names = OUTPUT_SCHEMAS[t.name]
+        if shipped_names is None:
+            continue
+        bodies = [t.output_schema] if isinstance(shipped_names, str) else t.output_schema["anyOf"]
+        for body, shipped_name in zip(bodies, [shipped_names] if isinstance(shipped_names, str) else shipped_names):
+            shipped = schemas.load(shipped_name)
+            assert list(body["properties"]) == list(shipped["properties"]), t.name
+            assert body.get("required") == shipped.get("required"), t.name
+            assert body["properties"]["schema"] == {"const": f"attlens.{shipped_name}"}
+    hot_out = hot.output_schema["properties"]
+    # types resolved through the shared definitions: attlens_version is a $ref in the shipped schema
+    assert hot_out["attlens_version"] == {"type": "string"} and hot_out["topk"] == {"type": ["integer", "null"]}
+    assert hot_out["rows"] == {"type": "array"} and hot_out["sort"] == {"enum": ["stall", "latency", "exposed", "idle"]}
+    summ_out = next(t for t in a["tools"] if t.name == "summary").output_schema
+    assert [b["properties"]["schema"]["const"] for b in summ_out["anyOf"]] == ["attlens.summary", "attlens.pc_sampling"]
     summ = next(t for t in a["tools"] if t.name == "summary")
     assert summ.input_schema["properties"]["detail"]["enum"] == ["brief", "full"]
+
+
+def test_tools_list_fits_an_agents_budget(session):
+    """tools/list is sent once per session: under 25,000 bytes as JSON (it
+    was ~170 KB with every tool's full schema as outputSchema)."""
+    listed = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in session["answers"]["tools"]]
+    assert len(json.dumps(listed)) < 25_000
+
+
+def test_every_result_validates_against_the_full_shipped_schema(session):
+    """The compact outputSchema checks top-level keys only; the full shipped
+    schema still holds for every successful answer (and attlens.error for errors)."""
+    from attlens import schemas
+
+    for key, res in session["answers"].items():
+        if key in ("init", "tools", "schema"):
+            continue
+        schemas.validate(result_object(res))
 
 
 def test_summary_fits_an_agents_budget(session):
