@@ -185,6 +185,76 @@ def test_rocprofv2_capture_loads_with_what_it_lacks_unavailable():
     assert "gfxip" not in fn and fn["gfxv"] == "vega" and d.arch.waitcnt_model == "gfx9" and d.arch.target is None
 
 
+def raw_lifetimes_v2(cap: Path) -> list[tuple[int, int, int]]:
+    """(SE, start, end) of every wave in the packed occupancy.json: per (SE, CU, SIMD, slot) a start then an end."""
+    out = []
+    for se, lst in json.loads((cap / "occupancy.json").read_text()).items():
+        if not se.isdigit():
+            continue
+        open_ = {}
+        for t, cu, simd, slot, st, _k in sorted((unpack(u) for u in lst), key=lambda e: (e[0], e[4])):
+            if st:
+                open_[(cu, simd, slot)] = t
+            elif (cu, simd, slot) in open_:
+                out.append((int(se), open_.pop((cu, simd, slot)), t))
+    return out
+
+
+def per_se_span(lives) -> int:
+    """The longest SE's first start to last end (the SE clocks of this capture are not aligned)."""
+    return max(max(e for x, _s, e in lives if x == se) - min(s for x, s, _e in lives if x == se) for se in {x for x, _s, _e in lives})
+
+
+def test_rocprofv2_listing_ends_at_a_branch_out_so_no_truncated_trace():
+    """The plugin listed pcs 2-21 only; pc 21 is `s_cbranch_vccnz 38`, whose
+    fall-through and target lie past the listing: every wave ends on it
+    because the listing stops there, not because the trace was cut. The
+    truncated-trace rule stays silent and says why; a note names the branch."""
+    from attlens.analysis.plan import make_plan
+
+    cap = v2()
+    rows = [x for x in json.loads((cap / "code.json").read_text())["code"] if not x[0].startswith(";")]
+    last = max(rows, key=lambda x: x[2])
+    assert (last[2], last[0]) == (21, "s_cbranch_vccnz 38")
+    ends = Counter(w["instructions"][-1][4] for _n, w in raw_waves(cap))
+    assert ends == {21: 564}  # no wave ends on s_endpgm: the listing has none
+    _d, r = loaded(cap)
+    assert r.quality.listing_exit == {"pc": 21, "isa": "s_cbranch_vccnz 38", "conditional": True, "offset_dwords": 38,
+                                      "target_vaddr": None, "target_pc": None}
+    note = next(n for n in r.notes if n.startswith("the code.json listing ends at pc 21"))
+    assert "+38 dwords" in note and "listed only part of the kernel" in note
+    plan = make_plan(r)
+    assert "truncated-trace" not in {f.rule for f in plan.findings}
+    (why,) = plan.rules_silenced["truncated-trace"]
+    assert why["id"] == "listing-complete" and "564 of 564 waves end there" in why["detail"]
+
+
+def test_rocprofv2_verdict_says_the_capture_cannot_support_one():
+    """No stall cycles, no grid, duration or target, a partial listing: the
+    verdict says so; neither the capture finding (no source lines) nor a load
+    imbalance the lifetimes contradict is the verdict."""
+    from attlens.analysis.plan import make_plan
+
+    cap = v2()
+    lives = raw_lifetimes_v2(cap)
+    span = per_se_span(lives)
+    long_ = [lv for lv in lives if lv[2] - lv[1] >= span / 2]
+    rest_span = per_se_span([lv for lv in lives if lv not in long_])
+    assert (len(lives), len(long_), span, rest_span) == (2816, 1, 3832, 3832)  # the other waves span it all
+    _d, r = loaded(cap)
+    plan = make_plan(r)
+    imb = plan.dispatch_facts.imbalance
+    assert (imb.waves, imb.long_waves, imb.span_cycles, imb.span_without_long_cycles) == (len(lives), 1, span, rest_span)
+    assert imb.imbalanced is False and imb.sets_span is False
+    assert "load-imbalance" not in {f.rule for f in plan.findings}
+    assert [c["id"] for c in plan.rules_silenced["load-imbalance"]] == ["sets-span"]
+    v = plan.verdict
+    assert v.kind == "no-finding" and v.rule is None and v.sentence.startswith("This capture cannot support a verdict: ")
+    assert "no stall cycles" in v.sentence and "ends at pc 21" in v.sentence
+    assert len(v.numbers["unsupported_because"]) == 3
+    assert plan.findings[0].rule == "no-source-lines" and plan.findings[0].rule != v.rule
+
+
 def test_rocprofv2_wave_cu_comes_from_occupancy():
     cap = v2()
     d, _r = loaded(cap)

@@ -58,7 +58,7 @@ class AnalysisResult:
         """Expected facts of the target or of the capture layout that qualify
         a number (gfx950's reported VGPR count is half the allocation; the grid
         comes from the discovery run's kernel trace): said once, no action."""
-        return list(self.dispatch.resources.notes)
+        return list(self.dispatch.resources.notes) + list(self.quality.notes)
 
     TABLES = ("instructions", "lines", "classes")
 

@@ -43,12 +43,15 @@ def _first(findings, rule):
     return next((f for f in findings if f.rule == rule), None)
 
 
-def make_verdict(findings, facts, total_cycles: int, busiest: tuple[str | None, float] = (None, 0.0)) -> Verdict:
+def make_verdict(findings, facts, total_cycles: int, busiest: tuple[str | None, float] = (None, 0.0),
+                 gaps: list[str] | None = None) -> Verdict:
     """The verdict of a plan's ranked findings and its dispatch facts
-    (``busiest``: the busiest compute pipe and its busy share)."""
+    (``busiest``: the busiest compute pipe and its busy share; ``gaps``: what
+    the capture lacks for a verdict, said when no finding gives one)."""
     du = facts.duration if facts is not None else None
     nums = {"duration_ns": du.ns if du else None, "duration_source": du.source if du else None}
-    v = _dispatch_verdict(findings, nums) or _stall_verdict(findings, nums, total_cycles, _limits_checked(facts, busiest))
+    v = (_dispatch_verdict(findings, nums) or _unsupported_verdict(findings, nums, gaps or [])
+         or _stall_verdict(findings, nums, total_cycles, _limits_checked(facts, busiest)))
     caveats = []
     if any(f.rule == "prologue-only" for f in findings):
         caveats.append("the traced waves never ran the main loop: this describes the prologue only")
@@ -119,6 +122,15 @@ def _limits_checked(facts, busiest) -> str:
     if pipe:
         parts.append(f"busiest compute pipe {pipe} {share:.0%} busy")
     return ", ".join(parts)
+
+
+def _unsupported_verdict(findings, nums, gaps: list[str]) -> Verdict | None:
+    """No whole-dispatch or performance finding, and the capture lacks what a
+    verdict needs: say so and why, rather than "no limit found" (capture
+    findings, such as missing source lines, are never the verdict)."""
+    if not gaps or any(f.kind == "performance" and f.cycles_at_stake > 0 for f in findings):
+        return None
+    return Verdict(f"This capture cannot support a verdict: {'; '.join(gaps)}.", "no-finding", {**nums, "unsupported_because": list(gaps)})
 
 
 def _stall_verdict(findings, nums, total_cycles, checked: str = "") -> Verdict:
