@@ -256,9 +256,12 @@ class Plan:
             **header(PLAN_SCHEMA, PLAN_SCHEMA_VERSION),
             "capture": capture_ref(result.dispatch),
             "verdict": self.verdict.to_dict() if self.verdict is not None else None,
-            "totals": {"latency": b.total_latency, "stall": b.total_stall, "idle": b.total_idle, "cycles": self.total_cycles,
+            # no stall cycles recorded (rocprofv2): stall and the stall summary are unavailable (null), never 0
+            "totals": {"latency": b.total_latency, "stall": b.total_stall if result.dispatch.stall_recorded else None, "idle": b.total_idle,
+                       "cycles": self.total_cycles,
                        "cycles_at_stake": self.cycles_at_stake, "cycles_unit": CYCLES_UNIT},
-            "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)],
+            "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)]
+            if result.dispatch.stall_recorded else None,
             "dispatch": self.dispatch,
             "dispatch_facts": self.dispatch_facts.to_dict() if self.dispatch_facts is not None else None,
             "bandwidth": self.bandwidth.to_dict() if self.bandwidth is not None else None,
