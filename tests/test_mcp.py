@@ -56,6 +56,9 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         # PC samples: the viewer's PC-sampling folder (a copy under a root)
         ("pc_sampling", "pc_sampling", {"path": str(tmp / "rcv"), "top": 5}, ["pcsampling", str(tmp / "rcv"), "--top", "5"]),
         ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--summary", "--top", "3"]),
+        # the rocprofv2 plugin records no stall cycles: null, never 0; ranked by latency (a copy under a root)
+        ("summary_v2", "summary", {"capture": str(tmp / "v2"), "top": 3}, ["analyze", str(tmp / "v2"), "--summary", "--top", "3"]),
+        ("hotspots_v2", "hotspots", {"capture": str(tmp / "v2"), "top": 3}, ["analyze", str(tmp / "v2"), "--by", "instruction", "--sort", "stall", "--topk", "3"]),
         # refusals and errors
         ("outside", "summary", {"capture": "/etc"}, None),
         ("dotdot", "summary", {"capture": str(tmp / ".." / "..")}, None),
@@ -108,6 +111,7 @@ def session(tmp_path_factory):
     victim = sorted((tmp / "partial").glob("se*_wv*.json"))[0]
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
     shutil.copytree(shared / "outside/rcv-pcsampling", tmp / "rcv")
+    shutil.copytree(shared / "outside/rocprofv2-elementwise/vectorized_elementwise_kernel_v0_ui", tmp / "v2")
     qs = questions(shared, tmp)
     env = {"PYTHONPATH": str(REPO / "src"), "ATTLENS_SHARED": str(shared), "ATTLENS_CACHE_DIR": os.environ["ATTLENS_CACHE_DIR"]}
     params = StdioServerParameters(command=sys.executable, args=["-m", "attlens", "mcp", "--root", str(shared / "traces"), "--root", str(tmp)], env=env)
@@ -253,6 +257,25 @@ def test_summary_fits_an_agents_budget(session):
     assert full["analysis"]["hotspots"]["topk"] == 3
 
 
+def test_rocprofv2_stall_is_null_through_mcp(session):
+    """summary and hotspots on a rocprofv2 capture: stall null, never 0; the
+    rows ranked by latency (Σ durations of the wave files), and said."""
+    from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+
+    lat: dict[int, int] = {}
+    cap = Path(session["questions"]["summary_v2"][2]["capture"])
+    for f in cap.glob("se*_sm*_sl*_wv*.json"):
+        for _t, _ty, _stall, dur, pc in json.loads(f.read_text())["wave"]["instructions"]:
+            lat[pc] = lat.get(pc, 0) + dur
+    order = sorted(lat, key=lambda pc: (-lat[pc], pc))[:3]
+    sm = result_object(session["answers"]["summary_v2"])
+    assert sm["stall_by_class"] is None and sm["totals"]["stall"] is None and STALL_UNRECORDED_RANKING in sm["notes"]
+    assert [(x["pc"], x["latency"], x["stall"], x["stall_share"]) for x in sm["instructions"]] == [(pc, lat[pc], None, None) for pc in order]
+    hot = result_object(session["answers"]["hotspots_v2"])
+    assert hot["sort"] == "latency" and STALL_UNRECORDED_RANKING in hot["warnings"]
+    assert [(x["pc"], x["stall"], x["class_stall"]) for x in hot["rows"]] == [(pc, None, None) for pc in order]
+
+
 def test_asm_takes_an_address(session):
     got = result_object(session["answers"]["asm_addr"])
     center = [r for r in got["rows"] if r["center"]]
@@ -261,7 +284,7 @@ def test_asm_takes_an_address(session):
 
 @pytest.mark.parametrize("key", ["list_captures", "summary", "rules", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
                                  "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels",
-                                 "pc_sampling", "summary_pcs"])
+                                 "pc_sampling", "summary_pcs", "summary_v2", "hotspots_v2"])
 def test_tool_equals_cli_json(session, key, capsys):
     _k, tool, _args, cli = session["questions"][key]
     res = session["answers"][key]
