@@ -1001,3 +1001,21 @@ def test_load_imbalance_silent_when_the_other_waves_span_the_dispatch(tmp_path):
     assert plan.findings == [] and imb.ratio >= 2 and 0 < imb.long_waves <= 0.1 * imb.waves
     assert imb.span_without_long_cycles > imb.span_cycles / 2 and not imb.sets_span and not imb.imbalanced
     assert [c["id"] for c in plan.rules_silenced["load-imbalance"]] == ["sets-span"]
+
+
+def test_verdict_says_when_the_capture_cannot_support_one():
+    """Planted: no finding, no stall cycles and no dispatch-wide figures: the
+    verdict says the capture cannot support one, with each reason. Twins: with
+    stall cycles recorded (gaps empty) the usual "no limit, no pattern" sentence;
+    with the limits judged but no stall recorded, that sentence and the caveat."""
+    from attlens.analysis.verdict import make_verdict
+
+    gaps = ["the profiler recorded no stall cycles (rocprofv2 ATT plugin), so no stall pattern can be measured",
+            "no dispatch-wide limit can be judged (grid size unknown)"]
+    v = make_verdict([], None, 1000, gaps=gaps, stall_recorded=False)
+    assert v.kind == "no-finding" and v.sentence == "This capture cannot support a verdict: " + "; ".join(gaps) + "."
+    assert v.numbers["unsupported_because"] == gaps
+    clean = make_verdict([], None, 1000)
+    assert clean.kind == "no-finding" and clean.sentence.startswith("No dispatch-wide limit") and "unsupported_because" not in clean.numbers
+    half = make_verdict([], None, 1000, gaps=[], stall_recorded=False)
+    assert half.sentence.startswith("No dispatch-wide limit") and "no stall pattern could be measured" in half.sentence

@@ -431,21 +431,19 @@ def make_verdict_of(ctx, findings):
     from attlens.analysis.rules._preconditions import busiest_compute
     from attlens.analysis.verdict import make_verdict
 
-    return make_verdict(findings, ctx.facts, ctx.total, busiest_compute(ctx), verdict_gaps(ctx))
+    return make_verdict(findings, ctx.facts, ctx.total, busiest_compute(ctx), verdict_gaps(ctx), ctx.d.stall_recorded)
 
 
 def verdict_gaps(ctx) -> list[str]:
-    """What this capture lacks for a verdict: no stall cycles recorded (the
-    stall rules read nothing), no dispatch-wide figures, a partial listing.
-    Empty when the stall cycles and the bandwidth figures are there."""
-    gaps = []
-    if not ctx.d.stall_recorded:
-        gaps.append("the profiler recorded no stall cycles (rocprofv2 ATT plugin), so no stall pattern can be measured")
+    """Why this capture can support no verdict: no stall cycles recorded (the
+    stall rules read nothing) and no dispatch-wide figures (the limits cannot
+    be judged), plus a partial listing. Empty when either part can be judged
+    (stall cycles recorded, or the bandwidth figures known)."""
     bw = ctx.bandwidth
-    if not bw.available:
-        gaps.append(f"no dispatch-wide limit can be judged ({bw.reason})")
-    if not gaps:
+    if ctx.d.stall_recorded or bw.available:
         return []
+    gaps = ["the profiler recorded no stall cycles (rocprofv2 ATT plugin), so no stall pattern can be measured",
+            f"no dispatch-wide limit can be judged ({bw.reason})"]
     exit_ = ctx.result.quality.listing_exit
     if exit_ is not None:
         gaps.append(f"the code.json listing covers only part of the kernel (it ends at pc {exit_['pc']}, a branch out of it)")
