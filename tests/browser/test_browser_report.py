@@ -472,3 +472,31 @@ def test_sampled_columns_give_way_after_the_trace_columns(open_page, sampled):
     assert "pcs_why" in gone, "the widest optional column gives way when the source view takes most of the row"
     assert far["scroll"] <= far["client"] and far["cut"] == [] and far["ins"] >= 195, far
     o.check_clean()
+
+
+def test_rocprofv2_report_shows_stall_unavailable_and_ranks_by_latency(open_page, tmp_path):
+    """The rocprofv2 plugin records no stall cycles: every stall figure on the
+    page is "-" or "n/a" (never 0 / 0.0%), the hotspot scope ranks by latency
+    (no stall metric to pick) and says so once; no console error."""
+    cap = require_shared() / "outside/rocprofv2-elementwise/vectorized_elementwise_kernel_v0_ui"
+    d, r = loaded(cap)
+    assert not d.stall_recorded
+    out = tmp_path / "v2.html"
+    render_html(r, make_plan(r), analyze_waves(r), out)
+    o = open_page(out)
+    o.check_clean()
+    page = o.page
+    assert page.inner_text("#hl-stall").strip() in ("-", "n/a") and page.inner_text("#hl-stall-share").strip() in ("-", "n/a")
+    assert page.inner_text("#key-instr-stall").strip() in ("-", "n/a")
+    assert "ranked by latency" in page.inner_text("#stall-unrecorded")
+    cells = page.eval_on_selector_all("#stall-by-class tbody tr", "rows => rows.map(r => [r.cells[1].textContent, r.cells[3].textContent])")
+    assert cells and all(s in ("-", "n/a") for s, _lat in cells)
+    # the class table comes largest latency first, as the raw sums give it
+    lats = [_int(lat) for _s, lat in cells]
+    assert lats == sorted(lats, reverse=True) and lats[0] == 41_084  # global_store_dwordx4: 564 records, Σ duration 41,084
+    assert page.eval_on_selector_all("#scope-metric option", "os => os.map(o => o.value)") == ["latency", "idle", "hit"]
+    assert "ranked by latency" in page.inner_text("#scope-stall-unrecorded")
+    top = page.eval_on_selector_all("#scope-instructions tbody tr", "rows => rows.map(r => [r.dataset.pc, r.cells[5].textContent])")
+    assert top[0] == ["18", "-"]  # the longest-latency instruction first, its stall unavailable
+    isa_stall = page.eval_on_selector_all("#isa-table tbody tr.isa-row td.heatcell", "cs => cs.map(c => c.textContent)")
+    assert isa_stall and set(isa_stall) == {"-"}
