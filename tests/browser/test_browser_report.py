@@ -492,7 +492,7 @@ def test_rocprofv2_report_shows_stall_unavailable_and_ranks_by_latency(open_page
     cells = page.eval_on_selector_all("#stall-by-class tbody tr", "rows => rows.map(r => [r.cells[1].textContent, r.cells[3].textContent])")
     assert cells and all(s in ("-", "n/a") for s, _lat in cells)
     # the class table comes largest latency first, as the raw sums give it
-    lats = [_int(lat) for _s, lat in cells]
+    lats = [cell_int(lat) for _s, lat in cells]
     assert lats == sorted(lats, reverse=True) and lats[0] == 41_084  # global_store_dwordx4: 564 records, Σ duration 41,084
     assert page.eval_on_selector_all("#scope-metric option", "os => os.map(o => o.value)") == ["latency", "idle", "hit"]
     assert "ranked by latency" in page.inner_text("#scope-stall-unrecorded")
