@@ -740,10 +740,19 @@ def render_diff(res, console, top: int = 10) -> None:
         console.print("  noise floor unknown: give --noise-floor PCT or --noise A B (two captures of the same dispatch)")
     for m in v["class_moves"][:5]:
         console.print(f"  {escape(m)}")
-    t = FitTable("Per class (stall cycles per wave)", [Col("class", "text", min_width=11), *map(Col, ("before", "after", "delta", "relative"))])
-    for c in res.classes[:top]:
-        rel = "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"
-        t.add_row(c["class"], f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}", rel)
+    if res.stall_compared:
+        t = FitTable("Per class (stall cycles per wave)", [Col("class", "text", min_width=11), *map(Col, ("before", "after", "delta", "relative"))])
+        for c in res.classes[:top]:
+            rel = "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"
+            t.add_row(c["class"], f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}", rel)
+    else:  # a side records no stall (rocprofv2): no stall delta; the classes' latency is compared, said in one line
+        from attlens.analysis.diff import stall_unrecorded_note
+
+        console.print(f"  [yellow]![/yellow] {escape(stall_unrecorded_note(res.before, res.after))}")
+        t = FitTable("Per class (latency cycles per wave)", [Col("class", "text", min_width=11), *map(Col, ("before", "after", "delta", "relative"))])
+        for c in res.classes[:top]:
+            x, y = c["latency_before"], c["latency_after"]
+            t.add_row(c["class"], f"{x:,.0f}", f"{y:,.0f}", f"{y - x:+,.0f}", "-" if not x else f"{(y - x) / x:+.1%}")
     console.print(t)
     t = FitTable("Per source line (latency cycles per wave), largest changes",
                  [Col("line", "path"), *map(Col, ("before", "after", "delta")), Col("dominant class", "wrap", min_width=11)])
