@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from attlens.analysis.taxonomy import CLASSES
 from attlens.report.console import Col, FitTable
-from attlens.report.text import finding_detail, header_lines, n as _n, pct as _pct, short_source as _short_source, stake_and_prediction
+from attlens.report.text import finding_detail, header_lines, n as _n, pct as _pct, predicted_text, short_source as _short_source, stake_and_prediction
 
 # --------------------------------------------------------------------------- columns
 #
@@ -251,7 +251,9 @@ def render_summary(sm, console) -> None:
     console.print(f"[bold]Verdict[/bold]  {escape(doc['verdict']['sentence'])}")
     for f in doc["findings"]:
         stake = f" — {f['share_of_cycles']:.1%} of cycles at stake" if f["kind"] == "performance" else ""
-        console.print(f"  {f['rank']:>2}. {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}{stake}")
+        pred = predicted_text(f.get("predicted"))
+        stake += f"; {pred}" if pred else ""
+        console.print(f"  {f['rank']:>2}. {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}{escape(stake)}")
     if doc["findings_total"] > len(doc["findings"]):
         console.print(f"      … {doc['findings_total'] - len(doc['findings'])} more: attlens plan {escape(c['path'])}")
     for w in doc["warnings"]:

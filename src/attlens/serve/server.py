@@ -24,7 +24,7 @@ INSTRUCTIONS = (
     "attlens answers questions about AMD GPU thread traces (rocprofv3 ATT captures: ui_output_agent_*_dispatch_* "
     "directories). Start with list_captures(path) to find captures, then summary or plan on one of them; drill down with "
     "hotspots, asm (the ISA around a pc), deps and waits (who waits on what, and how long per execution), waves and "
-    "occupancy; compare a re-capture with diff and gate it with check; rules lists what the plan checks; pc_sampling reads "
+    "occupancy; whatif predicts the kernel time with changes applied; compare a re-capture with diff and gate it with check; rules lists what the plan checks; pc_sampling reads "
     "PC samples (why instructions stall; summary, hotspots, asm and plan carry the samples found beside a capture). Every "
     "result is a versioned JSON object (schema field; each tool's outputSchema is its JSON Schema, schema(name) returns "
     "one); null means unavailable, never zero. Paths must be inside the server's roots. The attlens skill (`attlens "
@@ -50,7 +50,7 @@ def _missing_sdk():
 OUTPUT_SCHEMAS = {
     "list_captures": "captures", "summary": ("summary", "pc_sampling"), "hotspots": "hotspots", "plan": "plan", "asm": "asm",
     "deps": "deps", "waits": "waits", "waves": "waves", "occupancy": "occupancy", "diff": "diff", "check": "check",
-    "kernels": "kernels", "rules": "rules", "pc_sampling": "pc_sampling", "schema": None,
+    "kernels": "kernels", "rules": "rules", "pc_sampling": "pc_sampling", "whatif": "whatif", "schema": None,
 }
 SCHEMA_OF_A_SCHEMA = {"type": "object", "description": "a JSON Schema (draft 2020-12) of an attlens object, with the schemas it references embedded"}
 
@@ -240,6 +240,16 @@ def build_server(tools: Tools):
         exclude: Annotated[str | None, Field(description="regex of runtime-helper kernels to flag (default: HIP blits, PyTorch elementwise/copy/fill/random/reduce)")] = None,
     ) -> CallToolResult:
         return answer(tools.kernels, path, exclude)
+
+    @register
+    def whatif(
+        capture: Capture,
+        apply: Annotated[list[str] | None, Field(description="rule ids of the plan's findings whose changes are replayed together")] = None,
+        hide_wait: Annotated[list[int | str] | None, Field(description="s_waitcnt pcs (index or '0x…' address) whose wait is hidden")] = None,
+        move: Annotated[list[str] | None, Field(description="'PC:BEFORE_PC': the load at PC issues right before BEFORE_PC")] = None,
+        waves_per_simd: Annotated[int | None, Field(description="resident waves per SIMD to replay")] = None,
+    ) -> CallToolResult:
+        return answer(tools.whatif, capture, apply, hide_wait, move, waves_per_simd)
 
     @register
     def rules() -> CallToolResult:
