@@ -463,6 +463,13 @@ def whatif(result, apply=None, hide_wait=None, move=None, waves_per_simd=None, p
     edits = edits_from_options(hidden, moved, wps, result)
     unexpressible: list[dict] = []
     if rules_:
+        from attlens.analysis.plan import load_rules
+
+        unknown = [x for x in rules_ if x not in load_rules()]
+        if unknown:
+            from attlens.errors import UsageError
+
+            raise UsageError(f"unknown rule {', '.join(unknown)}", hint="attlens rules lists them; attlens plan shows which fired")
         if plan is None:
             from attlens.analysis.plan import make_plan
 
