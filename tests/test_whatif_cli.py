@@ -319,3 +319,29 @@ def test_markdown_plan_and_report_show_predictions(soft, soft_plan):
     for f in _findings_with_predictions(soft_plan):
         assert f"| {_text(predicted_label(f))} |" in md  # the priorities' predicted column
         assert _text(predicted_label(f)) in rep
+
+
+def test_sweep_summary_and_findings_md_show_predictions(soft, soft_plan):
+    from attlens.report.markdown import _text
+    from attlens.sweep.dashboard import findings_markdown
+    from attlens.sweep.summary import summarize
+
+    s = summarize(soft[2], soft_plan)
+    schemas.validate(s)
+    for got, f in zip(s["findings"], soft_plan.findings):
+        assert got["predicted_text"] == predicted_label(f)  # null when there is no prediction, never "0%"
+    top = s["top_finding"]
+    md = findings_markdown([{"job": "softmax", "state": "done", "summary": s}], [], {"dir": "d", "source": "captures", "counts": {}})
+    row = next(x for x in md.splitlines() if x.startswith("| softmax"))
+    assert row.rstrip(" |").endswith(_text(top["predicted_text"] or "—"))
+
+
+def test_html_report_data_carries_the_predictions(soft, soft_plan, tmp_path):
+    """The page's data holds each finding's predicted object (report.js words
+    it; tests/browser checks the words on the page)."""
+    from attlens.report.html import build_report_data
+
+    data = build_report_data(soft[2], soft_plan, attlens.waves(soft[2]))
+    findings = data["plan"]["findings"]
+    for got, f in zip(findings, soft_plan.to_dict()["findings"]):
+        assert got.get("predicted") == f.get("predicted")
