@@ -211,6 +211,12 @@ def edit_text(e: dict) -> str:
         what = f"move the load at pc {e.get('pc')} before pc {e.get('before_pc')}"
     elif kind == "waves-per-simd":
         what = f"{e.get('waves_per_simd')} resident waves per SIMD"
+    elif kind == "prefetch":
+        what = f"prefetch the load at pc {e.get('pc')}"
+    elif kind == "barrier-skew":
+        what = "remove the barrier skew" + (f" at pc {e['pc']}" if e.get("pc") is not None else "")
+    elif kind == "early-exit":
+        what = "remove the early exit" + (f" at pc {e['pc']}" if e.get("pc") is not None else "")
     else:
         what = str(kind) + (f" at pc {e['pc']}" if e.get("pc") is not None else "")
     src = e.get("source") or ""
