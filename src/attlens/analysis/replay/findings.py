@@ -98,6 +98,38 @@ def predicted_of(f, result, plan=None) -> dict | None:
             "gain": g["share"], "low": g["low"], "high": g["high"], "bound": w.bound["kind"]}
 
 
+class _DictCodec:
+    """A JSON-able dict as a digest record (no arrays)."""
+
+    def encode(self, value):
+        return {}, value
+
+    def decode(self, arrays, meta):
+        return meta
+
+
+def cached_predicted(f, result, plan=None) -> dict | None:
+    """:func:`predicted_of`, kept in the capture's digest (keyed by the
+    finding's edits and its cap), so a second plan of the capture replays nothing."""
+    import hashlib
+    import json
+
+    from attlens.cache import memo
+
+    if f.kind in CAPTURE_KINDS and f.rule != "early-exit-waves":
+        return None
+    edits, why = edits_for_finding(f, result)
+    if not edits:
+        return {"expressible": False, "reason": why}
+    dur = plan.dispatch_facts.duration.ns if plan is not None and plan.dispatch_facts is not None else None
+    key = json.dumps([[e.key() for e in edits], f.kind, round(f.share_of_cycles, 6), dur], default=str)
+    name = f"whatif-{REPLAY_VERSION}-" + hashlib.sha1(key.encode()).hexdigest()[:16]
+    return memo(result.dispatch, name, lambda: predicted_of(f, result, plan), _DictCodec())
+
+
+REPLAY_VERSION = "v1"  # bump when the model changes: digests keep predictions under this name
+
+
 def edits_for_rules(plan, rules: list[str]) -> tuple[list[Edit], list[dict]]:
     """The edits that express the named findings of ``plan``; the second item
     lists the rules the model cannot express or that did not fire."""
