@@ -37,23 +37,20 @@ def occurrence(pc: np.ndarray, wave: np.ndarray) -> np.ndarray:
     return out
 
 
-def draw_latency(s, wave_of_rec: np.ndarray, per_occurrence: bool = True, generation: np.ndarray | None = None) -> np.ndarray:
+def draw_latency(s, wave_of_rec: np.ndarray, per_occurrence: bool = True, generation: np.ndarray | None = None,
+                 kind_of_pc: np.ndarray | None = None) -> np.ndarray:
     """Per producer (``s.prod_rec``): the latency the replay gives it.
 
     Per cell: the mean of its exact observations (youngest op of a wait that
     stalled), capped by the median of its upper bounds when fewer than half of
     its observations are exact; a cell with no exact observation (its waits
-    never stalled on it) gets the smallest of its upper bounds (it returned by
-    then every time)."""
+    never stalled on it) gets the median exact latency of ops of its kind
+    (``kind_of_pc``: the same mnemonic), capped by the smallest of its upper
+    bounds (it was back by then every time)."""
     counts = np.diff(s.wait_off)
     owner = np.repeat(s.wait_rec, counts)
     obs = (s.issue[owner] - s.issue[s.wait_prod]).astype(np.float64)
-    row = np.repeat(np.arange(len(s.wait_rec)), counts)
-    last_of_row = np.zeros(len(owner), dtype=bool)
-    if len(owner):
-        last_of_row[s.wait_off[1:][counts > 0] - 1] = True  # producers sorted: the youngest is last
-    exact = last_of_row & (s.stall[owner] > 0)[np.arange(len(owner))] if len(owner) else last_of_row
-    del row
+    exact = _binding(s, owner, obs, counts, kind_of_pc)
     ppc = s.pc[s.wait_prod]
     if per_occurrence:
         occ = occurrence(s.pc[s.prod_rec], wave_of_rec[s.prod_rec])
@@ -77,9 +74,57 @@ def draw_latency(s, wave_of_rec: np.ndarray, per_occurrence: bool = True, genera
     med_ub = _group_median(inv[ub], obs_f[ub], nc)
     min_ub = np.full(nc, np.inf)
     np.minimum.at(min_ub, inv[ub], obs_f[ub])
-    lat_cell = np.where(n_ex == 0, min_ub, np.where((n_ex < n_all / 2) & np.isfinite(min_ub) & (n_ex < n_all), np.minimum(mean_ex, med_ub), mean_ex))
+    typical = np.full(nc, np.inf)
+    if kind_of_pc is not None and ex_f.any():
+        kind_f = kind_of_pc[ppc[first]]
+        kinds, kinv = np.unique(kind_f[ex_f], return_inverse=True)
+        kmed = _group_median(kinv, obs_f[ex_f], len(kinds))
+        pos = np.searchsorted(kinds, kind_f)
+        has = (pos < len(kinds)) & (kinds[np.minimum(pos, len(kinds) - 1)] == kind_f)
+        per_obs = np.where(has, kmed[np.minimum(pos, len(kinds) - 1)], np.inf)
+        np.minimum.at(typical, inv, per_obs)
+    lat_cell = np.where(n_ex == 0, np.minimum(min_ub, typical), np.where((n_ex < n_all / 2) & np.isfinite(min_ub) & (n_ex < n_all), np.minimum(mean_ex, med_ub), mean_ex))
     lat_cell = np.where(np.isfinite(lat_cell), lat_cell, 0.0)
     return np.maximum(lat_cell[inv], 0.0)  # first is ordered like np.unique(wait_prod) == prod_rec
+
+
+def _binding(s, owner, obs, counts, kind_of_pc) -> np.ndarray:
+    """Per (wait, op) pair: is the observation the op's latency? The op a
+    stalled wait released on is the youngest of its counter (in-order
+    retirement); a wait naming two counters released on the one whose
+    youngest op should complete last: typical latency of its kind (from the
+    one-counter waits) after its issue."""
+    n = len(owner)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    row = np.repeat(np.arange(len(counts)), counts)
+    ctr = s.prod_ctr[np.searchsorted(s.prod_rec, s.wait_prod)].astype(np.int64)
+    o = np.lexsort((s.wait_prod, ctr, row))
+    key = row[o] * 4 + ctr[o]
+    youngest = np.zeros(n, dtype=bool)
+    youngest[o[np.r_[key[1:] != key[:-1], True]]] = True
+    stalled = s.stall[owner] > 0
+    n_ctr = np.zeros(len(counts), dtype=np.int64)
+    np.add.at(n_ctr, row[youngest], 1)
+    single = youngest & stalled & (n_ctr[row] == 1)
+    multi = youngest & stalled & (n_ctr[row] > 1)
+    if not multi.any():
+        return single
+    kind = kind_of_pc[s.pc[s.wait_prod]] if kind_of_pc is not None else ctr
+    typ = np.zeros(int(kind.max()) + 1)
+    if single.any():
+        ks, kinv = np.unique(kind[single], return_inverse=True)
+        typ[ks] = _group_median(kinv, obs[single], len(ks))
+    expect = np.where(multi, s.issue[s.wait_prod] + typ[kind], -np.inf)
+    best = np.full(len(counts), -np.inf)
+    np.maximum.at(best, row, expect)
+    pick = multi & (expect == best[row])
+    # one pick per wait (ties: the youngest)
+    mi = np.flatnonzero(pick)
+    last_of_row = np.r_[row[mi][1:] != row[mi][:-1], True] if len(mi) else np.zeros(0, dtype=bool)
+    keep = np.zeros(n, dtype=bool)
+    keep[mi[last_of_row]] = True
+    return single | keep
 
 
 def _group_median(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

@@ -42,6 +42,7 @@ class Replay:
     wait_stall: np.ndarray  # per wait row of Streams (replayed)
     bar_stall: np.ndarray  # per barrier record
     forced_barriers: int = 0  # instances released without every member (cyclic wait; should be 0)
+    chains: tuple | None = None  # (pred, gap, head start) per wave the replay used
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -90,6 +91,18 @@ def replay(s, lat: np.ndarray, spec: Spec | None = None) -> Replay:
     out = _replay(s, lat, spec, chains)
     out.notes = first.notes + out.notes
     return out
+
+
+def replay_with(s, lat: np.ndarray, spec: Spec, base: Replay) -> Replay:
+    """One pass of ``spec`` over the slot order of the unedited replay ``base``
+    (a wave that gets shorter lets the next wave of its slot in sooner); more
+    slots per SIMD or removed waves re-deal the slots from ``base``'s durations."""
+    if spec.waves_per_simd or spec.removed is not None:
+        removed = spec.removed if spec.removed is not None else np.zeros(s.n_waves, dtype=bool)
+        chains = list_schedule(s, np.nan_to_num(base.duration), spec.waves_per_simd, removed)
+    else:
+        chains = base.chains
+    return _replay(s, lat, spec, chains)
 
 
 def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
@@ -213,7 +226,7 @@ def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
         _release(arrivals.pop(i), own_l[i], ready)
         forced += 1
     notes = [f"{forced} barrier instance(s) released before every member arrived (a member's start depends on the barrier)"] if forced else []
-    return Replay(start, end, wait_stall, bar_stall, forced, notes)
+    return Replay(start, end, wait_stall, bar_stall, forced_barriers=forced, chains=(pred, gap, head), notes=notes)
 
 
 def _release(members, own, ready):
