@@ -44,6 +44,11 @@ class Engine:
 
     def __init__(self, result):
         d = result.dispatch
+        why = unreplayable(d)
+        if why:
+            from attlens.errors import UsageError
+
+            raise UsageError(f"cannot replay this capture: {why}")
         self.result = result
         self.s: Streams = build_streams(result)
         self.wave_of_rec = d.records.wave
@@ -122,6 +127,15 @@ class Engine:
                     rows.append({"pc": int(pc), "instruction": d.code.isa[pc], "stall_before": int(round(x)), "stall_after": int(round(y))})
         rows.sort(key=lambda r: -abs(r["stall_after"] - r["stall_before"]))
         return {"waves": waves, "pcs": rows[:20]}
+
+
+def unreplayable(d) -> str | None:
+    """Why the replay cannot run on a dispatch, or None."""
+    if not d.stall_recorded:
+        return "its records carry no stall cycles (rocprofv2), and the replay re-derives stalls"
+    if d.records.count == 0 or d.waves.count == 0:
+        return "no traced instructions"
+    return None
 
 
 def engine_of(result) -> Engine:

@@ -82,11 +82,16 @@ def predicted_of(f, result, plan=None) -> dict | None:
     findings other than early-exit waves: no change of the kernel to predict)."""
     from attlens.analysis.replay.predict import whatif
 
+    from attlens.analysis.replay.calibrate import unreplayable
+
     if f.kind in CAPTURE_KINDS and f.rule != "early-exit-waves":
         return None
     edits, why = edits_for_finding(f, result)
     if not edits:
         return {"expressible": False, "reason": why}
+    why = unreplayable(result.dispatch)
+    if why:
+        return {"expressible": False, "reason": f"the capture cannot be replayed: {why}"}
     w = whatif(result, edits, plan)
     g = dict(w.gain)
     cap = f.share_of_cycles if f.kind == "performance" else None
@@ -127,7 +132,7 @@ def cached_predicted(f, result, plan=None) -> dict | None:
     return memo(result.dispatch, name, lambda: predicted_of(f, result, plan), _DictCodec())
 
 
-REPLAY_VERSION = "v1"  # bump when the model changes: digests keep predictions under this name
+REPLAY_VERSION = "v2"  # bump when the model changes: digests keep predictions under this name
 
 
 def edits_for_rules(plan, rules: list[str]) -> tuple[list[Edit], list[dict]]:

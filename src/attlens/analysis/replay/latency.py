@@ -143,7 +143,7 @@ def _group_median(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 POSITION_BUCKETS = 4  # a wave's place in its SIMD's queue: first quarter of the waves to start ... last quarter
 
 
-def wave_position(s, buckets: int = POSITION_BUCKETS) -> np.ndarray:
+def wave_position(s, buckets: int | None = None) -> np.ndarray:
     """Per wave: which quarter of its SIMD's waves (in begin order) it is in.
     Memory latency follows the dispatch's progress (queues fill, then drain as
     the last waves run alone), so ops are compared with the same place."""
@@ -155,5 +155,6 @@ def wave_position(s, buckets: int = POSITION_BUCKETS) -> np.ndarray:
     rank = np.arange(len(k)) - start
     n = size[np.cumsum(first) - 1] if len(k) else np.zeros(0, dtype=np.int64)
     out = np.empty(len(k), dtype=np.int64)
+    buckets = buckets or POSITION_BUCKETS
     out[order] = (rank * buckets) // np.maximum(n, 1)
     return out

@@ -93,6 +93,7 @@ def replay(s, lat: np.ndarray, spec: Spec | None = None) -> Replay:
     return out
 
 
+
 def replay_with(s, lat: np.ndarray, spec: Spec, base: Replay) -> Replay:
     """One pass of ``spec`` over the slot order of the unedited replay ``base``
     (a wave that gets shorter lets the next wave of its slot in sooner); more

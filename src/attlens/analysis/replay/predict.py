@@ -2,10 +2,11 @@
 bounds (docs/whatif.md).
 
 after = measured dispatch time x (replayed span with the edits / replayed span
-without them), per traced CU; the central ratio weighs the CUs by their span,
-the interval runs from the CU with the smallest gain to the one with the
-largest (the traced CUs are the sample the grid is extrapolated from), widened
-on both sides by the calibration residual (the model's noise floor). No
+without them) of the slowest traced CU; the interval runs from the CU with the
+smallest gain to the one with the largest, among the CUs whose unedited span
+is at least half the longest (those could set the dispatch time; the traced
+CUs are the sample the grid is extrapolated from), widened on both sides by
+the calibration residual (the model's noise floor). No
 prediction beats a SIMD's issue time (the busiest pipe's issue cycles of its
 waves) or the bandwidth floor (bytes / peak HBM bandwidth).
 """
@@ -22,6 +23,7 @@ from attlens.analysis.replay.calibrate import Calibration, Engine, engine_of
 from attlens.analysis.replay.edits import Edit, compile_edits
 from attlens.analysis.replay.model import replay_with
 
+SETS_TIME_SHARE = 0.5  # a traced CU whose unedited span is at least half the longest could set the dispatch time
 WHATIF_SCHEMA = "attlens.whatif"
 WHATIF_SCHEMA_VERSION = 1
 
@@ -84,8 +86,10 @@ def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | Non
     base_u, edit_u, issue_u = eng.unit_spans(eng.base), eng.unit_spans(rp, spec.removed), eng.issue_floor
     clamped = np.maximum(edit_u, issue_u)
     issue_binding = bool((clamped > edit_u + 0.5).any())
-    ratios = clamped / np.maximum(base_u, 1.0)
-    central = float(clamped.sum() / max(base_u.sum(), 1.0))
+    # the slowest traced CU sets the time (as the calibration measures it); the CUs that could set it give the spread
+    central = float(clamped.max() / max(base_u.max(), 1.0)) if len(base_u) else 1.0
+    could_set = base_u >= SETS_TIME_SHARE * (base_u.max() if len(base_u) else 0.0)
+    ratios = np.r_[clamped[could_set] / np.maximum(base_u[could_set], 1.0), central]
     res = abs(eng.calibration.span_residual)
     g = 1.0 - central
     lo, hi = 1.0 - float(ratios.max()) - res, 1.0 - float(ratios.min()) + res
