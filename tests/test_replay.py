@@ -328,3 +328,16 @@ def test_plan_without_predictions_has_null_predicted():
     plan = make_plan(r, predict=False)
     assert plan.findings and all(f.predicted is None and f.to_dict()["predicted"] is None for f in plan.findings)
     assert all(dataclasses.is_dataclass(f) for f in plan.findings)
+
+
+def test_no_edit_predicts_no_change():
+    from attlens.analysis.replay import calibrate, whatif
+
+    _d, r = loaded(triton("orig"))
+    w = whatif(r, []).to_dict()
+    res = abs(calibrate(r).span_residual)
+    assert w["gain"]["share"] == 0 and w["changed"] == {"waves": 0, "pcs": []}
+    assert w["gain"]["low"] == pytest.approx(-res, abs=1e-4) and w["gain"]["high"] == pytest.approx(res, abs=1e-4)
+    assert w["before"]["replayed_span_cycles"] == w["after"]["replayed_span_cycles"] == calibrate(r).span_replayed_cycles
+    assert set(w) == {"schema", "schema_version", "capture", "kernel", "edits", "unexpressible", "calibration", "before", "after",
+                      "gain", "bound", "changed"}

@@ -126,8 +126,11 @@ def cached_predicted(f, result, plan=None) -> dict | None:
     edits, why = edits_for_finding(f, result)
     if not edits:
         return {"expressible": False, "reason": why}
+    from attlens.analysis.replay.predict import bandwidth_floor_ns
+
     dur = plan.dispatch_facts.duration.ns if plan is not None and plan.dispatch_facts is not None else None
-    key = json.dumps([[e.key() for e in edits], f.kind, round(f.share_of_cycles, 6), dur], default=str)
+    floor = bandwidth_floor_ns(plan.bandwidth) if plan is not None else None
+    key = json.dumps([[e.key() for e in edits], f.kind, round(f.share_of_cycles, 6), dur, floor], default=str)
     name = f"whatif-{REPLAY_VERSION}-" + hashlib.sha1(key.encode()).hexdigest()[:16]
     return memo(result.dispatch, name, lambda: predicted_of(f, result, plan), _DictCodec())
 

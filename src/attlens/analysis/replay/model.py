@@ -108,7 +108,7 @@ def replay_with(s, lat: np.ndarray, spec: Spec, base: Replay) -> Replay:
 
 def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
     loc, recs, kind, aux, (e0, e1), last = _events(s, lat, spec)
-    loc_l, rec_l, kind_l, aux_l = loc.tolist(), recs.tolist(), kind.tolist(), aux.tolist()
+    loc_l, kind_l, aux_l = loc.tolist(), kind.tolist(), aux.tolist()
     pc = s.pc
     stall_l = s.stall[recs].tolist()
     lat_l = lat.tolist()
@@ -116,8 +116,7 @@ def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
     lat_l = np.where(prod_pc_prefetched, 0.0, lat).tolist()
     ctr_l = s.prod_ctr.tolist()
     hidden = np.isin(pc[s.wait_rec], list(spec.hidden_wait_pcs)).tolist() if spec.hidden_wait_pcs else [False] * len(s.wait_rec)
-    woff = s.wait_off.tolist()
-    wprod = s.wait_prod.tolist()
+    wlists = _wait_lists(s)
     if spec.no_skew_barrier_pcs is None:
         uncoupled = [True] * len(s.bar_rec)
     elif spec.no_skew_barrier_pcs:
@@ -131,14 +130,13 @@ def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
     alive_bar = ~removed[np.searchsorted(s.rec_start, s.bar_rec, side="right") - 1] if len(s.bar_rec) else np.zeros(0, dtype=bool)
     size_l = np.bincount(s.bar_inst[alive_bar], minlength=len(s.inst_size)).tolist()
     e0l, e1l, lastl, taill = e0.tolist(), e1.tolist(), last.tolist(), s.tail.tolist()
-    wait_stall = s.stall[s.wait_rec].astype(np.float64)
-    bar_stall = s.stall[s.bar_rec].astype(np.float64)
-    ws_out = wait_stall  # filled in place
-    bs_out = bar_stall
+    ws_out = s.stall[s.wait_rec].astype(np.float64).tolist()  # replayed stalls, filled in place
+    bs_out = s.stall[s.bar_rec].astype(np.float64).tolist()
+    comp = [-1e300] * (len(s.prod_rec) + 1)  # completion of each producer (ops precede the waits that resolve them)
+    get = comp.__getitem__
 
     def wave(w: int, start: float):
         D = 0.0
-        comp: dict[int, float] = {}
         lastc = [-1e300, -1e300]
         for e in range(e0l[w], e1l[w]):
             t = start + loc_l[e] + D
@@ -151,16 +149,15 @@ def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
                     if c < lastc[ctr]:
                         c = lastc[ctr]
                     lastc[ctr] = c
-                comp[rec_l[e]] = c
+                comp[a] = c
             elif k == EV_WAIT:
                 st = stall_l[e]
                 arrive = t - st
                 rel = arrive
                 if not hidden[a]:
-                    for i in range(woff[a], woff[a + 1]):
-                        c = comp.get(wprod[i], arrive)
-                        if c > rel:
-                            rel = c
+                    c = max(map(get, wlists[a]))
+                    if c > rel:
+                        rel = c
                 ws_out[a] = rel - arrive
                 D += rel - arrive - st
             else:
@@ -227,7 +224,19 @@ def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
         _release(arrivals.pop(i), own_l[i], ready)
         forced += 1
     notes = [f"{forced} barrier instance(s) released before every member arrived (a member's start depends on the barrier)"] if forced else []
-    return Replay(start, end, wait_stall, bar_stall, forced_barriers=forced, chains=(pred, gap, head), notes=notes)
+    return Replay(start, end, np.array(ws_out), np.array(bs_out), forced_barriers=forced, chains=(pred, gap, head), notes=notes)
+
+
+def _wait_lists(s) -> list[list[int]]:
+    """Per wait row: the producer indices (into ``s.prod_rec``) it waits on (built once per streams)."""
+    got = getattr(s, "_wait_lists", None)
+    if got is None:
+        idx = np.searchsorted(s.prod_rec, s.wait_prod).tolist()
+        off = s.wait_off.tolist()
+        none = [len(s.prod_rec)]  # the sentinel slot of the completions (never written)
+        got = [idx[a:b] or none for a, b in zip(off[:-1], off[1:])]
+        s._wait_lists = got
+    return got
 
 
 def _release(members, own, ready):
