@@ -59,7 +59,7 @@ def check_arithmetic(doc: dict, d) -> None:
     """What every attlens.whatif object must hold, recomputed from itself and the capture."""
     cal, g = doc["calibration"], doc["gain"]
     assert doc["capture"] == str(d.path) and doc["kernel"] == d.kernel_name
-    assert cal["span_residual"] == pytest.approx((cal["span_replayed_cycles"] - cal["span_traced_cycles"]) / cal["span_traced_cycles"], abs=1e-6)
+    assert cal["span_residual"] == pytest.approx((cal["span_replayed_cycles"] - cal["span_traced_cycles"]) / cal["span_traced_cycles"], abs=5e-5)  # rounded to 4 places
     assert cal["within"] == (abs(cal["span_residual"]) <= cal["tolerance"])
     assert 0 <= cal["wave_residual"]["median"] <= cal["wave_residual"]["p95"] <= cal["wave_residual"]["max"]
     assert doc["before"]["replayed_span_cycles"] == cal["span_replayed_cycles"]
@@ -90,7 +90,7 @@ def test_hide_wait_by_index_or_address(cli, soft):  # noqa: F811
     assert cli("whatif", path, "--hide-wait", hex(int(d.code.vaddr[pc])), "--json") == doc
     assert [(e["kind"], e["pc"], e["source"]) for e in doc["edits"]] == [("hide-wait", pc, "cli")]
     check_arithmetic(doc, d)
-    assert doc["changed"]["waves"] > 0 and pc in {x["pc"] for x in doc["changed"]["pcs"]}
+    assert 0 <= doc["changed"]["waves"] <= d.waves.count and pc in {x["pc"] for x in doc["changed"]["pcs"]}
     hidden = next(x for x in doc["changed"]["pcs"] if x["pc"] == pc)
     assert hidden["stall_after"] < hidden["stall_before"]
 
@@ -104,17 +104,20 @@ def test_apply_replays_the_findings_together(cli, soft, soft_plan):  # noqa: F81
     applied = {e["source"].split(":", 1)[1] for e in doc["edits"] if e["source"].startswith("rule:")}
     said = {u["rule"] for u in doc["unexpressible"]}
     assert applied | said == set(rules)  # every finding named is replayed or said not expressible
-    # one finding at a time: the plan's prediction of that finding is the replay of its change
+    # one finding at a time: the plan's prediction of that finding is the replay of its change, capped (in the
+    # plan only) by the share of traced wave-cycles the finding claims
     for f in soft_plan.findings:
         p = f.predicted
         if p is None:
             continue
         one = cli("whatif", path, "--apply", f.rule, "--json")
         if p["expressible"]:
-            assert one["gain"]["share"] == pytest.approx(p["gain"], abs=1e-4), f.rule
-            assert (one["gain"]["low"], one["gain"]["high"]) == pytest.approx((p["low"], p["high"]), abs=1e-4)
+            cap = round(f.share_of_cycles, 4) if f.kind == "performance" else float("inf")
+            g = one["gain"]
+            assert [p["gain"], p["low"], p["high"]] == pytest.approx([min(g[k], cap) for k in ("share", "low", "high")], abs=1e-4), f.rule
+            assert p["edits"] == one["edits"] and p["dispatch_ns_before"] == one["before"]["dispatch_ns"]
         else:
-            assert [u["rule"] for u in one["unexpressible"]] == [f.rule]
+            assert [u["rule"] for u in one["unexpressible"]] == [f.rule] and one["edits"] == []
 
 
 def test_options_combine_in_one_replay(cli, soft):  # noqa: F811
