@@ -206,6 +206,14 @@ def test_bad_input_is_one_line_and_exit_2(soft, capsys, case):
     assert rc == 2 and doc["error"]["kind"] == "UsageError" and doc["error"]["exit_code"] == 2
 
 
+def test_a_capture_without_stall_cycles_is_not_replayed(capsys):
+    """rocprofv2 records carry no stall cycles, which the replay re-derives: one line, exit 2, not a guess."""
+    cap = next((require_shared() / "outside/rocprofv2-elementwise").rglob("filenames.json")).parent
+    rc, out, err = run(["whatif", cap], capsys)
+    assert rc == 2 and out == "" and len([x for x in err.splitlines() if "error" in x]) == 1
+    assert "cannot replay this capture" in err and "no stall cycles" in err
+
+
 def test_not_a_wait_names_the_instruction(soft, capsys):
     path, d, _r = soft
     pc = not_a_wait_pc(d)
