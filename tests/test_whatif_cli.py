@@ -356,3 +356,15 @@ def test_html_report_data_carries_the_predictions(soft, soft_plan, tmp_path):
     findings = data["plan"]["findings"]
     for got, f in zip(findings, soft_plan.to_dict()["findings"]):
         assert got.get("predicted") == f.get("predicted")
+
+
+def test_report_index_shows_the_top_findings_prediction(soft, soft_plan):
+    import html as _html
+
+    from attlens.report.html import index_entry, render_index_text
+
+    entry = index_entry(soft[2], soft_plan, "softmax.html")
+    want = predicted_label(soft_plan.findings[0])
+    assert entry["top_finding"]["predicted_text"] == want
+    page = render_index_text([entry])
+    assert want is None or f'<div class="predicted">{_html.escape(want)}</div>' in page
