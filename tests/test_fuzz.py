@@ -92,14 +92,7 @@ def world(tmp_path_factory) -> Path:
     snaps = json.loads((cap / "snapshots.json").read_text())
     for local in _leaves(snaps):
         (cap / local).write_text("".join(f"line {i}\n" for i in range(1, 400)))
-    outside = root / "outside"
-    outside.mkdir()
-    (outside / "secret.py").write_text("".join(f"{SENTINEL} {i}\n" for i in range(1, 400)))
-    shutil.copy(sorted(cap.glob("se*_wv*.json"))[0], outside / "wave.json")
-    (outside / "adir").mkdir()
-    for p in root.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return root
+    return _with_outside(root, cap)
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +119,12 @@ def world_early(tmp_path_factory) -> Path:
         shutil.copy(f, host / ("4242_" + f.name.split("_", 1)[1]))
     handle, dispatch = Path(CAPTURE).name.split("_")[3], Path(CAPTURE).name.split("_")[5]
     (host / f"4242_{handle}_shader_engine_0_{dispatch}.att").write_bytes(b"\0" * 64)
+    return _with_outside(root, cap)
+
+
+def _with_outside(root: Path, cap: Path) -> Path:
+    """``root/outside/``: what no capture may make attlens read (the sentinel
+    source, a real wave file, a directory); then plain permissions."""
     outside = root / "outside"
     outside.mkdir()
     (outside / "secret.py").write_text("".join(f"{SENTINEL} {i}\n" for i in range(1, 400)))

@@ -65,6 +65,9 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         # PC samples: the viewer's PC-sampling folder (a copy under a root)
         ("pc_sampling", "pc_sampling", {"path": str(tmp / "rcv"), "top": 5}, ["pcsampling", str(tmp / "rcv"), "--top", "5"]),
         ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--summary", "--top", "3"]),
+        # the rocprofv2 plugin records no stall cycles: null, never 0; ranked by latency (a copy under a root)
+        ("summary_v2", "summary", {"capture": str(tmp / "v2"), "top": 3}, ["analyze", str(tmp / "v2"), "--summary", "--top", "3"]),
+        ("hotspots_v2", "hotspots", {"capture": str(tmp / "v2"), "top": 3}, ["analyze", str(tmp / "v2"), "--by", "instruction", "--sort", "stall", "--topk", "3"]),
         # refusals and errors
         ("outside", "summary", {"capture": "/etc"}, None),
         ("dotdot", "summary", {"capture": str(tmp / ".." / "..")}, None),
@@ -117,6 +120,7 @@ def session(tmp_path_factory):
     victim = sorted((tmp / "partial").glob("se*_wv*.json"))[0]
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
     shutil.copytree(shared / "outside/rcv-pcsampling", tmp / "rcv")
+    shutil.copytree(shared / "outside/rocprofv2-elementwise/vectorized_elementwise_kernel_v0_ui", tmp / "v2")
     qs = questions(shared, tmp)
     env = {"PYTHONPATH": str(REPO / "src"), "ATTLENS_SHARED": str(shared), "ATTLENS_CACHE_DIR": os.environ["ATTLENS_CACHE_DIR"]}
     params = StdioServerParameters(command=sys.executable, args=["-m", "attlens", "mcp", "--root", str(shared / "traces"), "--root", str(tmp)], env=env)
@@ -194,7 +198,8 @@ def test_initialize_and_list_tools(session):
     assert props["by"]["enum"] == ["instruction", "line", "opcode"]
     assert props["sort"]["enum"] == ["stall", "latency", "exposed", "idle"]
     assert hot.input_schema["required"] == ["capture"]
-    # every tool: read-only annotations and the shipped JSON Schema of its result as outputSchema
+    # every tool: read-only annotations and a compact outputSchema: the shipped schema's top-level keys, their types and
+    # which are required (the full schemas made tools/list ~170 KB; they stay available through the schema tool)
     from attlens import schemas
     from attlens.serve.server import OUTPUT_SCHEMAS, output_schema
 
@@ -203,14 +208,43 @@ def test_initialize_and_list_tools(session):
         ann = t.annotations
         assert ann.read_only_hint is True and ann.destructive_hint is False and ann.idempotent_hint is True and ann.open_world_hint is False, t.name
         assert t.output_schema["type"] == "object"
-        # the shipped schema (summary: attlens.summary, or attlens.pc_sampling on a PC-sampling folder), bundled with the
-        # shared definitions it reaches; the SDK client checks every result below against it
         assert t.output_schema == output_schema(t.name), t.name
-        if isinstance(OUTPUT_SCHEMAS[t.name], str):
-            shipped = schemas.bundle(OUTPUT_SCHEMAS[t.name])
-            assert {k: v for k, v in t.output_schema.items() if k != "$defs"} == {k: v for k, v in shipped.items() if k != "$defs"}
+        assert "$ref" not in json.dumps(t.output_schema) and "$defs" not in t.output_schema, t.name
+        shipped_names = OUTPUT_SCHEMAS[t.name]
+        if shipped_names is None:
+            continue
+        bodies = [t.output_schema] if isinstance(shipped_names, str) else t.output_schema["anyOf"]
+        for body, shipped_name in zip(bodies, [shipped_names] if isinstance(shipped_names, str) else shipped_names):
+            shipped = schemas.load(shipped_name)
+            assert list(body["properties"]) == list(shipped["properties"]), t.name
+            assert body.get("required") == shipped.get("required"), t.name
+            assert body["properties"]["schema"] == {"const": f"attlens.{shipped_name}"}
+    hot_out = hot.output_schema["properties"]
+    # types resolved through the shared definitions: attlens_version is a $ref in the shipped schema
+    assert hot_out["attlens_version"] == {"type": "string"} and hot_out["topk"] == {"type": ["integer", "null"]}
+    assert hot_out["rows"] == {"type": "array"} and hot_out["sort"] == {"enum": ["stall", "latency", "exposed", "idle"]}
+    summ_out = next(t for t in a["tools"] if t.name == "summary").output_schema
+    assert [b["properties"]["schema"]["const"] for b in summ_out["anyOf"]] == ["attlens.summary", "attlens.pc_sampling"]
     summ = next(t for t in a["tools"] if t.name == "summary")
     assert summ.input_schema["properties"]["detail"]["enum"] == ["brief", "full"]
+
+
+def test_tools_list_fits_an_agents_budget(session):
+    """tools/list is sent once per session: under 25,000 bytes as JSON (it
+    was ~170 KB with every tool's full schema as outputSchema)."""
+    listed = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in session["answers"]["tools"]]
+    assert len(json.dumps(listed)) < 25_000
+
+
+def test_every_result_validates_against_the_full_shipped_schema(session):
+    """The compact outputSchema checks top-level keys only; the full shipped
+    schema still holds for every successful answer (and attlens.error for errors)."""
+    from attlens import schemas
+
+    for key, res in session["answers"].items():
+        if key in ("init", "tools", "schema"):
+            continue
+        schemas.validate(result_object(res))
 
 
 def test_summary_fits_an_agents_budget(session):
@@ -232,6 +266,25 @@ def test_summary_fits_an_agents_budget(session):
     assert full["analysis"]["hotspots"]["topk"] == 3
 
 
+def test_rocprofv2_stall_is_null_through_mcp(session):
+    """summary and hotspots on a rocprofv2 capture: stall null, never 0; the
+    rows ranked by latency (Σ durations of the wave files), and said."""
+    from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+
+    lat: dict[int, int] = {}
+    cap = Path(session["questions"]["summary_v2"][2]["capture"])
+    for f in cap.glob("se*_sm*_sl*_wv*.json"):
+        for _t, _ty, _stall, dur, pc in json.loads(f.read_text())["wave"]["instructions"]:
+            lat[pc] = lat.get(pc, 0) + dur
+    order = sorted(lat, key=lambda pc: (-lat[pc], pc))[:3]
+    sm = result_object(session["answers"]["summary_v2"])
+    assert sm["stall_by_class"] is None and sm["totals"]["stall"] is None and STALL_UNRECORDED_RANKING in sm["notes"]
+    assert [(x["pc"], x["latency"], x["stall"], x["stall_share"]) for x in sm["instructions"]] == [(pc, lat[pc], None, None) for pc in order]
+    hot = result_object(session["answers"]["hotspots_v2"])
+    assert hot["sort"] == "latency" and STALL_UNRECORDED_RANKING in hot["warnings"]
+    assert [(x["pc"], x["stall"], x["class_stall"]) for x in hot["rows"]] == [(pc, None, None) for pc in order]
+
+
 def test_asm_takes_an_address(session):
     got = result_object(session["answers"]["asm_addr"])
     center = [r for r in got["rows"] if r["center"]]
@@ -240,7 +293,7 @@ def test_asm_takes_an_address(session):
 
 @pytest.mark.parametrize("key", ["list_captures", "summary", "rules", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
                                  "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels",
-                                 "pc_sampling", "summary_pcs", "whatif_pc", "whatif_rules", "whatif_calibration"])
+                                 "pc_sampling", "summary_pcs", "summary_v2", "hotspots_v2", "whatif_pc", "whatif_rules", "whatif_calibration"])
 def test_tool_equals_cli_json(session, key, capsys):
     _k, tool, _args, cli = session["questions"][key]
     res = session["answers"][key]

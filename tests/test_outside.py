@@ -179,10 +179,164 @@ def test_rocprofv2_capture_loads_with_what_it_lacks_unavailable():
     assert doc["totals"]["stall"] is None and doc["totals"]["stall_share_of_latency"] is None and doc["capture"]["stall_recorded"] is False
     assert doc["quality"]["code_json_mismatching_pcs"] == {"hit": 0, "latency": 0, "stall": None, "idle": None}
     # columns 4/5 are line counters, not addresses: unavailable
-    assert all(x["vaddr"] is None and x["codeobj"] is None for x in doc["hotspots"]["instructions_by_stall"])
+    assert all(x["vaddr"] is None and x["codeobj"] is None for x in doc["hotspots"]["instructions_by_latency"])
+    assert doc["hotspots"]["instructions_by_stall"] is None  # no stall recorded: no ranking by it
     # no gfxip: the family from gfxv
     fn = json.loads((cap / "filenames.json").read_text())
     assert "gfxip" not in fn and fn["gfxv"] == "vega" and d.arch.waitcnt_model == "gfx9" and d.arch.target is None
+
+
+def raw_lifetimes_v2(cap: Path) -> list[tuple[int, int, int]]:
+    """(SE, start, end) of every wave in the packed occupancy.json: per (SE, CU, SIMD, slot) a start then an end."""
+    out = []
+    for se, lst in json.loads((cap / "occupancy.json").read_text()).items():
+        if not se.isdigit():
+            continue
+        open_ = {}
+        for t, cu, simd, slot, st, _k in sorted((unpack(u) for u in lst), key=lambda e: (e[0], e[4])):
+            if st:
+                open_[(cu, simd, slot)] = t
+            elif (cu, simd, slot) in open_:
+                out.append((int(se), open_.pop((cu, simd, slot)), t))
+    return out
+
+
+def per_se_span(lives) -> int:
+    """The longest SE's first start to last end (the SE clocks of this capture are not aligned)."""
+    return max(max(e for x, _s, e in lives if x == se) - min(s for x, s, _e in lives if x == se) for se in {x for x, _s, _e in lives})
+
+
+def test_rocprofv2_listing_ends_at_a_branch_out_so_no_truncated_trace():
+    """The plugin listed pcs 2-21 only; pc 21 is `s_cbranch_vccnz 38`, whose
+    fall-through and target lie past the listing: every wave ends on it
+    because the listing stops there, not because the trace was cut. The
+    truncated-trace rule stays silent and says why; a note names the branch."""
+    from attlens.analysis.plan import make_plan
+
+    cap = v2()
+    rows = [x for x in json.loads((cap / "code.json").read_text())["code"] if not x[0].startswith(";")]
+    last = max(rows, key=lambda x: x[2])
+    assert (last[2], last[0]) == (21, "s_cbranch_vccnz 38")
+    ends = Counter(w["instructions"][-1][4] for _n, w in raw_waves(cap))
+    assert ends == {21: 564}  # no wave ends on s_endpgm: the listing has none
+    _d, r = loaded(cap)
+    assert r.quality.listing_exit == {"pc": 21, "isa": "s_cbranch_vccnz 38", "conditional": True, "offset_dwords": 38,
+                                      "target_vaddr": None, "target_pc": None}
+    note = next(n for n in r.notes if n.startswith("the code.json listing ends at pc 21"))
+    assert "+38 dwords" in note and "listed only part of the kernel" in note
+    plan = make_plan(r)
+    assert "truncated-trace" not in {f.rule for f in plan.findings}
+    (why,) = plan.rules_silenced["truncated-trace"]
+    assert why["id"] == "listing-complete" and "564 of 564 waves end there" in why["detail"]
+
+
+def test_rocprofv2_verdict_says_the_capture_cannot_support_one():
+    """No stall cycles, no grid, duration or target, a partial listing: the
+    verdict says so; neither the capture finding (no source lines) nor a load
+    imbalance the lifetimes contradict is the verdict."""
+    from attlens.analysis.plan import make_plan
+
+    cap = v2()
+    lives = raw_lifetimes_v2(cap)
+    span = per_se_span(lives)
+    long_ = [lv for lv in lives if lv[2] - lv[1] >= span / 2]
+    rest_span = per_se_span([lv for lv in lives if lv not in long_])
+    assert (len(lives), len(long_), span, rest_span) == (2816, 1, 3832, 3832)  # the other waves span it all
+    _d, r = loaded(cap)
+    plan = make_plan(r)
+    imb = plan.dispatch_facts.imbalance
+    assert (imb.waves, imb.long_waves, imb.span_cycles, imb.span_without_long_cycles) == (len(lives), 1, span, rest_span)
+    assert imb.imbalanced is False and imb.sets_span is False
+    assert "load-imbalance" not in {f.rule for f in plan.findings}
+    assert [c["id"] for c in plan.rules_silenced["load-imbalance"]] == ["sets-span"]
+    v = plan.verdict
+    assert v.kind == "no-finding" and v.rule is None and v.sentence.startswith("This capture cannot support a verdict: ")
+    assert "no stall cycles" in v.sentence and "ends at pc 21" in v.sentence
+    assert len(v.numbers["unsupported_because"]) == 3
+    assert plan.findings[0].rule == "no-source-lines" and plan.findings[0].rule != v.rule
+
+
+def latency_order(raw: dict) -> list[int]:
+    """pcs by Σ duration, largest first (ties by pc)."""
+    return sorted(raw["latency"], key=lambda pc: (-raw["latency"][pc], pc))
+
+
+def test_rocprofv2_stall_is_unavailable_in_every_json_and_ranked_by_latency(tmp_path):
+    """No stall cycles in the records: every stall figure is null, never 0;
+    the rankings that would be by stall are by latency (recomputed here from
+    the wave files) and say so; every object validates against its schema."""
+    from attlens import api, schemas
+    from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+
+    cap = v2()
+    raw = raw_sums(cap)
+    order = latency_order(raw)
+    assert order[0] == 18 and raw["latency"][18] == 41_084 and sum(raw["stall"].values()) == 0
+    _d, r = loaded(cap)
+    docs = {}
+    a = docs["analyze"] = r.to_dict(0)
+    assert a["hotspots"]["instructions_by_stall"] is None and a["hotspots"]["lines_by_stall"] is None
+    rows = a["hotspots"]["instructions_by_latency"]
+    assert [x["pc"] for x in rows] == order and [x["latency"] for x in rows] == [raw["latency"][pc] for pc in order]
+    assert all(x["stall"] is None and x["issue"] is None and x["stall_share"] is None and x["class_stall"] is None for x in rows)
+    assert all(c["stall"] is None and c["stall_share"] is None for c in a["stall_by_class"])
+    assert a["stall_by_class"][0]["class"] == "vmem_store" and a["stall_by_class"][0]["latency"] == raw["latency"][18]
+    for by in ("instruction", "line", "opcode"):
+        t = api.hotspots(r, by, "stall")
+        doc = docs[f"hotspots-{by}"] = t.to_dict(0)
+        assert doc["sort"] == "latency" and doc["warnings"][-1] == STALL_UNRECORDED_RANKING and doc["totals"]["stall"] is None
+        assert all(x["stall"] is None and x["stall_share"] is None for x in doc["rows"])
+    assert [x["pc"] for x in docs["hotspots-instruction"]["rows"]] == order
+    assert api.hotspots(r, "instruction", "latency").note is None  # asked by latency: nothing to say
+    sm = docs["summary"] = api.summary(r, top=3).to_dict()
+    assert sm["stall_by_class"] is None and STALL_UNRECORDED_RANKING in sm["notes"]
+    assert [x["pc"] for x in sm["instructions"]] == order[:3] and all(x["stall"] is None and x["vaddr"] is None for x in sm["instructions"])
+    win = docs["asm"] = api.asm(r, 5, 1).to_dict()
+    center = next(x for x in win["rows"] if x["center"])
+    assert center["stall"] is None and center["issue"] is None and center["latency"] == raw["latency"][5]
+    assert center["waits_on"] and all(w["cycles"] is None for w in center["waits_on"])
+    plan = docs["plan"] = api.plan(r).to_dict()
+    assert plan["totals"]["stall"] is None and plan["stall_summary"] is None
+    assert plan["totals"]["latency"] == sum(raw["latency"].values())
+    for doc in docs.values():
+        schemas.validate(doc)
+
+
+def test_rocprofv2_text_surfaces_show_a_dash_and_say_latency(tmp_path):
+    """analyze, hotspots, asm, plan and the Markdown report: "-" where a stall
+    figure would be, never "0.0%"; one line says the ranking is by latency."""
+    from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+
+    cap = v2()
+    raw = raw_sums(cap)
+    out = run_main("analyze", cap)
+    assert_clean(out)
+    assert out.out.count(STALL_UNRECORDED_RANKING) == 1 and "Top 10 instructions by latency" in out.out and "by stall" not in out.out
+    table = out.out.split("Top 10 instructions by latency", 1)[1].split("No source lines", 1)[0]
+    first = next(ln for ln in table.splitlines() if ln.strip().startswith("1 "))
+    assert first.split()[:6] == ["1", "18", "-", "564", f"{raw['latency'][18]:,}", "-"] and "0.0%" not in table
+    klass = out.out.split("Instruction stall by class", 1)[1].split(STALL_UNRECORDED_RANKING, 1)[0]
+    assert "vmem_store     -     -  41,084" in klass and " 0 " not in klass
+    sm = run_main("analyze", cap, "--summary")
+    assert_clean(sm)
+    assert "instruction stall unavailable (not recorded by this profiler)" in sm.out and "Top 10 instructions by latency" in sm.out
+    assert STALL_UNRECORDED_RANKING in sm.out and "by stall" not in sm.out
+    hot = run_main("analyze", cap, "--by", "opcode")
+    assert_clean(hot)
+    assert STALL_UNRECORDED_RANKING in hot.out and "Top 10 opcodes by latency" in hot.out
+    asm = run_main("asm", cap, "--pc", "5", "--around", "1")
+    assert_clean(asm)
+    row = next(ln for ln in asm.out.splitlines() if ln.startswith(">"))
+    assert row.split()[1:7] == ["5", "-", "564", f"{raw['latency'][5]:,}", "-", "0"] and "2: -" in row
+    plan = run_main("plan", cap)
+    assert_clean(plan)
+    assert "Instruction stall by class  unavailable" in plan.out
+    rep = run_main("report", cap, "--format", "md", "-o", tmp_path / "md")
+    assert_clean(rep)
+    md = (tmp_path / "md" / "report.md").read_text()
+    tables = md.split("## Instruction stall by class", 1)[1].split("## PC range", 1)[0]
+    assert "## Top 10 instructions by latency" in md and "by stall" not in md and "| 0.0% |" not in tables
+    assert "| 1 | 18 | `global_store_dwordx4 v1, v[2:5], s[0:1]` | `vmem_store` | 564 | 41,084 | - | - |" in md
 
 
 def test_rocprofv2_wave_cu_comes_from_occupancy():

@@ -341,3 +341,22 @@ def test_no_edit_predicts_no_change():
     assert w["before"]["replayed_span_cycles"] == w["after"]["replayed_span_cycles"] == calibrate(r).span_replayed_cycles
     assert set(w) == {"schema", "schema_version", "capture", "kernel", "edits", "unexpressible", "calibration", "before", "after",
                       "gain", "bound", "changed"}
+
+
+def test_a_capture_without_stall_cycles_is_not_replayed():
+    """rocprofv2 records carry no stall: the replay refuses with a reason, the plan says why."""
+    from attlens.analysis.replay import Edit, whatif
+    from attlens.analysis.replay.findings import predicted_of
+    from attlens.errors import UsageError
+
+    cap = require_shared() / "outside" / "rocprofv2-elementwise" / "vectorized_elementwise_kernel_v0_ui"
+    _d, r = loaded(cap)
+    assert not r.dispatch.stall_recorded
+    with pytest.raises(UsageError, match="no stall cycles"):
+        whatif(r, [Edit("barrier-skew")])
+    plan = plan_of(cap)
+    for f in plan.findings:
+        p = f.predicted
+        assert p is None or (p["expressible"] is False and p["reason"])
+    f = dataclasses.replace(plan.findings[0], rule="barrier-heavy", kind="performance", evidence={"barriers": [{"pc": 0}]})
+    assert "no stall cycles" in predicted_of(f, r, plan)["reason"]

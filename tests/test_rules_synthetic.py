@@ -917,3 +917,105 @@ def test_load_late_in_its_iteration_moves_up_to_where_its_address_and_destinatio
     assert plan.findings == []
     (c,) = plan.rules_silenced["load-use-distance"]
     assert c["id"] == "room" and "its address needs the data pc" in c["detail"]
+
+
+# --- the listing stops inside the kernel (a decoder that listed only part of it)
+
+
+def partial_listing(last: str) -> ToyKernel:
+    """Straight-line ops whose listing ends with ``last`` and holds no s_endpgm."""
+    return ToyKernel(prologue=[vadd(), vadd(1), op("s_mov_b64 vcc, exec"), op(last)], body=[], epilogue=[])
+
+
+def test_truncated_trace_fires_when_waves_stop_short_of_a_whole_listing(tmp_path):
+    """Planted: the listing ends on a VALU op, no wave reaches s_endpgm: every wave is truncated."""
+    k = partial_listing("v_add_f32 v1, v2, v3")
+    r = analyze(tmp_path, k)
+    plan = make_plan(r, only={"truncated-trace"})
+    (f,) = plan.findings
+    assert f.evidence["count"] == r.dispatch.waves.count == 32 and r.quality.listing_exit is None
+    assert {w["last_pc"] for w in f.evidence["waves"]} == {len(k.listing)}
+    assert [c["id"] for c in f.preconditions] == ["listing-complete"]
+
+
+def test_truncated_trace_silent_when_the_listing_ends_at_a_branch_out_of_it(tmp_path):
+    """Contradiction twin: the listing ends on `s_cbranch_vccnz 38` (target and
+    fall-through past it): the waves ran on into unlisted code. Silent, the
+    plan names the precondition, a note names the branch and its address."""
+    k = partial_listing("s_cbranch_vccnz 38")
+    r = analyze(tmp_path, k)
+    plan = make_plan(r, only={"truncated-trace"})
+    assert plan.findings == []
+    (why,) = plan.rules_silenced["truncated-trace"]
+    assert why["id"] == "listing-complete" and "32 of 32 waves end there" in why["detail"]
+    ex = r.quality.listing_exit
+    last = len(k.listing)
+    want_vaddr = int(r.dispatch.code.vaddr[last]) + 4 + 4 * 38
+    assert (ex["pc"], ex["conditional"], ex["target_vaddr"], ex["target_pc"]) == (last, True, want_vaddr, None)
+    assert any(n.startswith(f"the code.json listing ends at pc {last}") and f"0x{want_vaddr:x}" in n for n in r.notes)
+
+
+def test_truncated_trace_counts_only_the_waves_cut_inside_a_partial_listing(tmp_path):
+    """Both at once: three waves cut after 2 records, the rest end on the branch out: 3 truncated."""
+    k = partial_listing("s_cbranch_vccnz 38")
+    r = analyze(tmp_path, k, cut_waves(3, keep=2))
+    plan = make_plan(r, only={"truncated-trace"})
+    (f,) = plan.findings
+    assert f.evidence["count"] == 3 and {w["last_pc"] for w in f.evidence["waves"]} == {2}
+
+
+def test_an_unconditional_jump_back_into_the_listing_leaves_it_whole(tmp_path):
+    """Clean twin of the exit: `s_branch` back 3 dwords lands on a listed pc, so the listing may be whole: the rule fires."""
+    k = partial_listing("s_branch 65533")
+    r = analyze(tmp_path, k)
+    assert r.quality.listing_exit is None
+    assert [f.rule for f in make_plan(r, only={"truncated-trace"}).findings] == ["truncated-trace"]
+
+
+def imbalance_staggered(root):
+    """The traced CU's long waves (one per slot, ~7,000 cycles) stay; the other
+    waves start one after another across the whole span, so they span it
+    without the long ones: the long waves do not set it."""
+    doc = orjson.loads((root / "occupancy.json").read_bytes())
+    for se, events in list(doc.items()):
+        if not se.isdigit():
+            continue
+        t0 = min(e[0] for e in events)
+        t1 = max(e[0] for e in events if e[1] == 1)
+        traced = [e for e in events if e[1] == 1]
+        n = sum(1 for e in events if e[1] != 1 and e[4] == 1)
+        out = list(traced)
+        for i in range(n):
+            start, cu, simd, slot = t0 + (t1 - t0) * i // max(n - 1, 1), 2 + i // 32, i % 4, (i // 4) % 8
+            out += [[start, cu, simd, slot, 1, 1], [start + 300, cu, simd, slot, 0, 1]]
+        doc[se] = sorted(out, key=lambda e: (e[0], e[4]))
+    (root / "occupancy.json").write_bytes(orjson.dumps(doc))
+
+
+def test_load_imbalance_silent_when_the_other_waves_span_the_dispatch(tmp_path):
+    """Contradiction twin of load-imbalance's span: a few long waves and a
+    span many median waves long, but the other waves reach the end too."""
+    r = analyze(tmp_path, replace(default_kernel(), instances=1), imbalance_staggered)
+    plan = make_plan(r, only={"load-imbalance"})
+    imb = plan.dispatch_facts.imbalance
+    assert plan.findings == [] and imb.ratio >= 2 and 0 < imb.long_waves <= 0.1 * imb.waves
+    assert imb.span_without_long_cycles > imb.span_cycles / 2 and not imb.sets_span and not imb.imbalanced
+    assert [c["id"] for c in plan.rules_silenced["load-imbalance"]] == ["sets-span"]
+
+
+def test_verdict_says_when_the_capture_cannot_support_one():
+    """Planted: no finding, no stall cycles and no dispatch-wide figures: the
+    verdict says the capture cannot support one, with each reason. Twins: with
+    stall cycles recorded (gaps empty) the usual "no limit, no pattern" sentence;
+    with the limits judged but no stall recorded, that sentence and the caveat."""
+    from attlens.analysis.verdict import make_verdict
+
+    gaps = ["the profiler recorded no stall cycles (rocprofv2 ATT plugin), so no stall pattern can be measured",
+            "no dispatch-wide limit can be judged (grid size unknown)"]
+    v = make_verdict([], None, 1000, gaps=gaps, stall_recorded=False)
+    assert v.kind == "no-finding" and v.sentence == "This capture cannot support a verdict: " + "; ".join(gaps) + "."
+    assert v.numbers["unsupported_because"] == gaps
+    clean = make_verdict([], None, 1000)
+    assert clean.kind == "no-finding" and clean.sentence.startswith("No dispatch-wide limit") and "unsupported_because" not in clean.numbers
+    half = make_verdict([], None, 1000, gaps=[], stall_recorded=False)
+    assert half.sentence.startswith("No dispatch-wide limit") and "no stall pattern could be measured" in half.sentence

@@ -142,3 +142,21 @@ def shot(target, name: str) -> Path:
     p = ARTIFACTS / name
     target.screenshot(path=str(p))
     return p
+
+
+# The two fixtures every browser test module imports (``from pwhelp import browser, open_page``).
+@pytest.fixture(scope="session")
+def browser():
+    return session_browser()
+
+
+@pytest.fixture()
+def open_page(browser):
+    pages = Pages(browser)
+    yield pages.open
+    pages.close()
+
+
+def cell_int(text: str) -> int:
+    """A number as a page shows it (``12,345``)."""
+    return int(text.replace(",", "").strip())

@@ -23,7 +23,7 @@ from attlens.report.html import render_captures, render_html
 from attlens.synth import write_capture
 from attlens.synth.toy import Op, default_kernel
 from conftest import loaded, require_shared
-from pwhelp import ARTIFACTS, WIDTHS, Pages, check_fits, session_browser, shot
+from pwhelp import ARTIFACTS, WIDTHS, browser, cell_int, check_fits, open_page, shot  # noqa: F401  (fixtures)
 
 SOFTMAX = "traces/softmax/big/ui_output_agent_47920_dispatch_13"
 
@@ -31,22 +31,6 @@ EVIL_NAME = "k</script><script>window.__pwned=1</script><img src=x onerror='wind
 EVIL_LINE = "wait_global()  # </script><script>window.__pwned=3</script><b>bold</b> & <i>"
 EVIL_PATH = "/tmp/<img src=x onerror='window.__pwned=5'>.py:7"
 EVIL_ISA = "v_pk_add_f32 v[10:11], v[0:1], v[2:3] ; </SCRIPT ><script>window.__pwned=4</script>"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    return session_browser()
-
-
-@pytest.fixture()
-def open_page(browser):
-    pages = Pages(browser)
-    yield pages.open
-    pages.close()
-
-
-def _int(text: str) -> int:
-    return int(text.replace(",", "").strip())
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +51,11 @@ def test_softmax_report(open_page, softmax):
     t = a["totals"]
 
     # headline numbers shown == JSON analysis
-    assert _int(page.text_content("#hl-total-cycles")) == t["latency"] + t["idle"]
-    assert _int(page.text_content("#hl-latency")) == t["latency"]
-    assert _int(page.text_content("#hl-stall")) == t["stall"]
-    assert _int(page.text_content("#hl-idle")) == t["idle"]
-    assert _int(page.text_content("#hl-issue")) == t["issue"]
+    assert cell_int(page.text_content("#hl-total-cycles")) == t["latency"] + t["idle"]
+    assert cell_int(page.text_content("#hl-latency")) == t["latency"]
+    assert cell_int(page.text_content("#hl-stall")) == t["stall"]
+    assert cell_int(page.text_content("#hl-idle")) == t["idle"]
+    assert cell_int(page.text_content("#hl-issue")) == t["issue"]
     assert page.text_content("#hl-stall-share") == f"{100 * t['stall_share_of_latency']:.1f}%"
     assert page.text_content("#hl-hidden") == f"{100 * a['latency_hiding']['hidden_share']:.1f}%"
     assert page.text_content("#hl-occ-theoretical") == str(a["occupancy"]["theoretical_waves_per_simd"])
@@ -81,11 +65,11 @@ def test_softmax_report(open_page, softmax):
     rows = page.eval_on_selector_all("#stall-by-class tbody tr", "rs => rs.map(r => [r.dataset.cls, ...[...r.cells].map(c => c.textContent)])")
     assert [r[0] for r in rows] == [c["class"] for c in a["stall_by_class"]]
     for r, c in zip(rows, a["stall_by_class"]):
-        assert _int(r[2]) == c["stall"] and _int(r[4]) == c["latency"] and _int(r[6]) == c["records"]
+        assert cell_int(r[2]) == c["stall"] and cell_int(r[4]) == c["latency"] and cell_int(r[6]) == c["records"]
     states = page.eval_on_selector_all("#wave-states tbody tr", "rs => rs.map(r => [r.dataset.state, r.cells[1].textContent])")
-    assert {s: _int(v) for s, v in states} == wd["states"]["cycles"]
+    assert {s: cell_int(v) for s, v in states} == wd["states"]["cycles"]
     pipes = page.eval_on_selector_all("#pipes-table tbody tr", "rs => rs.map(r => [r.dataset.pipe, r.cells[2].textContent])")
-    assert {p: _int(v) for p, v in pipes} == {p: v["busy_cycles"] for p, v in wd["pipes"]["kernel"].items()}
+    assert {p: cell_int(v) for p, v in pipes} == {p: v["busy_cycles"] for p, v in wd["pipes"]["kernel"].items()}
     assert page.locator(".finding").count() == len(page.evaluate("attlensReport.data.plan.findings")) >= 1
 
     # clicking the hottest source line highlights its instructions in the ISA view
@@ -467,7 +451,7 @@ def test_isa_pane_shows_the_samples(open_page, sampled):
     assert "samples" in heads and "sampled why" in heads
     i_n, i_why = heads.index("samples"), heads.index("sampled why")
     rows = page.eval_on_selector_all("#isa-table tbody tr", f"rs => rs.map(r => [Number(r.dataset.pc), r.cells[{i_n}].textContent, r.cells[{i_why}].textContent])")
-    shown = {pc: _int(n) for pc, n, _w in rows if n.strip()}
+    shown = {pc: cell_int(n) for pc, n, _w in rows if n.strip()}
     assert shown == want
     pc = max(want, key=want.get)
     why = next(w for p, _n, w in rows if p == pc)
@@ -508,3 +492,31 @@ def test_sampled_columns_give_way_after_the_trace_columns(open_page, sampled):
     assert "pcs_why" in gone, "the widest optional column gives way when the source view takes most of the row"
     assert far["scroll"] <= far["client"] and far["cut"] == [] and far["ins"] >= 195, far
     o.check_clean()
+
+
+def test_rocprofv2_report_shows_stall_unavailable_and_ranks_by_latency(open_page, tmp_path):
+    """The rocprofv2 plugin records no stall cycles: every stall figure on the
+    page is "-" or "n/a" (never 0 / 0.0%), the hotspot scope ranks by latency
+    (no stall metric to pick) and says so once; no console error."""
+    cap = require_shared() / "outside/rocprofv2-elementwise/vectorized_elementwise_kernel_v0_ui"
+    d, r = loaded(cap)
+    assert not d.stall_recorded
+    out = tmp_path / "v2.html"
+    render_html(r, make_plan(r), analyze_waves(r), out)
+    o = open_page(out)
+    o.check_clean()
+    page = o.page
+    assert page.inner_text("#hl-stall").strip() in ("-", "n/a") and page.inner_text("#hl-stall-share").strip() in ("-", "n/a")
+    assert page.inner_text("#key-instr-stall").strip() in ("-", "n/a")
+    assert "ranked by latency" in page.inner_text("#stall-unrecorded")
+    cells = page.eval_on_selector_all("#stall-by-class tbody tr", "rows => rows.map(r => [r.cells[1].textContent, r.cells[3].textContent])")
+    assert cells and all(s in ("-", "n/a") for s, _lat in cells)
+    # the class table comes largest latency first, as the raw sums give it
+    lats = [_int(lat) for _s, lat in cells]
+    assert lats == sorted(lats, reverse=True) and lats[0] == 41_084  # global_store_dwordx4: 564 records, Σ duration 41,084
+    assert page.eval_on_selector_all("#scope-metric option", "os => os.map(o => o.value)") == ["latency", "idle", "hit"]
+    assert "ranked by latency" in page.inner_text("#scope-stall-unrecorded")
+    top = page.eval_on_selector_all("#scope-instructions tbody tr", "rows => rows.map(r => [r.dataset.pc, r.cells[5].textContent])")
+    assert top[0] == ["18", "-"]  # the longest-latency instruction first, its stall unavailable
+    isa_stall = page.eval_on_selector_all("#isa-table tbody tr.isa-row td.heatcell", "cs => cs.map(c => c.textContent)")
+    assert isa_stall and set(isa_stall) == {"-"}

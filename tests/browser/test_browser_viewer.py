@@ -18,26 +18,10 @@ from attlens.analysis.plan import make_plan
 from attlens.analysis.waves import analyze_waves
 from attlens.report.html import render_html
 from conftest import loaded, require_shared
-from pwhelp import WIDTHS, Pages, check_fits, session_browser, shot
+from pwhelp import WIDTHS, browser, cell_int, check_fits, open_page, shot  # noqa: F401  (fixtures)
 
 SOFTMAX = "traces/softmax/big/ui_output_agent_47920_dispatch_13"
 GUTTER = 120  # px left of the plot in the report's canvases (report_hotspots.js, report_timeline.js)
-
-
-@pytest.fixture(scope="session")
-def browser():
-    return session_browser()
-
-
-@pytest.fixture()
-def open_page(browser):
-    pages = Pages(browser)
-    yield pages.open
-    pages.close()
-
-
-def _int(text: str) -> int:
-    return int(text.replace(",", "").strip())
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +187,7 @@ def test_brushing_a_clock_range_rescopes_the_hotspots(open_page, sm):
     assert sc["bins"] * sc["bc"] >= sm.t1 - sm.t0 > (sc["bins"] - 1) * sc["bc"]
     # whole dispatch: the headline totals
     t = sm.a["totals"]
-    assert [_int(page.text_content(f"#sc-{k}")) for k in ("records", "latency", "stall", "idle")] == [sm.d.records.count, t["latency"], t["stall"], t["idle"]]
+    assert [cell_int(page.text_content(f"#sc-{k}")) for k in ("records", "latency", "stall", "idle")] == [sm.d.records.count, t["latency"], t["stall"], t["idle"]]
     page.evaluate("document.getElementById('scope-canvas').scrollIntoView({block: 'center'})")
     box = page.locator("#scope-canvas").bounding_box()
     x_of = lambda b: box["x"] + GUTTER + (b + 0.5) * (box["width"] - GUTTER) / sc["bins"]  # noqa: E731
@@ -214,11 +198,11 @@ def test_brushing_a_clock_range_rescopes_the_hotspots(open_page, sm):
     page.mouse.up()
     assert page.evaluate("attlensReport.scope.range()") == [20, 45]
     want = _window(sm, 20, 45, sc["bc"])
-    assert [_int(page.text_content(f"#sc-{k}")) for k in ("records", "latency", "stall", "idle")] == [want[k] for k in ("hit", "latency", "stall", "idle")]
+    assert [cell_int(page.text_content(f"#sc-{k}")) for k in ("records", "latency", "stall", "idle")] == [want[k] for k in ("hit", "latency", "stall", "idle")]
     assert want["hit"] < sm.d.records.count / 2, "a proper sub-range"
     rows = page.eval_on_selector_all("#scope-instructions tbody tr", "rs => rs.map(r => [Number(r.dataset.pc), r.cells[5].textContent])")
     order = sorted(np.flatnonzero(want["stall_pc"]).tolist(), key=lambda p: (-want["stall_pc"][p], p))
-    assert [p for p, _ in rows] == order[:20] and [_int(v) for _, v in rows] == [int(want["stall_pc"][p]) for p in order[:20]]
+    assert [p for p, _ in rows] == order[:20] and [cell_int(v) for _, v in rows] == [int(want["stall_pc"][p]) for p in order[:20]]
     # the latency histogram over the code adds up to the range's latency
     bars = page.eval_on_selector_all("#latency-hist .hbin", "bs => bs.map(b => Number(b.dataset.total))")
     assert len(bars) == 32 and sum(bars) == want["latency"]
@@ -235,7 +219,7 @@ def test_brushing_a_clock_range_rescopes_the_hotspots(open_page, sm):
     f = page.evaluate("attlensReport.data.timeline.bin_cycles") / sc["bc"]
     b0, b1 = int(np.floor(1000 * f)), int(np.ceil(2500 * f))
     assert page.evaluate("attlensReport.scope.range()") == [b0, b1]
-    assert _int(page.text_content("#sc-stall")) == _window(sm, b0, b1, sc["bc"])["stall"]
+    assert cell_int(page.text_content("#sc-stall")) == _window(sm, b0, b1, sc["bc"])["stall"]
     shot(page.locator("#hotspots"), "report-hotspots-1366.png")
     o.check_clean()
 

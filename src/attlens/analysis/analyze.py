@@ -58,7 +58,7 @@ class AnalysisResult:
         """Expected facts of the target or of the capture layout that qualify
         a number (gfx950's reported VGPR count is half the allocation; the grid
         comes from the discovery run's kernel trace): said once, no action."""
-        return list(self.dispatch.resources.notes)
+        return list(self.dispatch.resources.notes) + list(self.quality.notes)
 
     TABLES = ("instructions", "lines", "classes")
 
@@ -78,7 +78,7 @@ class AnalysisResult:
         if table == "lines":
             return dataframe([_flat_samples(h.lines[i].to_dict()) for i in h.lines_by_stall])
         if table == "classes":
-            return dataframe(self.breakdown.class_rows())
+            return dataframe(self.breakdown.class_rows(self.dispatch.stall_recorded))
         raise UsageError(f"table={table!r}: expected one of {', '.join(self.TABLES)}")
 
     def to_dict(self, top: int | None = None) -> dict:
@@ -153,7 +153,7 @@ class AnalysisResult:
                 "waits_resolved": b.waits_resolved,
                 "waits_unresolved_with_stall": b.waits_unresolved_with_stall,
             },
-            "stall_by_class": b.class_rows(),
+            "stall_by_class": b.class_rows(d.stall_recorded),
             "instructions": {
                 "listed": h.listed,
                 "executed": h.executed,
@@ -162,9 +162,10 @@ class AnalysisResult:
             },
             "hotspots": {
                 "topk": k,
-                "instructions_by_stall": ranked(h.by_stall, h.instructions),
+                # no stall recorded (rocprofv2): no ranking by stall (null), the by-latency ones stand
+                "instructions_by_stall": ranked(h.by_stall, h.instructions) if h.stall_recorded else None,
                 "instructions_by_latency": ranked(h.by_latency, h.instructions),
-                "lines_by_stall": ranked(h.lines_by_stall, h.lines),
+                "lines_by_stall": ranked(h.lines_by_stall, h.lines) if h.stall_recorded else None,
                 "lines_by_latency": ranked(h.lines_by_latency, h.lines),
                 "instructions_by_exposed": ranked(h.by_exposed, h.instructions) if self.hidden is not None else None,
                 "lines_by_exposed": ranked(h.lines_by_exposed, h.lines) if self.hidden is not None else None,

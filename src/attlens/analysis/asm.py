@@ -110,10 +110,13 @@ class AsmWindow:
             figures = {"hit": h.hit, "latency": h.latency, "stall": h.stall, "idle": h.idle, "issue": h.issue,
                        "stall_share": round(h.stall_share, 6), "latency_share": round(h.latency_share, 6),
                        "exposed": h.exposed, "hidden": h.hidden, "waited_on": h.waited_on}
+        recorded = self.result.dispatch.stall_recorded
+        if not recorded and a.label is None:  # rocprofv2: no stall cycles in the records: unavailable, never 0
+            figures.update(stall=None, issue=None, stall_share=None, waited_on=None)
         row.update(figures)
         row["stall_class"] = h.class_ if h is not None else None
         isa = self.result.dispatch.code.isa
-        row["waits_on"] = [{"pc": p, "isa": isa[p], "cycles": c} for p, c in a.waits_on]
+        row["waits_on"] = [{"pc": p, "isa": isa[p], "cycles": c if recorded else None} for p, c in a.waits_on]
         join = getattr(self.result, "pc_sampling", None)
         if join is not None and join.mode != "none" and a.label is None:
             row["pc_samples"] = join.row([a.pc])  # sampled even where the traced waves never executed it

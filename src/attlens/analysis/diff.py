@@ -138,6 +138,11 @@ def _num(v):
     return v
 
 
+def _num_or_zero(v):
+    """A stall figure of a saved analysis: null (not recorded, rocprofv2) counts as the records' 0."""
+    return 0 if v is None else _num(v)
+
+
 def _str(v, none_ok: bool = False):
     if v is None and none_ok:
         return None
@@ -157,25 +162,30 @@ def _side_from_doc(doc: dict, path) -> Side:
         raise UsageError(f"{path}: saved with --top {str(doc['hotspots']['topk'])[:20]}; a diff needs every instruction: save with --top 0")
     lines: dict[str, list[Site]] = {}
     line_class: dict[str, dict[str, int]] = {}
-    for h in sorted(doc["hotspots"]["instructions_by_stall"], key=lambda x: _num(x["pc"])):
+    # no stall recorded (rocprofv2): the stall ranking and figures are null; the rows are the latency ranking's,
+    # their stall counted as the capture's own side counts it (the records' zeros)
+    rows = doc["hotspots"]["instructions_by_stall"]
+    if rows is None:
+        rows = doc["hotspots"]["instructions_by_latency"]
+    for h in sorted(rows, key=lambda x: _num(x["pc"])):
         key = _str(h["source"], none_ok=True) or NO_SOURCE
-        lines.setdefault(key, []).append(Site(_str(h["mnemonic"]), _str(h["isa"]), _num(h["latency"]), _num(h["stall"]), _num(h["hit"]), int(h["pc"])))
+        lines.setdefault(key, []).append(Site(_str(h["mnemonic"]), _str(h["isa"]), _num(h["latency"]), _num_or_zero(h["stall"]), _num(h["hit"]), int(h["pc"])))
         lc = line_class.setdefault(key, {})
-        for c, v in h["class_stall"].items():
+        for c, v in (h["class_stall"] or {}).items():
             lc[c] = lc.get(c, 0) + _num(v)
     cap, res, tot = doc["capture"], doc["resources"], doc["totals"]
     cls_s = {c: 0 for c in CLASSES}
     cls_l = {c: 0 for c in CLASSES}
     for row in doc["stall_by_class"]:
         if _str(row["class"]) in cls_s:
-            cls_s[row["class"]] = _num(row["stall"])
+            cls_s[row["class"]] = _num_or_zero(row["stall"])
             cls_l[row["class"]] = _num(row["latency"])
     partial = cap["partial"]
     if not isinstance(partial, bool):
         raise TypeError
     return Side(str(path), _str(cap["kernel"]), _str(doc["target"]["name"], none_ok=True), tuple(_ints(res["grid"])) if res["grid"] else None,
                 tuple(_ints(res["workgroup"])) if res["workgroup"] else None, int(_num(cap["waves"])), _ints(cap["shader_engines"]),
-                _ints(cap["cus"]), _ints(cap["simds"]), _num(tot["latency"]), _num(tot["stall"]), cls_s, cls_l, lines, line_class,
+                _ints(cap["cus"]), _ints(cap["simds"]), _num(tot["latency"]), _num_or_zero(tot["stall"]), cls_s, cls_l, lines, line_class,
                 partial, [_str(w) for w in doc["warnings"]])
 
 

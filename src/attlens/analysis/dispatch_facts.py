@@ -46,6 +46,12 @@ EARLY_EXIT_SHARE = 0.10  # of the longest wave's instructions
 EARLY_EXIT_REACH = 12  # instructions from the branch target to s_endpgm
 IMBALANCE_RATIO = 2.0  # span / median wave lifetime
 IMBALANCE_FEW = 0.10  # at most this share of the waves set the span
+# The long waves set the span only if the other waves finish within this share
+# of it: long waves are those living >= half the span, so without them the span
+# must shrink to at most half, or the long waves merely overlap a span the
+# others' staggered starts set (rocprofv2 elementwise: one 1,920-cycle wave in
+# a 3,832-cycle span that the other 2,815 waves also cover end to end).
+IMBALANCE_REST_SHARE = 0.5
 
 
 @dataclass
@@ -127,7 +133,8 @@ class Imbalance:
     long_workgroups: int  # long waves / waves per workgroup, rounded up
     long_lifetime_range: list[int] | None
     span_without_long_cycles: int | None  # first start to last end of the other waves
-    imbalanced: bool
+    imbalanced: bool  # the trigger holds and the long waves set the span
+    sets_span: bool = True  # without the long waves the span shrinks to <= IMBALANCE_REST_SHARE of it
 
     def to_dict(self) -> dict:
         return {"waves": self.waves, "span_cycles": self.span_cycles, "median_lifetime_cycles": self.median_lifetime_cycles,
@@ -404,9 +411,10 @@ def _imbalance(d, lives: np.ndarray, aligned: bool = True) -> Imbalance | None:
     wpw = grid_waves(d)[0] or 1
     rest = lives[~long_]
     without = _span(rest, aligned) if len(rest) else None
-    imbalanced = span / med >= IMBALANCE_RATIO and 0 < nl <= IMBALANCE_FEW * len(lives)
+    sets_span = without is not None and without <= IMBALANCE_REST_SHARE * span
+    imbalanced = span / med >= IMBALANCE_RATIO and 0 < nl <= IMBALANCE_FEW * len(lives) and sets_span
     return Imbalance(int(len(lives)), span, med, span / med, nl, -(-nl // wpw),
-                     [int(life[long_].min()), int(life[long_].max())] if nl else None, without, bool(imbalanced))
+                     [int(life[long_].min()), int(life[long_].max())] if nl else None, without, bool(imbalanced), bool(sets_span))
 
 
 # --------------------------------------------------------------------------- all

@@ -35,10 +35,11 @@ class InstructionHotspot:
     exposed: int | None = None  # idle + latency not hidden by other waves' work (None: not computed)
     hidden: int | None = None
     pc_samples: dict | None = None  # sampled stall reasons (analysis/pcsampling.py); None: no PC samples joined
+    stall_recorded: bool = True  # False: the records carry no stall cycles (rocprofv2): stall, issue and their shares are null
 
     def to_dict(self) -> dict:
         """One row of ``instructions_by_*`` (``attlens.analyze``) and of ``attlens.hotspots --by instruction``."""
-        return with_samples(self, {
+        return with_samples(self, without_stall(self, {
             "pc": self.pc,
             "vaddr": self.vaddr,
             "codeobj": self.codeobj,
@@ -58,7 +59,7 @@ class InstructionHotspot:
             "hidden": self.hidden,
             "source": self.source,
             "inline_chain": self.inline_chain,
-        })
+        }))
 
 
 @brief_repr("source", "instructions", "hit", "stall", "latency", "dominant_class")
@@ -82,10 +83,11 @@ class LineHotspot:
     exposed: int | None = None
     hidden: int | None = None
     pc_samples: dict | None = None  # sampled stall reasons of its instructions; None: no PC samples joined
+    stall_recorded: bool = True  # False: no stall cycles recorded (rocprofv2): stall and its share are null
 
     def to_dict(self) -> dict:
         """One row of ``lines_by_*`` (``attlens.analyze``) and of ``attlens.hotspots --by line``."""
-        return with_samples(self, {
+        return with_samples(self, without_stall(self, {
             "source": self.source,
             "file": self.file,
             "line": self.line,
@@ -103,7 +105,20 @@ class LineHotspot:
             "exposed": self.exposed,
             "hidden": self.hidden,
             "pcs": self.pcs,
-        })
+        }))
+
+
+STALL_KEYS = ("stall", "issue", "stall_share", "class_stall")
+
+
+def without_stall(row, d: dict) -> dict:
+    """``d`` with its stall figures null when the records carry none (rocprofv2):
+    unavailable, never 0; the keys keep their meaning."""
+    if not getattr(row, "stall_recorded", True):
+        for k in STALL_KEYS:
+            if k in d:
+                d[k] = None
+    return d
 
 
 def with_samples(row, d: dict) -> dict:
@@ -129,6 +144,9 @@ class Hotspots:
     mix: dict[str, dict[str, int]]  # class -> {"listed", "executed", "records"}
     by_exposed: list[int] = field(default_factory=list)  # filled when hidden latency is computed
     lines_by_exposed: list[int] = field(default_factory=list)
+    # False: the records carry no stall cycles (rocprofv2); by_stall and lines_by_stall then rank by latency
+    # (the tables say so; attlens.analyze's *_by_stall keys are null)
+    stall_recorded: bool = True
 
 
 def attach_exposed(hot: "Hotspots", hidden) -> None:
@@ -170,11 +188,12 @@ def compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
     dispatch's own; exposed cycles are attached afterwards by attach_exposed)."""
     from attlens.cache import memo
 
-    return memo(dispatch, f"hotspots-v2-{dispatch.arch.waitcnt_model}", lambda: _compute_hotspots(dispatch, sums), _HotspotsCodec())
+    return memo(dispatch, f"hotspots-v3-{dispatch.arch.waitcnt_model}", lambda: _compute_hotspots(dispatch, sums), _HotspotsCodec())
 
 
 def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
     code, st = dispatch.code, dispatch.static
+    recorded = bool(getattr(dispatch, "stall_recorded", True))
     total_stall = max(int(sums.stall.sum()), 1)
     total_lat = max(int(sums.latency.sum()), 1)
     instr_mask = code.instruction_mask
@@ -206,6 +225,7 @@ def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
                 inline_chain=[str(s) for s in st.inline_chain[pc]],
                 class_stall={CLASS_IDS[i]: int(v) for i, v in enumerate(row_stall) if v},
                 waited_on=int(sums.producer_wait[pc]),
+                stall_recorded=recorded,
             )
         )
 
@@ -244,6 +264,7 @@ def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
                 class_stall={CLASS_IDS[i]: int(v) for i, v in enumerate(cs) if v},
                 inline_chains=[c for c, _ in chains.most_common()],
                 pcs=pcs,
+                stall_recorded=recorded,
             )
         )
 
@@ -262,17 +283,20 @@ def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
 
     listed = int(instr_mask.sum())
     executed = int(executed_mask.sum())
+    # no stall recorded: every stall is 0, so "by stall" would be pc order; rank by latency (said where shown)
+    stall_key = (lambda h: h.stall) if recorded else (lambda h: h.latency)
     return Hotspots(
         instructions=instrs,
         lines=lines,
-        by_stall=rank(instrs, lambda h: h.stall),
+        by_stall=rank(instrs, stall_key),
         by_latency=rank(instrs, lambda h: h.latency),
-        lines_by_stall=rank(lines, lambda h: h.stall),
+        lines_by_stall=rank(lines, stall_key),
         lines_by_latency=rank(lines, lambda h: h.latency),
         listed=listed,
         executed=executed,
         never_executed=listed - executed,
         mix=dict(sorted(mix.items(), key=lambda kv: -kv[1]["records"])),
+        stall_recorded=recorded,
     )
 
 
@@ -294,10 +318,11 @@ class OpcodeHotspot:
     pcs: list[int]  # its pcs, largest stall first
     exposed: int | None = None
     hidden: int | None = None
+    stall_recorded: bool = True  # False: no stall cycles recorded (rocprofv2): stall and its share are null
 
     def to_dict(self) -> dict:
         """One row of ``attlens.hotspots --by opcode``."""
-        return {
+        return without_stall(self, {
             "opcode": self.opcode,
             "class": self.class_,
             "instructions": self.instructions,
@@ -311,7 +336,7 @@ class OpcodeHotspot:
             "exposed": self.exposed,
             "hidden": self.hidden,
             "pcs": self.pcs,
-        }
+        })
 
 
 def compute_opcode_hotspots(dispatch, hot: Hotspots) -> list[OpcodeHotspot]:
@@ -343,6 +368,7 @@ def compute_opcode_hotspots(dispatch, hot: Hotspots) -> list[OpcodeHotspot]:
                 pcs=[h.pc for h in sorted(hs, key=lambda h: (-h.stall, h.pc))],
                 exposed=sum(h.exposed for h in hs) if with_exposed else None,
                 hidden=sum(h.hidden for h in hs) if with_exposed else None,
+                stall_recorded=hot.stall_recorded,
             )
         )
     return out
@@ -367,6 +393,7 @@ class HotspotTable:
     sort: str  # stall | latency | exposed | idle
     rows: list  # every row of that grouping, ranked
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
+    note: str | None = None  # why the ranking is not the one asked for (stall not recorded: ranked by latency)
 
     def to_pandas(self):
         """The whole ranking as a DataFrame: one row per instruction, line or
@@ -377,8 +404,9 @@ class HotspotTable:
 
     @property
     def warnings(self) -> list[str]:
-        """The analysis' warnings about the capture (the ``warnings`` key)."""
-        return self.result.warnings
+        """The analysis' warnings about the capture, and why the ranking is not
+        the one asked for (the ``warnings`` key)."""
+        return self.result.warnings + ([self.note] if self.note else [])
 
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.hotspots`` object (``attlens analyze --by BY --sort SORT --top TOP --json``;
@@ -396,7 +424,7 @@ class HotspotTable:
             "rows_total": len(self.rows),
             "totals": {
                 "latency": b.total_latency,
-                "stall": b.total_stall,
+                "stall": b.total_stall if r.hotspots.stall_recorded else None,
                 "idle": b.total_idle,
                 "exposed": None if r.hidden is None else int(r.hidden.exposed.sum()),
             },
@@ -420,7 +448,14 @@ def hotspot_table(result, by: str = "instruction", sort: str = "stall") -> Hotsp
     if sort == "exposed" and result.hidden is None:
         raise UsageError("sorting by exposed cycles needs the hidden-latency model, which this analysis skipped (analyze with it)")
     hot = result.hotspots
+    note = None
+    if sort == "stall" and not hot.stall_recorded:
+        sort, note = "latency", STALL_UNRECORDED_RANKING
     items = {"instruction": hot.instructions, "line": hot.lines}.get(by)
     if items is None:
         items = compute_opcode_hotspots(result.dispatch, hot)
-    return HotspotTable(by, sort, [items[i] for i in rank_by(items, sort)], result)
+    return HotspotTable(by, sort, [items[i] for i in rank_by(items, sort)], result, note)
+
+
+# one line wherever a ranking by stall is asked for on a capture without stall cycles
+STALL_UNRECORDED_RANKING = "stall is not recorded by this profiler (rocprofv2): ranked by latency instead of stall"

@@ -256,9 +256,12 @@ class Plan:
             **header(PLAN_SCHEMA, PLAN_SCHEMA_VERSION),
             "capture": capture_ref(result.dispatch),
             "verdict": self.verdict.to_dict() if self.verdict is not None else None,
-            "totals": {"latency": b.total_latency, "stall": b.total_stall, "idle": b.total_idle, "cycles": self.total_cycles,
+            # no stall cycles recorded (rocprofv2): stall and the stall summary are unavailable (null), never 0
+            "totals": {"latency": b.total_latency, "stall": b.total_stall if result.dispatch.stall_recorded else None, "idle": b.total_idle,
+                       "cycles": self.total_cycles,
                        "cycles_at_stake": self.cycles_at_stake, "cycles_unit": CYCLES_UNIT},
-            "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)],
+            "stall_summary": [{"class": c, "stall": s, "stall_share": round(sh, 6)} for c, s, sh in stall_summary(result)]
+            if result.dispatch.stall_recorded else None,
             "dispatch": self.dispatch,
             "dispatch_facts": self.dispatch_facts.to_dict() if self.dispatch_facts is not None else None,
             "bandwidth": self.bandwidth.to_dict() if self.bandwidth is not None else None,
@@ -443,7 +446,23 @@ def make_verdict_of(ctx, findings):
     from attlens.analysis.rules._preconditions import busiest_compute
     from attlens.analysis.verdict import make_verdict
 
-    return make_verdict(findings, ctx.facts, ctx.total, busiest_compute(ctx))
+    return make_verdict(findings, ctx.facts, ctx.total, busiest_compute(ctx), verdict_gaps(ctx), ctx.d.stall_recorded)
+
+
+def verdict_gaps(ctx) -> list[str]:
+    """Why this capture can support no verdict: no stall cycles recorded (the
+    stall rules read nothing) and no dispatch-wide figures (the limits cannot
+    be judged), plus a partial listing. Empty when either part can be judged
+    (stall cycles recorded, or the bandwidth figures known)."""
+    bw = ctx.bandwidth
+    if ctx.d.stall_recorded or bw.available:
+        return []
+    gaps = ["the profiler recorded no stall cycles (rocprofv2 ATT plugin), so no stall pattern can be measured",
+            f"no dispatch-wide limit can be judged ({bw.reason})"]
+    exit_ = ctx.result.quality.listing_exit
+    if exit_ is not None:
+        gaps.append(f"the code.json listing covers only part of the kernel (it ends at pc {exit_['pc']}, a branch out of it)")
+    return gaps
 
 
 def dispatch_summary(ctx) -> dict:

@@ -61,6 +61,62 @@ class Quality:
     has_source_lines: bool
     location_collapse: dict | None
     warnings: list[str] = field(default_factory=list)
+    # the listing's last instruction is a branch that leaves it (listing_exit); None: the listing may be whole
+    listing_exit: dict | None = None
+    notes: list[str] = field(default_factory=list)  # expected facts of the capture: said once, no action
+
+
+def listing_exit(dispatch) -> dict | None:
+    """Does the code.json listing stop inside the kernel? When its last
+    instruction is a conditional branch (its fall-through lies past the
+    listing, wherever it jumps) or an unconditional one whose target is not a
+    listed instruction, waves that end there went on into code the decoder
+    did not list: they are not truncated, the listing is. ``target_pc`` is the
+    listed pc it jumps to (None: outside the listing, or no addresses to
+    place it: the rocprofv2 layout records none)."""
+    code, st = dispatch.code, dispatch.static
+    listed = np.flatnonzero(code.instruction_mask)
+    if not listed.size:
+        return None
+    pc = int(listed[-1])
+    mnemonic = st.mnemonic[pc]
+    if not mnemonic.startswith(("s_cbranch", "s_branch")):
+        return None
+    offset = _sopp_offset(code.isa[pc])
+    target_vaddr = target_pc = None
+    if code.has_addresses and offset is not None:
+        target_vaddr = int(code.vaddr[pc]) + 4 + 4 * offset
+        hits = np.flatnonzero(code.instruction_mask & (code.vaddr == target_vaddr))
+        target_pc = int(hits[0]) if hits.size else None
+    conditional = mnemonic.startswith("s_cbranch")
+    if not conditional and target_pc is not None:
+        return None  # a jump back into the listing: the kernel may still end in it
+    return {"pc": pc, "isa": code.isa[pc], "conditional": conditional, "offset_dwords": offset,
+            "target_vaddr": target_vaddr, "target_pc": target_pc}
+
+
+def _sopp_offset(isa: str) -> int | None:
+    """The signed SOPP branch offset in dwords (``s_cbranch_vccnz 38``); None when not a number."""
+    from attlens.model.isa import operands
+
+    op = operands(isa).split(",")[0].strip()
+    if not op.lstrip("-").isdigit():
+        return None
+    v = int(op)
+    return v - 65536 if v >= 32768 else v
+
+
+def listing_exit_note(ex: dict) -> str:
+    """One line: where the listing stops and why the waves that end there are not truncated."""
+    if ex["target_vaddr"] is not None:
+        where = f"address 0x{ex['target_vaddr']:x}" + (f" (pc {ex['target_pc']})" if ex["target_pc"] is not None else ", outside it")
+    elif ex["offset_dwords"] is not None:
+        where = f"{ex['offset_dwords']:+d} dwords from the next instruction (this layout records no addresses to place it)"
+    else:
+        where = "a target it does not name"
+    fall = "; its fall-through lies past the listing too" if ex["conditional"] else ""
+    return (f"the code.json listing ends at pc {ex['pc']} (`{ex['isa']}`), a branch to {where}{fall}: the decoder listed only part "
+            "of the kernel, so waves whose last record is this branch ran on into unlisted code (not a truncated trace)")
 
 
 def compute_quality(dispatch, sums, hotspots) -> Quality:
@@ -144,6 +200,7 @@ def compute_quality(dispatch, sums, hotspots) -> Quality:
                 f"({top.executed / hotspots.executed:.0%} of those executed) across {len(top.class_stall)} classes; "
                 "the compiler attributed most code to one line (often the kernel decorator): rank by instruction, not by line"
             )
+    exit_ = listing_exit(dispatch)
     return Quality(
         facts=facts,
         code_json=check,
@@ -151,4 +208,6 @@ def compute_quality(dispatch, sums, hotspots) -> Quality:
         has_source_lines=has_src,
         location_collapse=collapse,
         warnings=warnings,
+        listing_exit=exit_,
+        notes=[listing_exit_note(exit_)] if exit_ else [],
     )

@@ -56,20 +56,24 @@ class StallBreakdown:
     waits_resolved: int  # wait executions that resolved at least one producer
     waits_unresolved_with_stall: int
 
-    def class_rows(self) -> list[dict]:
+    def class_rows(self, stall_recorded: bool = True) -> list[dict]:
         """The ``stall_by_class`` rows of ``attlens.analyze``: every class with
-        latency or records, largest stall first."""
+        latency or records, largest stall first (no stall recorded, rocprofv2:
+        stall and its share null, largest latency first)."""
+        def stall(c):
+            return self.by_class_stall[c] if stall_recorded else None
+
         return [
             {
                 "class": c,
                 "description": CLASSES[c],
-                "stall": self.by_class_stall[c],
-                "stall_share": rounded_share(self.by_class_stall[c], self.total_stall),
+                "stall": stall(c),
+                "stall_share": rounded_share(self.by_class_stall[c], self.total_stall) if stall_recorded else None,
                 "latency": self.by_class_latency[c],
                 "latency_share": rounded_share(self.by_class_latency[c], self.total_latency),
                 "records": self.by_class_records[c],
             }
-            for c in sorted(CLASSES, key=lambda c: (-self.by_class_stall[c], -self.by_class_latency[c]))
+            for c in sorted(CLASSES, key=lambda c: (-(self.by_class_stall[c] if stall_recorded else 0), -self.by_class_latency[c]))
             if self.by_class_latency[c] or self.by_class_records[c]
         ]
 

@@ -60,6 +60,7 @@ class Summary:
 
     def to_dict(self) -> dict:
         """The ``attlens.summary`` object (``attlens analyze --summary --json``)."""
+        from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
         from attlens.analysis.stalls import rounded_share
         from attlens.jsondoc import header
 
@@ -82,8 +83,9 @@ class Summary:
                        "issue": b.total_issue if recorded else None,
                        "stall_share_of_latency": rounded_share(b.total_stall, b.total_latency) if recorded else None,
                        "hidden_share": None if r.hidden is None else round(r.hidden.hidden_share, 4)},
+            # no stall recorded (rocprofv2): unavailable (null); instructions and lines are then ranked by latency (notes say so)
             "stall_by_class": [{"class": c["class"], "stall": c["stall"], "stall_share": round(c["stall_share"], 4)}
-                               for c in b.class_rows() if c["stall"] > 0],
+                               for c in b.class_rows() if c["stall"] > 0] if recorded else None,
             "instructions": [self._instruction(h.instructions[i], self._samples_of) for i in h.by_stall[:k]],
             "lines": [self._line(h.lines[i]) for i in h.lines_by_stall[:k]],
             "occupancy": {"theoretical_waves_per_simd": o.theoretical_waves_per_simd, "limiters": list(o.limiters or []),
@@ -93,7 +95,7 @@ class Summary:
                         "mapped_latency_share": round(q.mapped_latency_share, 4)},
             "pc_sampling": self._sampling(),
             "warnings": r.warnings,
-            "notes": r.notes,
+            "notes": r.notes + ([] if recorded else [STALL_UNRECORDED_RANKING]),
             "detail": self.detail,
             "analysis": r.to_dict(k) if self.detail == "full" else None,
         }
@@ -118,13 +120,17 @@ class Summary:
 
     @staticmethod
     def _instruction(x, samples) -> dict:
-        return {"pc": x.pc, "vaddr": x.vaddr, "isa": x.isa, "class": x.class_, "hit": x.hit, "latency": x.latency, "stall": x.stall,
-                "stall_share": round(x.stall_share, 4), "exposed": x.exposed, "source": _short(x.source), "pc_samples": samples(x.pc)}
+        from attlens.analysis.hotspots import without_stall
+
+        return without_stall(x, {"pc": x.pc, "vaddr": x.vaddr, "isa": x.isa, "class": x.class_, "hit": x.hit, "latency": x.latency, "stall": x.stall,
+                                 "stall_share": round(x.stall_share, 4), "exposed": x.exposed, "source": _short(x.source), "pc_samples": samples(x.pc)})
 
     @staticmethod
     def _line(ln) -> dict:
-        return {"source": _short(ln.source) if ln.file else ln.source, "instructions": ln.instructions, "latency": ln.latency, "stall": ln.stall,
-                "stall_share": round(ln.stall_share, 4), "exposed": ln.exposed, "dominant_class": ln.dominant_class}
+        from attlens.analysis.hotspots import without_stall
+
+        return without_stall(ln, {"source": _short(ln.source) if ln.file else ln.source, "instructions": ln.instructions, "latency": ln.latency,
+                                  "stall": ln.stall, "stall_share": round(ln.stall_share, 4), "exposed": ln.exposed, "dominant_class": ln.dominant_class})
 
 
 def make_summary(result, plan=None, top: int = DEFAULT_TOP, detail: str = "brief") -> Summary:

@@ -43,13 +43,20 @@ def _first(findings, rule):
     return next((f for f in findings if f.rule == rule), None)
 
 
-def make_verdict(findings, facts, total_cycles: int, busiest: tuple[str | None, float] = (None, 0.0)) -> Verdict:
+def make_verdict(findings, facts, total_cycles: int, busiest: tuple[str | None, float] = (None, 0.0),
+                 gaps: list[str] | None = None, stall_recorded: bool = True) -> Verdict:
     """The verdict of a plan's ranked findings and its dispatch facts
-    (``busiest``: the busiest compute pipe and its busy share)."""
+    (``busiest``: the busiest compute pipe and its busy share; ``gaps``: what
+    the capture lacks for any verdict, said when no finding gives one;
+    ``stall_recorded`` False: a verdict without a finding says no stall
+    pattern could be measured)."""
     du = facts.duration if facts is not None else None
     nums = {"duration_ns": du.ns if du else None, "duration_source": du.source if du else None}
-    v = _dispatch_verdict(findings, nums) or _stall_verdict(findings, nums, total_cycles, _limits_checked(facts, busiest))
+    v = (_dispatch_verdict(findings, nums) or _unsupported_verdict(findings, nums, gaps or [])
+         or _stall_verdict(findings, nums, total_cycles, _limits_checked(facts, busiest)))
     caveats = []
+    if not stall_recorded and v.kind == "no-finding" and not gaps:
+        caveats.append("the profiler recorded no stall cycles, so no stall pattern could be measured")
     if any(f.rule == "prologue-only" for f in findings):
         caveats.append("the traced waves never ran the main loop: this describes the prologue only")
     if facts is not None and facts.coverage.grid_matches is False:
@@ -119,6 +126,15 @@ def _limits_checked(facts, busiest) -> str:
     if pipe:
         parts.append(f"busiest compute pipe {pipe} {share:.0%} busy")
     return ", ".join(parts)
+
+
+def _unsupported_verdict(findings, nums, gaps: list[str]) -> Verdict | None:
+    """No whole-dispatch or performance finding, and the capture lacks what a
+    verdict needs: say so and why, rather than "no limit found" (capture
+    findings, such as missing source lines, are never the verdict)."""
+    if not gaps or any(f.kind == "performance" and f.cycles_at_stake > 0 for f in findings):
+        return None
+    return Verdict(f"This capture cannot support a verdict: {'; '.join(gaps)}.", "no-finding", {**nums, "unsupported_because": list(gaps)})
 
 
 def _stall_verdict(findings, nums, total_cycles, checked: str = "") -> Verdict:

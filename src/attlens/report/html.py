@@ -113,7 +113,8 @@ def _isa_table(result) -> dict:
     exposed = None if result.hidden is None else result.hidden.exposed[pcs].astype(np.int64).tolist()
     return {
         "pc": pcs.tolist(),
-        "vaddr": code.vaddr[pcs].astype(np.int64).tolist(),
+        # null: the layout records no addresses (rocprofv2: that column counts lines)
+        "vaddr": code.vaddr[pcs].astype(np.int64).tolist() if code.has_addresses else [None] * len(pcs),
         "text": [code.isa[p] for p in pcs.tolist()],
         "cls": [ci(hot_cls.get(p, st.cls[p])) for p in pcs.tolist()],
         "hit": s.hit[pcs].astype(np.int64).tolist(),
@@ -491,13 +492,14 @@ def headline(result) -> dict:
     b = result.breakdown
     o = result.occupancy
     cycles = b.total_latency + b.total_idle
+    rec = result.dispatch.stall_recorded  # False (rocprofv2): stall figures unavailable (null), never 0
     return {
         "total_cycles": cycles,
         "latency": b.total_latency,
-        "stall": b.total_stall,
+        "stall": b.total_stall if rec else None,
         "idle": b.total_idle,
-        "issue": b.total_issue,
-        "stall_share": b.total_stall / b.total_latency if b.total_latency else None,
+        "issue": b.total_issue if rec else None,
+        "stall_share": (b.total_stall / b.total_latency if b.total_latency else None) if rec else None,
         "hidden_share": None if result.hidden is None else round(result.hidden.hidden_share, 6),
         "theoretical_waves_per_simd": o.theoretical_waves_per_simd,
         "limiters": o.limiters,
@@ -570,8 +572,8 @@ def index_entry(result, plan, href: str) -> dict:
         "waves": d.waves.count,
         "total_cycles": b.total_latency + b.total_idle,
         "latency": b.total_latency,
-        "stall": b.total_stall,
-        "stall_share": b.total_stall / b.total_latency if b.total_latency else None,
+        "stall": b.total_stall if d.stall_recorded else None,
+        "stall_share": (b.total_stall / b.total_latency if b.total_latency else None) if d.stall_recorded else None,
         "top_class": None if top_cls is None else top_cls[0],
         "top_class_share": None if top_cls is None or not b.total_stall else top_cls[1] / b.total_stall,
         "occupancy_theoretical": o.theoretical_waves_per_simd,

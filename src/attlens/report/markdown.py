@@ -66,6 +66,20 @@ def _fence(lines: list[str], lang: str = "") -> list[str]:
     return [f + lang, *lines, f]
 
 
+def _sn(x) -> str:
+    """A stall figure; "-" when unavailable (the records carry no stall cycles), never 0."""
+    return "-" if x is None else _n(x)
+
+
+def _sp(x) -> str:
+    return "-" if x is None else _pct(x)
+
+
+def _hex(x) -> str:
+    """An address; "-" when the layout records none (rocprofv2)."""
+    return "-" if x is None else f"0x{x:x}"
+
+
 def _table(header: list[str], rows: list[list[str]], align: str) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -106,6 +120,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     a = analysis if analysis is not None else result.to_dict(JSON_TOPK)
     d = result.dispatch
     c, t, tot, o, q = a["capture"], a["target"], a["totals"], a["occupancy"], a["quality"]
+    rec = c["stall_recorded"]  # False (rocprofv2): stall figures unavailable ("-"), rankings by latency
     L: list[str] = []
     L += [f"# attlens report — {_code(c['kernel'] or '(unnamed kernel)')}", ""]
     # the story first: the verdict, the top findings, what to act on
@@ -143,10 +158,10 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     rows = [
         ["traced wave-cycles (latency + idle)", _n(cycles)],
         ["latency", _n(tot["latency"])],
-        ["instruction stall", _n(tot["stall"])],
-        ["instruction stall share of latency", _pct(tot["stall_share_of_latency"])],
+        ["instruction stall", _n(tot["stall"]) if rec else "- (not recorded by this profiler)"],
+        ["instruction stall share of latency", _pct(tot["stall_share_of_latency"]) if rec else "-"],
         ["idle", _n(tot["idle"])],
-        ["issue (latency − stall)", _n(tot["issue"])],
+        ["issue (latency − stall)", _n(tot["issue"]) if rec else "-"],
     ]
     if a.get("latency_hiding"):
         rows.append(["hidden by other waves' work", _pct(a["latency_hiding"]["hidden_share"])])
@@ -168,10 +183,15 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     L += ["## Instruction stall by class", ""]
     L += _table(
         ["class", "stall", "stall share", "latency", "latency share", "records", "meaning"],
-        [[_code(r["class"], True), _n(r["stall"]), _pct(r["stall_share"]), _n(r["latency"]), _pct(r["latency_share"]), _n(r["records"]), _text(r["description"])]
+        [[_code(r["class"], True), _sn(r["stall"]), _sp(r["stall_share"]), _n(r["latency"]), _pct(r["latency_share"]), _n(r["records"]), _text(r["description"])]
          for r in a["stall_by_class"]],
         "lrrrrrl",
     ) + [""]
+    by = "stall" if rec else "latency"
+    if not rec:
+        from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+
+        L += [_text(STALL_UNRECORDED_RANKING[0].upper() + STALL_UNRECORDED_RANKING[1:]) + ".", ""]
 
     # occupancy
     L += ["## Occupancy", ""]
@@ -188,22 +208,22 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         L += [""]
 
     # top lines
-    lines = a["hotspots"]["lines_by_stall"][:TOP_LINES]
-    L += [f"## Top {len(lines)} source lines by stall", ""]
+    lines = a["hotspots"][f"lines_by_{by}"][:TOP_LINES]
+    L += [f"## Top {len(lines)} source lines by {by}", ""]
     L += _table(
         ["#", "source", "stall", "stall share", "latency", "idle", "dominant class", "instructions (executed/listed)"],
-        [[str(i), _code(ln["source"], True), _n(ln["stall"]), _pct(ln["stall_share"]), _n(ln["latency"]), _n(ln["idle"]), _code(ln["dominant_class"], True), f"{ln['executed']}/{ln['instructions']}"]
+        [[str(i), _code(ln["source"], True), _sn(ln["stall"]), _sp(ln["stall_share"]), _n(ln["latency"]), _n(ln["idle"]), _code(ln["dominant_class"], True), f"{ln['executed']}/{ln['instructions']}"]
          for i, ln in enumerate(lines, 1)],
         "rlrrrrlr",
     ) + [""]
 
     # top instructions with disassembly context
-    instrs = a["hotspots"]["instructions_by_stall"][:TOP_INSTRUCTIONS]
-    L += [f"## Top {len(instrs)} instructions by stall", ""]
+    instrs = a["hotspots"][f"instructions_by_{by}"][:TOP_INSTRUCTIONS]
+    L += [f"## Top {len(instrs)} instructions by {by}", ""]
     L += _table(
         ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source", "vaddr"],
-        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _n(h["stall"]), _pct(h["stall_share"]), _n(h["idle"]),
-          _code(short_source(h["source"]), True), f"0x{h['vaddr']:x}"]
+        [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _sn(h["stall"]), _sp(h["stall_share"]), _n(h["idle"]),
+          _code(short_source(h["source"]), True), _hex(h["vaddr"])]
          for i, h in enumerate(instrs, 1)],
         "rrllrrrrrlr",
     ) + [""]
@@ -213,13 +233,14 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         k = pos.get(h["pc"])
         if k is None:
             continue
-        L += [f"### {i}. pc {h['pc']} (0x{h['vaddr']:x}) — {_code(h['isa'])}", ""]
+        L += [f"### {i}. pc {h['pc']} ({_hex(h['vaddr'])}) — {_code(h['isa'])}", ""]
         waits = _waited_on(waves, h["pc"])
         body = []
         for p in listed[max(0, k - CONTEXT): k + CONTEXT + 1]:
             mark = ">>" if p == h["pc"] else "  "
             src = d.static.own_source[p]
-            body.append(f"{mark} {p:>6}  stall {int(result.sums.stall[p]):>12,}  {d.code.isa[p]:<56}  ; {short_source(str(src)) if src else '-'}")
+            fig = f"stall {int(result.sums.stall[p]):>12,}" if rec else f"latency {int(result.sums.latency[p]):>10,}"
+            body.append(f"{mark} {p:>6}  {fig}  {d.code.isa[p]:<56}  ; {short_source(str(src)) if src else '-'}")
         L += _fence(body, "asm") + [""]
         own = d.static.own_source[h["pc"]]
         text, why = d.source_file(own.file) if own is not None and own.line else (None, None)
@@ -230,7 +251,8 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         if h["inline_chain"]:
             L += [f"Inlined at: {_code(' -> '.join(h['inline_chain']))}", ""]
         if waits:
-            L += ["Waited on: " + ", ".join(f"pc {p} {_code(d.code.isa[p])} ({cyc:,} cycles)" for p, cyc in waits[:4]) + ("; …" if len(waits) > 4 else ""), ""]
+            L += ["Waited on: " + ", ".join(f"pc {p} {_code(d.code.isa[p])} ({f'{cyc:,} cycles' if rec else 'cycles unavailable'})" for p, cyc in waits[:4])
+                  + ("; …" if len(waits) > 4 else ""), ""]
 
     # pc range -> source
     ranges = pc_ranges(result)
@@ -241,7 +263,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
         [[f"{r['first_pc']}–{r['last_pc']}" if r["last_pc"] != r["first_pc"] else str(r["first_pc"]),
           "-" if r["first_vaddr"] is None else
           f"0x{r['first_vaddr']:x}–0x{r['last_vaddr']:x}" if r["last_pc"] != r["first_pc"] else f"0x{r['first_vaddr']:x}",
-          str(r["instructions"]), _code(r["source"] or "(no source)", True), _n(r["stall"]), _n(r["latency"])] for r in ranges[:MAX_RANGES]],
+          str(r["instructions"]), _code(r["source"] or "(no source)", True), _sn(r["stall"] if rec else None), _n(r["latency"])] for r in ranges[:MAX_RANGES]],
         "llrlrr",
     ) + [""]
 
@@ -319,9 +341,13 @@ def plan_to_markdown(plan) -> str:
     lines += ["", f"Capture: {_code(d.path)} · target {_text(d.arch.target or 'unknown')} · {d.waves.count:,} waves · attlens {__version__}", "",
               *_fence(header_lines(plan)), "",
               "## Instruction stall by class", "", "| class | stall cycles | share |", "|---|---:|---:|"]
-    for c, s, sh in stall_summary(result):
-        lines.append(f"| {c} | {s:,} | {sh:.1%} |")
-    lines += ["", f"Total latency {b.total_latency:,} cycles, stall {b.total_stall:,}, idle {b.total_idle:,}.", "", "## Findings", ""]
+    if d.stall_recorded:
+        for c, s, sh in stall_summary(result):
+            lines.append(f"| {c} | {s:,} | {sh:.1%} |")
+    else:
+        lines.append("| - | - | - |")
+    stall = f"{b.total_stall:,}" if d.stall_recorded else "unavailable (the records carry no stall cycles: rocprofv2)"
+    lines += ["", f"Total latency {b.total_latency:,} cycles, stall {stall}, idle {b.total_idle:,}.", "", "## Findings", ""]
     if not plan.findings:
         lines.append("No rule fired.")
     for i, f in enumerate(plan.findings, 1):

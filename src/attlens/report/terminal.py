@@ -38,7 +38,30 @@ def pc_columns(pc_header: str = "pc") -> list[Col]:
 
 
 def pc_cells(dispatch, pc: int) -> list[str]:
-    return [str(pc), hex(int(dispatch.code.vaddr[pc]))]
+    return [str(pc), _addr(dispatch, pc)]
+
+
+def _addr(dispatch, pc: int) -> str:
+    """The ELF address of a pc; "-" when the layout records none (rocprofv2: that column counts lines)."""
+    return hex(int(dispatch.code.vaddr[pc])) if dispatch.code.has_addresses else "-"
+
+
+def _hex(v) -> str:
+    return "-" if v is None else hex(int(v))
+
+
+def _sn(v, recorded: bool = True) -> str:
+    """A stall figure: "-" when the records carry no stall cycles (rocprofv2), never 0."""
+    return "-" if v is None or not recorded else _n(v)
+
+
+def _sp(v, recorded: bool = True) -> str:
+    """A stall share: "-" when no stall cycles were recorded."""
+    return "-" if v is None or not recorded else _pct(v)
+
+
+def _recorded(x) -> bool:
+    return getattr(x, "stall_recorded", True)
 
 
 def isa_column(header: str = "instruction") -> Col:
@@ -96,14 +119,20 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
         stall = "stall unavailable (not recorded by this profiler)"
     console.print(f"\n[bold]Totals[/bold]  latency {_n(b.total_latency)} cyc · {stall} · idle {_n(b.total_idle)}{hid}")
 
+    rec = d.stall_recorded
     t = FitTable("Instruction stall by class", [Col("class", "text", min_width=11, give_way=GIVE_WAY["class"]), Col("stall cyc"), Col("stall %"), Col("latency cyc"), Col("records"),
-                                    Col("meaning", "wrap", min_width=16, give_way=GIVE_WAY["meaning"])])
-    for c in sorted(CLASSES, key=lambda c: -b.by_class_stall[c]):
+                  Col("meaning", "wrap", min_width=16, give_way=GIVE_WAY["meaning"])])
+    for c in sorted(CLASSES, key=lambda c: (-(b.by_class_stall[c] if rec else 0), -b.by_class_latency[c])):
         if not (b.by_class_latency[c] or b.by_class_records[c]):
             continue
-        t.add_row(c, _n(b.by_class_stall[c]), _pct(b.by_class_stall[c] / b.total_stall if b.total_stall else None),
+        t.add_row(c, _sn(b.by_class_stall[c], rec), _sp(b.by_class_stall[c] / b.total_stall if b.total_stall else None, rec),
                   _n(b.by_class_latency[c]), _n(b.by_class_records[c]), CLASSES[c])
     console.print(t)
+    if not rec and sort == "stall":
+        from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+
+        sort = "latency"
+        console.print(f"[yellow]{STALL_UNRECORDED_RANKING}[/yellow]")
 
     if mode in ("asm", "both"):
         order = {"stall": h.by_stall, "latency": h.by_latency, "exposed": h.by_exposed}[sort]
@@ -116,7 +145,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
             cls = x.class_
             if len(x.class_stall) > 1:
                 cls += " (" + ", ".join(f"{k[5:] if k.startswith('wait_') else k} {v / max(x.stall, 1):.0%}" for k, v in sorted(x.class_stall.items(), key=lambda kv: -kv[1])[:3]) + ")"
-            cells = [str(rank), str(x.pc), "-" if x.vaddr is None else hex(x.vaddr), _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _pct(x.stall_share)]
+            cells = [str(rank), str(x.pc), _hex(x.vaddr), _n(x.hit), _n(x.latency), _sn(x.stall, rec), _n(x.idle), _sp(x.stall_share, rec)]
             if show_exp:
                 cells.append(_n(x.exposed))
             cells += _sample_cells(x.pc_samples, sampled)
@@ -137,7 +166,7 @@ def render_analysis(result, console: Console, topk: int = 10, mode: str = "both"
                 ln = h.lines[i]
                 chain = _short_source(ln.inline_chains[0].split(" -> ")[0]) if ln.inline_chains else ""
                 cells = [str(rank), escape(_short_source(ln.source) if ln.file else ln.source), str(ln.instructions), str(ln.executed),
-                         _n(ln.hit), _n(ln.latency), _n(ln.stall), _pct(ln.stall_share)]
+                         _n(ln.hit), _n(ln.latency), _sn(ln.stall, rec), _sp(ln.stall_share, rec)]
                 if show_exp:
                     cells.append(_n(ln.exposed))
                 cells += _sample_cells(ln.pc_samples, sampled)
@@ -259,17 +288,26 @@ def render_summary(sm, console) -> None:
     for w in doc["warnings"]:
         console.print(f"  [yellow]![/yellow] {escape(w)}")
     hid = "" if t["hidden_share"] is None else f" · hidden by other waves {_pct(t['hidden_share'])}"
-    console.print(f"[bold]Totals[/bold]  latency {_n(t['latency'])} · instruction stall {_n(t['stall'])} ({_pct(t['stall_share_of_latency'])} of latency)"
-                  f" · idle {_n(t['idle'])}{hid}")
-    console.print("  stall by class: " + " · ".join(f"{x['class']} {_pct(x['stall_share'])}" for x in doc["stall_by_class"][:6]))
-    t1 = FitTable(f"Top {len(doc['instructions'])} instructions by stall", [*pc_columns(), Col("stall"), Col("share"), Col("exposed"), class_column(), isa_column(), source_column()])
+    rec = doc["stall_by_class"] is not None  # null: the records carry no stall cycles (rocprofv2)
+    if rec:
+        stall = f"instruction stall {_n(t['stall'])} ({_pct(t['stall_share_of_latency'])} of latency)"
+    else:
+        stall = "instruction stall unavailable (not recorded by this profiler)"
+    console.print(f"[bold]Totals[/bold]  latency {_n(t['latency'])} · {stall} · idle {_n(t['idle'])}{hid}")
+    if rec:
+        console.print("  stall by class: " + " · ".join(f"{x['class']} {_pct(x['stall_share'])}" for x in doc["stall_by_class"][:6]))
+    by = "stall" if rec else "latency"
+    t1 = FitTable(f"Top {len(doc['instructions'])} instructions by {by}", [*pc_columns(), Col("latency"), Col("stall"), Col("share"), Col("exposed"), class_column(),
+                                                                          isa_column(), source_column()])
     for x in doc["instructions"]:
-        t1.add_row(str(x["pc"]), hex(x["vaddr"]), _n(x["stall"]), _pct(x["stall_share"]), _n(x["exposed"]), x["class"], escape(x["isa"]), escape(x["source"] or "-"))
+        t1.add_row(str(x["pc"]), _hex(x["vaddr"]), _n(x["latency"]), _sn(x["stall"]), _sp(x["stall_share"]), _n(x["exposed"]), x["class"], escape(x["isa"]),
+                   escape(x["source"] or "-"))
     console.print(t1)
     if doc["lines"] and r.quality.has_source_lines:
-        t2 = FitTable(f"Top {len(doc['lines'])} source lines by stall", [source_column(), Col("stall"), Col("share"), Col("exposed"), class_column("dominant class")])
+        t2 = FitTable(f"Top {len(doc['lines'])} source lines by {by}", [source_column(), Col("latency"), Col("stall"), Col("share"), Col("exposed"),
+                                                                        class_column("dominant class")])
         for x in doc["lines"]:
-            t2.add_row(escape(x["source"]), _n(x["stall"]), _pct(x["stall_share"]), _n(x["exposed"]), x["dominant_class"] or "-")
+            t2.add_row(escape(x["source"]), _n(x["latency"]), _sn(x["stall"]), _sp(x["stall_share"]), _n(x["exposed"]), x["dominant_class"] or "-")
         console.print(t2)
     o = doc["occupancy"]
     if o["theoretical_waves_per_simd"] is not None:
@@ -296,15 +334,17 @@ def render_hotspots(table, console, top: int = 10) -> None:
     join = getattr(r, "pc_sampling", None)
     sampled = join is not None and join.mode != "none" and table.by != "opcode"
     t = FitTable(title, cols + _sample_cols(sampled))
+    if table.note:
+        console.print(f"[yellow]{escape(table.note)}[/yellow]")
     for x in table.rows[:top]:
         if table.by == "instruction":
-            key, cls, extra = [str(x.pc), hex(x.vaddr)], x.class_, [escape(x.isa), escape(_short_source(x.source))]
+            key, cls, extra = [str(x.pc), _hex(x.vaddr)], x.class_, [escape(x.isa), escape(_short_source(x.source))]
         elif table.by == "line":
             key, cls, extra = [escape(_short_source(x.source) if x.file else x.source)], x.dominant_class, []
         else:
             more = f" +{len(x.pcs) - 6}" if len(x.pcs) > 6 else ""
             key, cls, extra = [escape(x.opcode)], x.class_, [", ".join(map(str, x.pcs[:6])) + more]
-        t.add_row(*key, _n(x.hit), _n(x.latency), _n(x.stall), _n(x.idle), _n(x.exposed), _pct(x.stall_share), cls, *extra,
+        t.add_row(*key, _n(x.hit), _n(x.latency), _sn(x.stall, _recorded(x)), _n(x.idle), _n(x.exposed), _sp(x.stall_share, _recorded(x)), cls, *extra,
                   *_sample_cells(getattr(x, "pc_samples", None), sampled))
     console.print(t)
 
@@ -316,7 +356,7 @@ def render_hotspots(table, console, top: int = 10) -> None:
 def render_asm(win, console) -> None:
     r = win.result
     d = r.dispatch
-    console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ({hex(int(d.code.vaddr[win.pc]))}) ± {win.around} instructions  ({escape(str(d.path))})")
+    console.print(f"[bold]attlens asm[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  pc {win.pc} ({_addr(d, win.pc)}) ± {win.around} instructions  ({escape(str(d.path))})")
     join = getattr(r, "pc_sampling", None)
     sampled = join is not None and join.mode != "none"
     if join is not None:
@@ -327,16 +367,20 @@ def render_asm(win, console) -> None:
     blank = [""] * len(_sample_cols(sampled))
     for a in win.rows:
         if a.label is not None:
-            t.add_row("", str(a.pc), hex(a.vaddr), "", "", "", "", "", "", *blank, "", f"[dim]{escape(a.isa)}[/dim]", "", "")
+            t.add_row("", str(a.pc), _hex(a.vaddr), "", "", "", "", "", "", *blank, "", f"[dim]{escape(a.isa)}[/dim]", "", "")
             continue
         h = a.hotspot
         mark = ">" if a.pc == win.pc else ""
-        waits = ", ".join(f"{p}: {c:,}" for p, c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
+        if d.stall_recorded:
+            waits = ", ".join(f"{p}: {c:,}" for p, c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
+        else:  # no stall cycles recorded: the producers, not their (unavailable) cycles
+            waits = ", ".join(f"{p}: -" for p, _c in a.waits_on[:3]) + (f", +{len(a.waits_on) - 3}" if len(a.waits_on) > 3 else "")
         ps = _sample_cells(join.row([a.pc]), sampled) if sampled else []
         if h is None:
-            t.add_row(mark, str(a.pc), hex(a.vaddr), "0", "-", "-", "-", "-", "-", *ps, a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
+            t.add_row(mark, str(a.pc), _hex(a.vaddr), "0", "-", "-", "-", "-", "-", *ps, a.class_, escape(a.isa), escape(_short_source(a.source)), waits)
         else:
-            t.add_row(mark, str(a.pc), hex(a.vaddr), _n(h.hit), _n(h.latency), _n(h.stall), _n(h.idle), _n(h.exposed), _pct(h.stall_share), *ps, h.class_,
+            t.add_row(mark, str(a.pc), _hex(a.vaddr), _n(h.hit), _n(h.latency), _sn(h.stall, _recorded(h)), _n(h.idle), _n(h.exposed), _sp(h.stall_share, _recorded(h)),
+                      *ps, h.class_,
                       escape(a.isa), escape(_short_source(a.source)), waits)
     console.print(t)
     if win.sources:
@@ -620,9 +664,12 @@ def render_plan(plan, console, max_findings: int | None = None) -> None:
     console.print("")
     for line in header_lines(plan):
         console.print(escape(line))
-    console.print("[bold]Instruction stall by class[/bold]")
-    for c, s_, sh in stall_summary(result)[:6]:
-        console.print(f"  {c:<16} {s_:>14,} cycles  {sh:6.1%}")
+    if d.stall_recorded:
+        console.print("[bold]Instruction stall by class[/bold]")
+        for c, s_, sh in stall_summary(result)[:6]:
+            console.print(f"  {c:<16} {s_:>14,} cycles  {sh:6.1%}")
+    else:
+        console.print("[bold]Instruction stall by class[/bold]  unavailable: the records carry no stall cycles (rocprofv2); latency and idle are measured")
     for i, f in enumerate(fs, 1):
         color = {"HIGH": "red", "MED": "yellow", "LOW": "green", "INFO": "blue"}[f.severity]
         tag = escape("[" + f.rule + "]")

@@ -26,8 +26,8 @@ INSTRUCTIONS = (
     "hotspots, asm (the ISA around a pc), deps and waits (who waits on what, and how long per execution), waves and "
     "occupancy; whatif predicts the kernel time with changes applied; compare a re-capture with diff and gate it with check; rules lists what the plan checks; pc_sampling reads "
     "PC samples (why instructions stall; summary, hotspots, asm and plan carry the samples found beside a capture). Every "
-    "result is a versioned JSON object (schema field; each tool's outputSchema is its JSON Schema, schema(name) returns "
-    "one); null means unavailable, never zero. Paths must be inside the server's roots. The attlens skill (`attlens "
+    "result is a versioned JSON object (schema field; each tool's outputSchema names its top-level keys and types, "
+    "schema(name) returns the full JSON Schema); null means unavailable, never zero. Paths must be inside the server's roots. The attlens skill (`attlens "
     "skill`) explains the workflow and the traps."
 )
 
@@ -56,52 +56,76 @@ SCHEMA_OF_A_SCHEMA = {"type": "object", "description": "a JSON Schema (draft 202
 
 
 def output_schema(tool: str) -> dict:
-    """The outputSchema a tool declares: the bundled, self-contained schema of
-    its object (of either object, when a tool answers with one of two), with
-    only the shared definitions it reaches (every tool would otherwise carry
-    all of defs.schema.json in tools/list)."""
-    from attlens import schemas
-
+    """The outputSchema a tool declares: a compact form of the shipped schema
+    of its object (of either object, when a tool answers with one of two):
+    its top-level keys with their types, which are required, and whether
+    others may appear, without nested schemas or ``$ref``. The full schemas
+    made tools/list ~160 KB (an agent pays for it on every session); they stay
+    one call away: the ``schema`` tool, ``attlens schema NAME``."""
     name = OUTPUT_SCHEMAS[tool]
     if name is None:
         return dict(SCHEMA_OF_A_SCHEMA)
     if isinstance(name, str):
-        return _prune_shared(schemas.bundle(name))
-    defs = {}
-    for n in name:
-        for dep in (n, *schemas.dependencies(n)):
-            doc = schemas.load(dep)
-            doc.pop("$schema", None)
-            defs[schemas.PREFIX + dep] = doc
-    return _prune_shared({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-                          "description": " or ".join(f"attlens.{n}" for n in name), "anyOf": [{"$ref": schemas.PREFIX + n} for n in name],
-                          "$defs": defs})
+        return compact_schema(name)
+    return {"type": "object", "anyOf": [_compact_body(n) for n in name]}
 
 
-def _prune_shared(doc: dict) -> dict:
-    """Drop the definitions of the embedded shared schema (``defs``) that no
-    reference reaches; nothing else changes."""
-    import json
-    import re
+def compact_schema(name: str) -> dict:
+    """The compact outputSchema of ``attlens.<name>``: top-level keys and types
+    (its ``schema`` key's const names the object; the server's instructions
+    say once where the full schemas are)."""
+    return {"type": "object", **_compact_body(name)}
 
+
+def _compact_body(name: str) -> dict:
     from attlens import schemas
 
-    key = schemas.PREFIX + schemas.DEFS
-    shared = doc.get("$defs", {}).get(key)
-    if not shared:
-        return doc
-    pattern = re.compile(re.escape(key) + r"#/\$defs/([A-Za-z0-9_]+)")
-    outside = {k: v for k, v in doc.items() if k != "$defs"} | {"$defs": {k: v for k, v in doc["$defs"].items() if k != key}}
-    todo = set(pattern.findall(json.dumps(outside)))
-    keep: set[str] = set()
-    while todo:
-        n = todo.pop()
-        if n in keep or n not in shared["$defs"]:
-            continue
-        keep.add(n)
-        todo |= set(pattern.findall(json.dumps(shared["$defs"][n]))) | set(re.findall(r'"#/\$defs/([A-Za-z0-9_]+)"', json.dumps(shared["$defs"][n])))
-    shared["$defs"] = {k: v for k, v in shared["$defs"].items() if k in keep}
-    return doc
+    doc = schemas.bundle(name)
+    props = {k: _compact_type(v, doc) for k, v in doc.get("properties", {}).items()}
+    out: dict = {"properties": props}
+    if doc.get("required"):
+        out["required"] = list(doc["required"])
+    if doc.get("additionalProperties") is False:
+        out["additionalProperties"] = False
+    return out
+
+
+def _compact_type(node: dict, doc: dict) -> dict:
+    """``{"const": …}``, ``{"enum": …}`` or ``{"type": …}`` of one top-level
+    property, references followed (an untyped one: ``{}``, anything)."""
+    node = _resolve(node, doc)
+    for key in ("const", "enum"):
+        if key in node:
+            return {key: node[key]}
+    if "type" in node:
+        return {"type": node["type"]}
+    branches = node.get("anyOf") or node.get("oneOf")
+    if branches:
+        types: list[str] = []
+        for b in branches:
+            t = _compact_type(b, doc).get("type")
+            if t is None:  # a const, enum or untyped branch: the union is not a plain type
+                return {}
+            types += [x for x in ([t] if isinstance(t, str) else t) if x not in types]
+        return {"type": types[0] if len(types) == 1 else types}
+    return {}
+
+
+def _resolve(node: dict, doc: dict, depth: int = 0) -> dict:
+    """Follow ``$ref`` inside a bundled schema (a local ``#/$defs/x``, another
+    embedded schema ``urn:attlens:schema:NAME``, or a definition in it)."""
+    from attlens import schemas
+
+    ref = node.get("$ref")
+    if not isinstance(ref, str) or depth > 20:
+        return node
+    base, _, pointer = ref.partition("#")
+    target = doc["$defs"][base] if base else doc
+    if base and not base.startswith(schemas.PREFIX):
+        return node
+    for part in [p for p in pointer.split("/") if p]:
+        target = target[part]
+    return _resolve(target, doc, depth + 1)
 
 
 def build_server(tools: Tools):

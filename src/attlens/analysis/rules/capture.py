@@ -326,6 +326,8 @@ def few_waves(ctx):
     trigger="traced waves whose last instruction is not s_endpgm",
     evidence="waves that end early, their last instruction",
     limits="a trace buffer that overflowed drops the end of waves; raise --att-buffer-size",
+    preconditions=[("listing-complete", "the code.json listing holds the end of the kernel: its last instruction is not a branch that leaves it "
+                                        "(otherwise waves that end on that branch ran on into code the decoder did not list; they are not truncated)")],
     directions=["capture"],
 )
 def truncated(ctx):
@@ -336,6 +338,16 @@ def truncated(ctx):
     bad = [i for i in np.flatnonzero(ok).tolist() if not st.mnemonic[int(recs.pc[last[i]])].startswith("s_endpgm")]
     if not bad:
         return []
+    exit_ = ctx.result.quality.listing_exit
+    if exit_ is not None:
+        at_exit = [i for i in bad if int(recs.pc[last[i]]) == exit_["pc"]]
+        bad = [i for i in bad if int(recs.pc[last[i]]) != exit_["pc"]]
+        detail = (f"the listing ends at pc {exit_['pc']} (`{exit_['isa']}`), a branch that leaves it; {len(at_exit)} of {w.count} waves end there "
+                  "(ran on into unlisted code)" + (f", {len(bad)} end elsewhere" if bad else ""))
+        if not ctx.require("truncated-trace", "listing-complete", bool(bad), detail):
+            return []
+    else:
+        ctx.require("truncated-trace", "listing-complete", True, "the listing's last instruction is not a branch that leaves it")
     return [
         ctx.finding(
             "truncated-trace",

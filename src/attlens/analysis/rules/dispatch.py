@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from attlens.analysis.bandwidth import CEILING_FRACTION
+from attlens.analysis.dispatch_facts import IMBALANCE_FEW, IMBALANCE_RATIO
 from attlens.analysis.occupancy import grid_waves as waves_in_grid
 from attlens.analysis.pipes import pipe_of_class
 from attlens.analysis.registry import rule
@@ -27,6 +28,7 @@ from attlens.analysis.rules._preconditions import (
     pipe_shares,
 )
 from attlens.analysis.rules._util import WIDEST_BYTES, rnd, top, us
+
 
 # Fewer resident waves than this share of the GPU's slots is "underfilled".
 UNDERFILL_SHARE = 0.5
@@ -166,7 +168,9 @@ def _hbm_floor_ns(ctx) -> int | None:
     trigger="on the traced SEs (occupancy.json) the dispatch spans ≥ 2x the median wave lifetime and at most 10 % of the waves live ≥ half the span",
     evidence="waves and their lifetimes (median, the long ones), the span with and without the long waves, the span-vs-median ratio, early-exit waves and their exit branch, the dispatch time it bounds",
     limits="occupancy.json covers the traced SEs only (one XCC with the usual mask); workgroups are counted as long waves / waves per workgroup",
-    preconditions=[("lifetimes", "occupancy.json gives the start and end of the waves on the traced SEs")],
+    preconditions=[("lifetimes", "occupancy.json gives the start and end of the waves on the traced SEs"),
+                   ("sets-span", "without the long waves the other waves finish within half the span (otherwise the long waves overlap a span "
+                                 "the others set, and splitting them cannot shorten it)")],
     semantics="whole dispatch: claims no per-pc cycles",
     directions=["imbalance-bound"],
 )
@@ -176,7 +180,12 @@ def load_imbalance(ctx):
     if not ctx.require(rid, "lifetimes", imb is not None, "no occupancy.json wave lifetimes" if imb is None else f"{imb.waves} waves"):
         return []
     if not imb.imbalanced:
+        triggered = imb.ratio >= IMBALANCE_RATIO and 0 < imb.long_waves <= IMBALANCE_FEW * imb.waves
+        if triggered and not imb.sets_span:
+            ctx.require(rid, "sets-span", False, f"{imb.long_waves} long wave(s) of {imb.waves}; the other waves span "
+                        f"{imb.span_without_long_cycles or 0:,} of the {imb.span_cycles:,} cycles")
         return []
+    ctx.require(rid, "sets-span", True, f"the other waves span {imb.span_without_long_cycles:,} of the {imb.span_cycles:,} cycles")
     pops, cov = ctx.facts.populations, ctx.facts.coverage
     dur = ctx.facts.duration.ns
     rest = imb.span_without_long_cycles

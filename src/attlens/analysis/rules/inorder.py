@@ -104,25 +104,39 @@ def coupled_waits(ctx) -> dict[int, dict]:
     (the pattern in-order-wait names): {wait pc: {needed, coupled, head_start, consumer}}.
     Other rules charge these waits to the older loads, not the needed one."""
     def compute():
-        st = ctx.d.static
         out = {}
         for wpc, (resolved, _n, _execs, dist) in _resolved_in_order(ctx).items():
-            if len(resolved) < 2 or any(st.mnemonic[p].startswith("flat_") for p in resolved):
-                continue
-            q, needed = _consumer(ctx, wpc, resolved)
-            if q is None:
-                continue
-            oldest_needed = min(resolved.index(p) for p in needed)
-            coupled = [p for p in resolved[:oldest_needed] if p not in needed and access_width(st.mnemonic[p])[0] == "load"]
-            if not coupled:
-                continue
-            med = {p: float(np.median([x[1] for x in dist[p]])) for p in resolved}
-            head = med[coupled[0]] - med[resolved[oldest_needed]]
-            if head >= MIN_HEAD_START:
-                out[wpc] = {"needed": needed, "coupled": coupled, "head_start": head, "consumer": q}
+            kind, c = _classify_wait(ctx, wpc, resolved, dist)
+            if kind == "coupled":
+                out[wpc] = {"needed": c["needed"], "coupled": c["coupled"], "head_start": c["head"], "consumer": c["consumer"]}
         return out
 
     return ctx.memo("coupled_waits", compute)
+
+
+def _classify_wait(ctx, wpc: int, resolved: list[int], dist: dict) -> tuple[str, dict | None]:
+    """What holds the wait at ``wpc``: ``skip`` (one op resolved, or no
+    consumer read before the next wait), ``flat`` (a FLAT op: out of order),
+    ``own`` (the consumer needs the oldest resolved load), ``burst`` (the older
+    loads left with the needed one), or ``coupled`` with the facts the rule
+    reports (needed and coupled pcs, median issue distances, head start)."""
+    st = ctx.d.static
+    if len(resolved) < 2:
+        return "skip", None
+    if any(st.mnemonic[p].startswith("flat_") for p in resolved):
+        return "flat", None
+    q, needed = _consumer(ctx, wpc, resolved)
+    if q is None:
+        return "skip", None
+    oldest_needed = resolved[min(resolved.index(p) for p in needed)]
+    # stores write no register and take no head start over a load: only older loads couple
+    coupled = [p for p in resolved[:resolved.index(oldest_needed)] if p not in needed and access_width(st.mnemonic[p])[0] == "load"]
+    if not coupled:
+        return "own", None  # the oldest load is one the consumer needs: a plain load-use wait
+    med = {p: float(np.median([x[1] for x in dist[p]])) for p in resolved}
+    head = med[coupled[0]] - med[oldest_needed]
+    kind = "coupled" if head >= MIN_HEAD_START else "burst"
+    return kind, {"consumer": q, "needed": needed, "oldest_needed": oldest_needed, "coupled": coupled, "med": med, "head": head}
 
 
 @rule(
@@ -147,32 +161,18 @@ def in_order_wait(ctx):
     waits = _resolved_in_order(ctx)
     rows, claims, flat, own, burst = [], [], [], [], []
     for wpc, (resolved, n, execs, dist) in sorted(waits.items()):
-        if len(resolved) < 2:
+        kind, k = _classify_wait(ctx, wpc, resolved, dist)
+        if kind != "coupled":
+            {"flat": flat, "own": own, "burst": burst}.get(kind, []).append(wpc)
             continue
-        if any(st.mnemonic[p].startswith("flat_") for p in resolved):
-            flat.append(wpc)
-            continue
-        q, needed = _consumer(ctx, wpc, resolved)
-        if q is None:
-            continue
-        oldest_needed = min(resolved.index(p) for p in needed)
-        # stores write no register and take no head start over a load: only older loads couple
-        coupled = [p for p in resolved[:oldest_needed] if p not in needed and access_width(st.mnemonic[p])[0] == "load"]
-        if not coupled:
-            own.append(wpc)  # the oldest load is one the consumer needs: a plain load-use wait
-            continue
-        med = {p: float(np.median([x[1] for x in dist[p]])) for p in resolved}
-        head = med[coupled[0]] - med[resolved[oldest_needed]]
-        if head < MIN_HEAD_START:
-            burst.append(wpc)
-            continue
+        q, needed, coupled, med, head = k["consumer"], k["needed"], k["coupled"], k["med"], k["head"]
         c = ctx.exposed_at(wpc)
         claims.append((wpc, c))
         lp = ctx.loops.where(wpc)
         rows.append({
             "wait_pc": wpc, "wait": isa[wpc], "stall": int(ctx.result.sums.stall[wpc]), "exposed_cycles": int(c),
             "consumer_pc": q, "consumer": isa[q], "needed_loads": needed,
-            "needed_issued_cycles_before": rnd(med[resolved[oldest_needed]]), "head_start_cycles": rnd(head),
+            "needed_issued_cycles_before": rnd(med[k["oldest_needed"]]), "head_start_cycles": rnd(head),
             "coupled_loads": [{"pc": p, "isa": isa[p], "kind": access_width(st.mnemonic[p])[0], "issued_instructions_before": rnd(float(np.median([x[0] for x in dist[p]]))),
                                "issued_cycles_before": rnd(float(np.median([x[1] for x in dist[p]])))} for p in coupled],
             "executions_with_this_set": n, "executions": execs, "loop": lp.get("loop"), "trips_mean": lp.get("trips_mean")})

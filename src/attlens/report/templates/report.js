@@ -9,6 +9,12 @@
 
   var DATA = JSON.parse(document.getElementById("attlens-data").textContent);
   var A = DATA.analysis, P = DATA.plan, W = DATA.waves, H = DATA.headline;
+  // false (rocprofv2): the records carry no stall cycles: stall figures show "-" (unavailable, not 0)
+  // and the rankings use latency, said once where they are shown
+  var STALL_OK = !(A.capture && A.capture.stall_recorded === false);
+  var STALL_NOTE = "Stall is not recorded by this profiler (rocprofv2): ranked by latency instead of stall.";
+  function fmtStall(n) { return STALL_OK ? fmtInt(n) : "-"; }
+  function fmtStallPct(x) { return STALL_OK ? fmtPct(x) : "-"; }
   var SVGNS = "http://www.w3.org/2000/svg";
   var api = { data: DATA };
   window.attlensReport = api;
@@ -371,7 +377,7 @@
     var T = A.totals, st = W.states, o = A.occupancy, bw = P.bandwidth, share = bandwidthShare(bw);
     s.appendChild(el("div", { class: "cards", id: "key-numbers" },
       card("key-total-cycles", fmtInt(H.total_cycles), "total cycles (latency + idle, all traced waves)"),
-      card("key-instr-stall", fmtPct(T.stall_share_of_latency), "instruction stall: share of latency (code.json Stall)", STALL_TERMS),
+      card("key-instr-stall", fmtStallPct(T.stall_share_of_latency), "instruction stall: share of latency (code.json Stall)", STALL_TERMS),
       card("key-wave-stall", fmtPct(st.share.STALL), "STALL wave state: share of wave time", STALL_TERMS),
       card("key-occupancy", (o.theoretical_waves_per_simd === null ? "n/a" : o.theoretical_waves_per_simd) + " / " + (o.observed_max_waves_per_simd_traced_cu === null ? "n/a" : o.observed_max_waves_per_simd_traced_cu),
         "waves per SIMD: theoretical" + (o.limiters && o.limiters.length ? " (limit " + o.limiters.join(", ") + ")" : "") + " / observed peak"),
@@ -428,10 +434,10 @@
     add(cards, [
       card("hl-total-cycles", fmtInt(H.total_cycles), "traced wave-cycles (latency + idle, summed over the traced waves)"),
       card("hl-latency", fmtInt(T.latency), "latency cycles (Σ instruction durations)"),
-      card("hl-stall", fmtInt(T.stall), "instruction stall cycles (code.json Stall)", STALL_TERMS),
-      card("hl-stall-share", fmtPct(T.stall_share_of_latency), "instruction stall, share of latency", STALL_TERMS),
+      card("hl-stall", fmtStall(T.stall), "instruction stall cycles (code.json Stall)", STALL_TERMS),
+      card("hl-stall-share", fmtStallPct(T.stall_share_of_latency), "instruction stall, share of latency", STALL_TERMS),
       card("hl-idle", fmtInt(T.idle), "idle cycles (gaps between instructions)"),
-      card("hl-issue", fmtInt(T.issue), "issue cycles (latency − instruction stall)")
+      card("hl-issue", fmtStall(T.issue), "issue cycles (latency − instruction stall)")
     ]);
     if (A.latency_hiding) cards.appendChild(card("hl-hidden", fmtPct(A.latency_hiding.hidden_share), "hidden by other waves' work"));
     s.appendChild(cards);
@@ -457,14 +463,15 @@
       g.appendChild(svg("text", { x: lw + w + 6, y: y + 14 }, fmtCompact(r.stall) + "  " + fmtPct(r.stall_share)));
       chart.appendChild(g);
     });
-    if (!rows.length) left.appendChild(el("p", { class: "muted", text: "No instruction stall cycles." }));
+    if (!STALL_OK) left.appendChild(el("p", { class: "muted", id: "stall-unrecorded", text: STALL_NOTE + " The table gives latency by class." }));
+    else if (!rows.length) left.appendChild(el("p", { class: "muted", text: "No instruction stall cycles." }));
     else left.appendChild(chart);
     left.appendChild(table(
       [{ label: "class" }, { label: "stall", num: 1, title: "instruction stall cycles" }, { label: "share", num: 1 }, { label: "latency", num: 1 }, { label: "latency share", num: 1 }, { label: "records", num: 1 }],
       (A.stall_by_class || []).map(function (r) {
         return { attrs: { data: { cls: r.class }, title: r.description }, cells: [
           el("span", null, el("span", { class: "swatch", style: { background: classColor(r.class) } }), r.class),
-          fmtInt(r.stall), fmtPct(r.stall_share), fmtInt(r.latency), fmtPct(r.latency_share), fmtInt(r.records)] };
+          fmtStall(r.stall), fmtStallPct(r.stall_share), fmtInt(r.latency), fmtPct(r.latency_share), fmtInt(r.records)] };
       }), { id: "stall-by-class" }));
 
     // wave states

@@ -204,7 +204,7 @@
 
     // --- source view
     var left = el("div");
-    var metricSel = el("select", { id: "src-metric" }, el("option", { value: "stall", text: "instruction stall" }), el("option", { value: "latency", text: "latency" }),
+    var metricSel = el("select", { id: "src-metric" }, STALL_OK ? el("option", { value: "stall", text: "instruction stall" }) : null, el("option", { value: "latency", text: "latency" }),
       SRC.lines.some(function (l) { return l.exposed !== null; }) ? el("option", { value: "exposed", text: "exposed" }) : null,
       PCS ? el("option", { value: "samples", text: "PC samples" }) : null);
     var orderSel = el("select", { id: "src-order" }, el("option", { value: "file", text: "file order" }), el("option", { value: "hot", text: "hottest first" }));
@@ -260,13 +260,13 @@
       var pc = ISA.pc[i], cls = ISA.classes[ISA.cls[i]];
       var tr = el("tr", { class: "isa-row" + (ISA.hit[i] ? "" : " unexec"), data: { pc: pc } });
       tr.appendChild(el("td", { class: "gut" }));
-      tr.appendChild(el("td", { class: "num", text: pc, title: "address 0x" + ISA.vaddr[i].toString(16) }));
+      tr.appendChild(el("td", { class: "num", text: pc, title: ISA.vaddr[i] === null ? "no address in this capture layout" : "address 0x" + ISA.vaddr[i].toString(16) }));
       tr.appendChild(el("td", { class: "ins", text: ISA.text[i] }));
       tr.appendChild(el("td", null, el("span", { class: "swatch", style: { background: classColor(cls) } }), cls));
       tr.appendChild(el("td", { class: "num", text: fmtInt(ISA.hit[i]) }));
       tr.appendChild(el("td", { class: "num", text: fmtInt(ISA.latency[i]) }));
-      var sc = el("td", { class: "num heatcell", text: fmtInt(ISA.stall[i]) });
-      if (ISA.stall[i] > 0) sc.appendChild(el("span", { class: "bar", style: { width: (100 * ISA.stall[i] / maxStall) + "%" } }));
+      var sc = el("td", { class: "num heatcell", text: fmtStall(ISA.stall[i]) });
+      if (STALL_OK && ISA.stall[i] > 0) sc.appendChild(el("span", { class: "bar", style: { width: (100 * ISA.stall[i] / maxStall) + "%" } }));
       tr.appendChild(sc);
       tr.appendChild(el("td", { class: "num c-idle", text: fmtInt(ISA.idle[i]) }));
       if (hasExposed) tr.appendChild(el("td", { class: "num c-exposed", text: fmtInt(ISA.exposed[i]) }));

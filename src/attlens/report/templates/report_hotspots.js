@@ -45,18 +45,19 @@
     grid.appendChild(left); grid.appendChild(right);
     s.appendChild(grid);
     var histBins = el("select", { id: "hist-bins" }, [16, 32, 64, 128].map(function (n) { return el("option", { value: n, text: n + " bins", selected: n === 32 ? "selected" : null }); }));
-    var histMetric = el("select", { id: "hist-metric" }, el("option", { value: "latency", text: "latency" }), el("option", { value: "stall", text: "instruction stall" }));
+    var histMetric = el("select", { id: "hist-metric" }, el("option", { value: "latency", text: "latency" }), STALL_OK ? el("option", { value: "stall", text: "instruction stall" }) : null);
     left.appendChild(el("h3", { text: "Latency histogram over the code" }));
     left.appendChild(el("p", { class: "muted", text: "The kernel's instructions in program order cut into equal bins (as the viewer's hotspot histogram); each bar is the cycles of the executions in the range, stacked by class. Click a bar to list its instructions in the ISA view." }));
     left.appendChild(el("div", { class: "controls" }, histBins, histMetric));
     var hist = el("div", { id: "latency-hist" });
     left.appendChild(hist);
-    var metric = el("select", { id: "scope-metric" }, ["stall", "latency", "idle", "hit"].map(function (m) { return el("option", { value: m, text: m === "stall" ? "instruction stall" : m === "hit" ? "executions" : m }); }));
+    var metric = el("select", { id: "scope-metric" }, (STALL_OK ? ["stall", "latency", "idle", "hit"] : ["latency", "idle", "hit"]).map(function (m) { return el("option", { value: m, text: m === "stall" ? "instruction stall" : m === "hit" ? "executions" : m }); }));
     var topIns = el("div"), topLines = el("div"), byClass = el("div");
     right.appendChild(el("h3", { text: "Classes in the range" }));
     right.appendChild(el("p", { class: "muted", text: "Each instruction under its ISA-view class (a wait under the class it mostly waited on; the headline's class table splits each wait over its producers instead)." }));
     right.appendChild(byClass);
     s.appendChild(el("h3", { text: "Top instructions in the range" }));
+    if (!STALL_OK) s.appendChild(el("p", { class: "muted", id: "scope-stall-unrecorded", text: STALL_NOTE }));
     s.appendChild(el("div", { class: "controls" }, el("label", null, "by ", metric)));
     s.appendChild(topIns);
     s.appendChild(el("h3", { text: "Top source lines in the range" }));
@@ -127,8 +128,8 @@
       add(cards, [
         card("sc-records", fmtInt(t.hit), "instruction executions"),
         card("sc-latency", fmtInt(t.latency), "latency cycles"),
-        card("sc-stall", fmtInt(t.stall), "instruction stall cycles", STALL_TERMS),
-        card("sc-stall-share", fmtPct(t.latency ? t.stall / t.latency : null), "instruction stall, share of latency"),
+        card("sc-stall", fmtStall(t.stall), "instruction stall cycles", STALL_TERMS),
+        card("sc-stall-share", fmtStallPct(t.latency ? t.stall / t.latency : null), "instruction stall, share of latency"),
         card("sc-idle", fmtInt(t.idle), "idle cycles")
       ]);
     }
@@ -174,7 +175,7 @@
       topIns.appendChild(table([{ label: "pc" }, { label: "instruction" }, { label: "class" }, { label: "executions", num: 1 }, { label: "latency", num: 1 }, { label: "stall", num: 1, title: "instruction stall" }, { label: "idle", num: 1 }],
         rows.slice(0, 20).map(function (r) {
           return { attrs: { data: { pc: ISA.pc[r] } }, cells: [pcRef(ISA.pc[r]), el("code", { class: "ins-wrap", text: ISA.text[r] }), ISA.classes[ISA.cls[r]],
-            fmtInt(agg.hit[r]), fmtInt(agg.latency[r]), fmtInt(agg.stall[r]), fmtInt(agg.idle[r])] };
+            fmtInt(agg.hit[r]), fmtInt(agg.latency[r]), fmtStall(agg.stall[r]), fmtInt(agg.idle[r])] };
         }), { id: "scope-instructions" }));
       var lines = SRC.lines.map(function (ln, li) {
         var v = { li: li, hit: 0, latency: 0, stall: 0, idle: 0 };
@@ -186,7 +187,7 @@
       topLines.appendChild(table([{ label: "source line" }, { label: "executions", num: 1 }, { label: "latency", num: 1 }, { label: "stall", num: 1, title: "instruction stall" }, { label: "idle", num: 1 }],
         lines.slice(0, 15).map(function (v) {
           return { attrs: { data: { source: SRC.lines[v.li].key } }, cells: [el("span", { class: "pcref", text: shortSource(SRC.lines[v.li].key), title: SRC.lines[v.li].key, onclick: function () { selectLine(v.li, true); } }),
-            fmtInt(v.hit), fmtInt(v.latency), fmtInt(v.stall), fmtInt(v.idle)] };
+            fmtInt(v.hit), fmtInt(v.latency), fmtStall(v.stall), fmtInt(v.idle)] };
         }), { id: "scope-lines" }));
       var cl = ISA.classes.map(function (c) { return { c: c, hit: 0, latency: 0, stall: 0 }; });
       for (r = 0; r < nIsa; r++) { var x = cl[ISA.cls[r]]; x.hit += agg.hit[r]; x.latency += agg.latency[r]; x.stall += agg.stall[r]; }
@@ -194,7 +195,7 @@
       byClass.textContent = "";
       byClass.appendChild(table([{ label: "class" }, { label: "stall", num: 1, title: "instruction stall" }, { label: "share", num: 1 }, { label: "latency", num: 1 }, { label: "executions", num: 1 }],
         cl.map(function (x) {
-          return { attrs: { data: { cls: x.c } }, cells: [el("span", null, el("span", { class: "swatch", style: { background: classColor(x.c) } }), x.c), fmtInt(x.stall), fmtPct(agg.tot.stall ? x.stall / agg.tot.stall : null), fmtInt(x.latency), fmtInt(x.hit)] };
+          return { attrs: { data: { cls: x.c } }, cells: [el("span", null, el("span", { class: "swatch", style: { background: classColor(x.c) } }), x.c), fmtStall(x.stall), fmtStallPct(agg.tot.stall ? x.stall / agg.tot.stall : null), fmtInt(x.latency), fmtInt(x.hit)] };
         }), { id: "scope-classes" }));
     }
     function setRange(a, b) {
