@@ -27,7 +27,7 @@ TOOLS = {
     "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 on a regression, 22 when a capture was partly read: `partial` true, `passed` false).",
     "kernels": "Kernel table from rocprofv3 outputs (kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder of them): time, calls, ids, resources. Same object as `attlens kernels PATH --json`.",
     "rules": "Every rule of the plan: its trigger, the preconditions its advice assumes, its evidence and limits. Same object as `attlens rules --json`.",
-    "whatif": "Replay the traced waves with changes applied together (findings by rule id, hidden waits, moved loads, waves per SIMD): predicted dispatch time before/after, gain with interval, bound, calibration residual, changed pcs. Same object as `attlens whatif CAPTURE ... --json`.",
+    "whatif": "Replay the traced waves with changes applied together (findings by rule id, waits hidden, loads moved, waves per SIMD): predicted dispatch time, gain with interval, bound, calibration, changed pcs. As `attlens whatif --json`.",
     "schema": "The JSON Schema (draft 2020-12) of an attlens object, e.g. 'attlens.waits' or 'waits'.",
     "pc_sampling": "PC samples on their own (a rocprofv3 *_results.json or *_pc_sampling_*.csv, or a rocprof-compute-viewer PC-sampling ui_output folder): per instruction and source line, samples, issued, stalled and the stall reasons; no cycles. Same object as `attlens pcsampling PATH --json`. (summary, hotspots, asm and plan on a capture already carry the samples found beside it.)",
 }
