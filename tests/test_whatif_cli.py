@@ -368,3 +368,23 @@ def test_report_index_shows_the_top_findings_prediction(soft, soft_plan):
     assert entry["top_finding"]["predicted_text"] == want
     page = render_index_text([entry])
     assert want is None or f'<div class="predicted">{_html.escape(want)}</div>' in page
+
+
+def test_diff_holds_the_before_prediction_against_the_change(capsys, monkeypatch):
+    """The Triton pair: each finding of orig's plan that hack0 resolved or kept carries orig's predicted gain
+    (in the plan's words) beside the measured change; the text says it."""
+    shared = require_shared()
+    before, after = (next((shared / "outside/triton-afp4wfp4-gemm" / s).rglob("filenames.json")).parent for s in ("orig", "hack0"))
+    d = attlens.diff(before, after)
+    doc = d.to_dict()
+    schemas.validate(doc)
+    want = {f.rule: predicted_label(f) for f in attlens.plan(attlens.analyze(before)).findings}
+    items = doc["plans"]["resolved"] + doc["plans"]["persisting"]
+    assert items and all(x["predicted_before"] == want[x["rule"]] for x in items)
+    assert any(x["predicted_before"] and x["predicted_before"].startswith("predicted ") for x in items)
+    monkeypatch.setenv("COLUMNS", "400")
+    rc, out, _ = run(["diff", before, after, "--no-color"], capsys)
+    flat = re.sub(r"\s+", " ", out)
+    for x in items:
+        if x["predicted_before"] and (x in doc["plans"]["resolved"] or x["share_before"] or x["share_after"]):
+            assert f"before: {x['predicted_before']}" in flat, x["rule"]

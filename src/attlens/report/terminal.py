@@ -786,12 +786,15 @@ def render_diff(res, console, top: int = 10) -> None:
         console.print(f"[bold]Plans[/bold]: before — {escape(pl['before']['verdict'] or 'no verdict')}")
         console.print(f"       after — {escape(pl['after']['verdict'] or 'no verdict')}")
         for f in pl["resolved"]:
-            console.print(f"  resolved   {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}")
+            pred = f" — before: {f['predicted_before']}" if f.get("predicted_before") else ""
+            console.print(f"  resolved   {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}{escape(pred)}")
         for f in pl["new"]:
             console.print(f"  new        {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}")
         for f in pl["persisting"]:
             if f["share_before"] or f["share_after"]:
-                console.print(f"  persisting {escape(f['rule'])}: {f['share_before']:.1%} → {f['share_after']:.1%} of traced wave-cycles at stake")
+                pred = f"; before: {f['predicted_before']}" if f.get("predicted_before") else ""
+                console.print(f"  persisting {escape(f['rule'])}: {f['share_before']:.1%} → {f['share_after']:.1%} of traced wave-cycles at stake"
+                              + escape(pred))
 
 
 
