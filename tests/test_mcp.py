@@ -68,6 +68,11 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         # the rocprofv2 plugin records no stall cycles: null, never 0; ranked by latency (a copy under a root)
         ("summary_v2", "summary", {"capture": str(tmp / "v2"), "top": 3}, ["analyze", str(tmp / "v2"), "--summary", "--top", "3"]),
         ("hotspots_v2", "hotspots", {"capture": str(tmp / "v2"), "top": 3}, ["analyze", str(tmp / "v2"), "--by", "instruction", "--sort", "stall", "--topk", "3"]),
+        ("waits_v2", "waits", {"capture": str(tmp / "v2")}, ["waits", str(tmp / "v2")]),
+        ("deps_v2", "deps", {"capture": str(tmp / "v2")}, ["deps", str(tmp / "v2")]),
+        ("waves_v2", "waves", {"capture": str(tmp / "v2"), "top": 3}, ["waves", str(tmp / "v2"), "--topk", "3", "--no-per-wave"]),
+        ("diff_v2", "diff", {"before": lay, "after": str(tmp / "v2"), "force": True}, ["diff", lay, str(tmp / "v2"), "--force"]),
+        ("check_v2", "check", {"capture": str(tmp / "v2"), "baseline": str(tmp / "v2"), "metric": "stall"}, None),
         # refusals and errors
         ("outside", "summary", {"capture": "/etc"}, None),
         ("dotdot", "summary", {"capture": str(tmp / ".." / "..")}, None),
@@ -285,6 +290,24 @@ def test_rocprofv2_stall_is_null_through_mcp(session):
     assert [(x["pc"], x["stall"], x["class_stall"]) for x in hot["rows"]] == [(pc, None, None) for pc in order]
 
 
+def test_rocprofv2_waits_deps_waves_diff_check_through_mcp(session):
+    """waits, deps, waves and diff on a rocprofv2 capture: the wait and stall
+    figures null, never 0 (the wait executions counted from the wave files);
+    check refuses a stall metric on it, naming why."""
+    cap = Path(session["questions"]["waits_v2"][2]["capture"])
+    execs = sum(1 for f in cap.glob("se*_sm*_sl*_wv*.json") for x in json.loads(f.read_text())["wave"]["instructions"] if x[4] == 5)
+    ws = result_object(session["answers"]["waits_v2"])
+    assert (ws["executions"], ws["total_wait"], ws["share_of_stall"]) == (execs, None, None) and ws["sites"][0]["p90"] is None
+    dp = result_object(session["answers"]["deps_v2"])
+    assert dp["total_charged_cycles"] is None and dp["wait_executions_resolved"] == execs and dp["producers"][0]["waited_cycles"] is None
+    wv = result_object(session["answers"]["waves_v2"])
+    assert all(v["stall"] is None for v in wv["phases"]["kernel"].values()) and wv["states"]["cycles"]["STALL"] > 0
+    df = result_object(session["answers"]["diff_v2"])
+    assert all(c["stall_delta"] is None and c["stall_after"] is None for c in df["classes"]) and "no stall delta" in df["warnings"][-1]
+    ck = session["answers"]["check_v2"]
+    assert ck.is_error and "stall is not recorded by this profiler (rocprofv2)" in ck.content[0].text
+
+
 def test_asm_takes_an_address(session):
     got = result_object(session["answers"]["asm_addr"])
     center = [r for r in got["rows"] if r["center"]]
@@ -293,7 +316,8 @@ def test_asm_takes_an_address(session):
 
 @pytest.mark.parametrize("key", ["list_captures", "summary", "rules", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
                                  "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels",
-                                 "pc_sampling", "summary_pcs", "summary_v2", "hotspots_v2", "whatif_pc", "whatif_rules", "whatif_calibration"])
+                                 "pc_sampling", "summary_pcs", "summary_v2", "hotspots_v2", "waits_v2", "deps_v2", "waves_v2", "diff_v2",
+                                 "whatif_pc", "whatif_rules", "whatif_calibration"])
 def test_tool_equals_cli_json(session, key, capsys):
     _k, tool, _args, cli = session["questions"][key]
     res = session["answers"][key]

@@ -339,6 +339,142 @@ def test_rocprofv2_text_surfaces_show_a_dash_and_say_latency(tmp_path):
     assert "| 1 | 18 | `global_store_dwordx4 v1, v[2:5], s[0:1]` | `vmem_store` | 564 | 41,084 | - | - |" in md
 
 
+def raw_wait_pairs_v2(cap: Path) -> tuple[list[int], list[int]]:
+    """Per execution of the wait at pc 5 (`s_waitcnt lgkmcnt(0)`), the
+    instructions and cycles (record times) since the last `s_load_dwordx4`
+    (pc 2) of the same wave: the one lgkm op it waits on."""
+    instr, cycles = [], []
+    for _n, w in raw_waves(cap):
+        ins = w["instructions"]
+        for i, rec in enumerate(ins):
+            if rec[4] == 5:
+                j = max(k for k in range(i) if ins[k][4] == 2)
+                instr.append(i - j)
+                cycles.append(rec[0] - ins[j][0])
+    return instr, cycles
+
+
+def test_rocprofv2_deps_waits_waves_diff_stall_null_and_measured_figures_kept(tmp_path):
+    """deps, waits, waves and diff on a capture without stall cycles: every
+    figure of the records' stall is null (never 0); what is measured (wait
+    executions, pairs, load-to-use distances, wave states from the timelines,
+    latency) equals the wave files; rankings that would be by stall are by
+    latency and say so; every object validates against its schema."""
+    from attlens import api, schemas
+    from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+    from attlens.analysis.waitstats import WAIT_UNRECORDED
+
+    cap = v2()
+    raw = raw_sums(cap)
+    code = {x[2]: x[0] for x in json.loads((cap / "code.json").read_text())["code"] if not x[0].startswith(";")}
+    wait_pcs = sorted(pc for pc in raw["hit"] if code[pc].startswith("s_waitcnt"))
+    assert wait_pcs == [5] and code[2] == "s_load_dwordx4 s[4:7], s[0:1], 0x0"
+    instr, cycles = raw_wait_pairs_v2(cap)
+    assert len(instr) == raw["hit"][5] == 564
+    _d, r = loaded(cap)
+    docs = {}
+
+    ws = docs["waits"] = api.waits(r).to_dict(0)
+    assert (ws["executions"], ws["total_wait"], ws["kernel_stall"], ws["share_of_stall"]) == (564, None, None, None)
+    (site,) = ws["sites"]
+    assert (site["pc"], site["isa"], site["executions"]) == (5, code[5], raw["hit"][5])
+    assert all(site[k] is None for k in ("zero_wait_executions", "total", "mean", "stddev", "p50", "p90", "p95", "max", "share_of_wait", "share_of_stall"))
+    assert site["producers"] == [{"pc": 2, "isa": code[2], "cycles": None}] and WAIT_UNRECORDED in ws["notes"]
+    docs["waits-steady"] = api.waits(r, steady=True).to_dict(0)
+
+    dp = docs["deps"] = api.deps(r).to_dict(0)
+    assert dp["total_charged_cycles"] is None and dp["wait_executions_resolved"] == len(instr)
+    (prod,) = dp["producers"]
+    assert (prod["pc"], prod["pairs"], prod["executions"], prod["waited_cycles"], prod["share_of_wait"]) == (2, len(instr), raw["hit"][2], None, None)
+    assert prod["distance_instructions_median"] == float(np.median(instr)) == 3.0 and prod["distance_instructions_min"] == min(instr)
+    assert prod["distance_cycles_median"] == float(np.median(cycles)) and prod["waits"] == [{"wait_pc": 5, "cycles": None}]
+    assert dp["producer_lines"] == [{"source": "(no source)", "waited_cycles": None, "share_of_wait": None, "producers": 1}]
+    assert dp["waits"][0]["stall"] is None and dp["waits"][0]["charged_cycles"] is None and dp["waits"][0]["producers"][0]["cycles"] is None
+    assert dp["warnings"][-1] == WAIT_UNRECORDED
+    docs["deps-pc"] = api.deps(r, pc=5).to_dict()
+
+    wv = docs["waves"] = api.waves(r, top=5).to_dict()
+    states = Counter()
+    for _n, w in raw_waves(cap):
+        for state, dur in w["timeline"]:
+            states[state] += dur
+    # the wave states come from the timelines the plugin did write: measured, not unavailable
+    assert wv["states"]["cycles"] == {"IDLE": states[1], "EXEC": states[2], "WAIT": states[3], "STALL": states[4]} and states[4] == 48_616
+    ph = wv["phases"]["kernel"]
+    assert ph["straight_line"] == {"records": sum(raw["hit"].values()), "stall": None, "latency": sum(raw["latency"].values())}
+    assert all(v["stall"] is None for v in ph.values())
+    assert [x["pc"] for x in wv["phases"]["instructions"]] == latency_order(raw)[:5]
+    assert all(x["executions"] == raw["hit"][x["pc"]] for x in wv["phases"]["instructions"])
+    assert all(x[k] is None for x in wv["phases"]["instructions"] for k in
+               ("stall_p50", "stall_p90", "stall_max", "first_execution_stall_mean", "later_execution_stall_mean", "stall_by_phase"))
+    assert wv["warnings"][-1] == STALL_UNRECORDED_RANKING
+
+    # diff against a rocprofv3 capture (stall recorded) and against itself: no stall delta from the rocprofv2 side
+    v3 = next((require_shared() / "traces" / "layernorm" / "big").glob("ui_output_agent_*"))
+    _d3, r3 = loaded(v3)
+    per_wave = sum(raw["latency"].values()) / len(raw_waves(cap))
+    df = docs["diff"] = api.diff(r3, r, force=True).to_dict(0)
+    assert df["verdict"]["latency_per_wave_after"] == pytest.approx(per_wave, abs=1e-3)
+    assert all(c["stall_after"] is None and c["stall_delta"] is None and c["stall_relative"] is None for c in df["classes"])
+    assert any(c["stall_before"] for c in df["classes"])  # the rocprofv3 side keeps its measured stall
+    assert [abs(c["latency_delta"]) for c in df["classes"]] == sorted((abs(c["latency_delta"]) for c in df["classes"]), reverse=True)
+    assert all(ln["stall_after"] is None and ln["dominant_after"] is None for ln in df["lines"])
+    assert all(ch["after"]["stall"] is None for ch in df["sites"]["changed"] if ch["after"])
+    assert any(ch["before"]["stall"] for ch in df["sites"]["changed"] if ch["before"])
+    assert df["warnings"][-1].startswith("stall is not recorded by this profiler (rocprofv2) in the after capture: no stall delta is computed")
+    same = docs["diff-v2"] = api.diff(r, r).to_dict(0)
+    assert all(c["stall_before"] is None and c["stall_after"] is None for c in same["classes"])
+    assert "in the before and after captures" in same["warnings"][-1] and same["verdict"]["class_moves"] == []
+    # a saved attlens.analyze of the rocprofv2 capture says stall_recorded false: the same
+    saved = tmp_path / "v2.json"
+    saved.write_text(json.dumps(r.to_dict(0)))
+    back = docs["diff-saved"] = api.diff(r3, saved, force=True).to_dict(0)
+    assert back["classes"] == df["classes"] and back["warnings"][-1] == df["warnings"][-1]
+    for doc in docs.values():
+        schemas.validate(doc)
+
+
+def test_rocprofv2_deps_waits_waves_diff_check_text_say_unavailable(tmp_path):
+    """The text surfaces: "-" where a wait or stall figure would be, never 0;
+    check refuses a stall metric on it (exit 21) and gates latency."""
+    from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+    from attlens.analysis.waitstats import WAIT_UNRECORDED
+
+    cap = v2()
+    raw = raw_sums(cap)
+    dp = run_main("deps", cap)
+    assert_clean(dp)
+    assert "  - wait cycles charged to producers over 564 resolved wait executions" in dp.out and "0 wait cycles" not in dp.out
+    assert " ".join(WAIT_UNRECORDED.split()) in " ".join(dp.out.split())
+    row = next(ln for ln in dp.out.splitlines() if ln.strip().startswith("2 "))
+    assert row.split()[:7] == ["2", "-", "-", "-", "564", "3/3", "12"]
+    ws = run_main("waits", cap)
+    assert_clean(ws)
+    assert "1 wait sites, 564 executions (every execution), - wait cycles = - of all stall" in ws.out
+    row = next(ln for ln in ws.out.splitlines() if ln.strip().startswith("5 "))
+    assert row.split()[:13] == ["5", "-", "-", "-", "564", *["-"] * 7, "wait_smem"]
+    wv = run_main("waves", cap)
+    assert_clean(wv)
+    assert f"straight_line    11,280       -   {sum(raw['latency'].values()):,}" in wv.out and STALL_UNRECORDED_RANKING in wv.out
+    assert "EXEC    534,424" in wv.out  # the wave states stay measured
+    row = next(ln for ln in wv.out.splitlines() if ln.strip().startswith("18 "))
+    assert row.split()[:8] == ["18", "-", "564", "-", "-", "-", "-", "-"]
+    df = run_main("diff", cap, cap)
+    assert_clean(df)
+    assert "Per class (latency cycles per wave)" in df.out and "stall cycles per wave" not in df.out
+    assert "stall is not recorded by this profiler (rocprofv2) in the before and after captures" in " ".join(df.out.split())
+    md = run_main("diff", cap, cap, "--format", "md")
+    assert_clean(md)
+    assert "## Per class (latency per wave)" in md.out and "## Per class (stall per wave)" not in md.out
+    for metric in ("stall", "class:vmem_store"):
+        ck = run_main("check", cap, "--baseline", cap, "--metric", metric, "--force")
+        assert_clean(ck)
+        assert ck.code == 21 and "stall is not recorded by this profiler (rocprofv2) in the current and baseline captures" in ck.err
+    ok = run_main("check", cap, "--baseline", cap, "--json")
+    assert_clean(ok)
+    assert ok.code == 0 and json.loads(ok.out)["current"] == pytest.approx(sum(raw["latency"].values()) / 564)
+
+
 def test_rocprofv2_wave_cu_comes_from_occupancy():
     cap = v2()
     d, _r = loaded(cap)

@@ -512,7 +512,7 @@ def test_rocprofv2_report_shows_stall_unavailable_and_ranks_by_latency(open_page
     cells = page.eval_on_selector_all("#stall-by-class tbody tr", "rows => rows.map(r => [r.cells[1].textContent, r.cells[3].textContent])")
     assert cells and all(s in ("-", "n/a") for s, _lat in cells)
     # the class table comes largest latency first, as the raw sums give it
-    lats = [_int(lat) for _s, lat in cells]
+    lats = [cell_int(lat) for _s, lat in cells]
     assert lats == sorted(lats, reverse=True) and lats[0] == 41_084  # global_store_dwordx4: 564 records, Σ duration 41,084
     assert page.eval_on_selector_all("#scope-metric option", "os => os.map(o => o.value)") == ["latency", "idle", "hit"]
     assert "ranked by latency" in page.inner_text("#scope-stall-unrecorded")
@@ -520,3 +520,8 @@ def test_rocprofv2_report_shows_stall_unavailable_and_ranks_by_latency(open_page
     assert top[0] == ["18", "-"]  # the longest-latency instruction first, its stall unavailable
     isa_stall = page.eval_on_selector_all("#isa-table tbody tr.isa-row td.heatcell", "cs => cs.map(c => c.textContent)")
     assert isa_stall and set(isa_stall) == {"-"}
+    # the phases and the memory ops waited on: the records' stall and the wait cycles are "-", never 0
+    phases = page.eval_on_selector_all("#phases-table tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+    assert phases == [["straight_line", "11,280", "-", "117,060"]]  # Σ records and Σ duration of the wave files
+    prods = page.eval_on_selector_all("#top-producers tbody tr", "rows => rows.map(r => [r.cells[0].textContent, r.cells[3].textContent, r.cells[4].textContent, r.cells[5].textContent])")
+    assert prods == [["pc 2", "-", "-", "564"]]  # s_load_dwordx4, waited on by each of the 564 executions of the wait at pc 5

@@ -43,7 +43,7 @@ class DepsResult:
         from attlens.results import dataframe
 
         if table == "producers":
-            return dataframe([_producer_dict(p) for p in self.producers], _PRODUCER_COLUMNS)
+            return dataframe([_producer_dict(p, self.stall_recorded) for p in self.producers], _PRODUCER_COLUMNS)
         if table == "waits":
             return dataframe(self._wait_dicts(), _WAIT_COLUMNS)
         raise UsageError(f"table={table!r}: expected producers or waits")
@@ -53,17 +53,24 @@ class DepsResult:
         d = r.dispatch
         isa = d.code.isa
         out = []
+        rec = self.stall_recorded
         for wpc, prods in self.wait_rows():
             loc = d.static.own_source[wpc]
             out.append({
                 "wait_pc": wpc,
                 "isa": isa[wpc],
                 "source": str(loc) if loc else None,
-                "stall": int(r.sums.stall[wpc]),
-                "charged_cycles": int(sum(prods.values())),
-                "producers": [{"pc": p, "isa": isa[p], "cycles": c} for p, c in sorted(prods.items(), key=lambda kv: -kv[1])],
+                "stall": int(r.sums.stall[wpc]) if rec else None,
+                "charged_cycles": int(sum(prods.values())) if rec else None,
+                "producers": [{"pc": p, "isa": isa[p], "cycles": c if rec else None} for p, c in sorted(prods.items(), key=lambda kv: -kv[1])],
             })
         return out
+
+    @property
+    def stall_recorded(self) -> bool:
+        """False: the records carry no stall cycles (rocprofv2), so no wait cycle can be charged:
+        every cycle figure is unavailable (null), never 0."""
+        return bool(getattr(self.result.dispatch, "stall_recorded", True))
 
     @property
     def warnings(self) -> list[str]:
@@ -74,42 +81,45 @@ class DepsResult:
         """The ``attlens.deps`` object (``attlens deps [--pc N | --line L] --top TOP --json``; every row when ``top`` is None or 0)."""
         from attlens.jsondoc import capture_ref, header, rows
 
+        from attlens.analysis.waitstats import WAIT_UNRECORDED
+
         r = self.result
         d = r.dispatch
         att = self.attribution
+        rec = self.stall_recorded
         return {
             **header(DEPS_SCHEMA),
             "capture": capture_ref(d),
             "waitcnt_model": r.deps.model,
-            "total_charged_cycles": att.total_charged,
+            "total_charged_cycles": att.total_charged if rec else None,
             "wait_executions_resolved": int(len(att.pairs.first_of_wait)),
-            "producers": [_producer_dict(p) for p in rows(self.producers, top)],
+            "producers": [_producer_dict(p, rec) for p in rows(self.producers, top)],
             "producer_lines": rows([
-                {"source": src, "waited_cycles": cyc, "share_of_wait": round(cyc / att.total_charged, 6) if att.total_charged else None,
-                 "producers": n}
+                {"source": src, "waited_cycles": cyc if rec else None,
+                 "share_of_wait": round(cyc / att.total_charged, 6) if rec and att.total_charged else None, "producers": n}
                 for src, cyc, n in att.by_producer_line()
             ], top),
             "waits": rows(self._wait_dicts(), top),
-            "warnings": self.warnings,
+            "warnings": self.warnings if rec else [*self.warnings, WAIT_UNRECORDED],
         }
 
 
-def _producer_dict(p) -> dict:
-    """One row of ``producers`` (``attlens.deps``)."""
+def _producer_dict(p, stall_recorded: bool = True) -> dict:
+    """One row of ``producers`` (``attlens.deps``); its wait cycles null when no stall was recorded (rocprofv2)."""
     return {
         "pc": p.pc,
         "isa": p.isa,
         "source": p.source,
         "wait_class": p.wait_class,
-        "waited_cycles": p.waited_cycles,
-        "share_of_wait": round(p.share_of_wait, 6),
+        "waited_cycles": p.waited_cycles if stall_recorded else None,
+        "share_of_wait": round(p.share_of_wait, 6) if stall_recorded else None,
         "pairs": p.pairs,
         "executions": p.executions,
         "distance_instructions_median": p.distance_instructions_median,
         "distance_instructions_min": p.distance_instructions_min,
         "distance_cycles_median": p.distance_cycles_median,
         "outstanding_mean": round(p.outstanding_mean, 3),
-        "waits": [{"wait_pc": k, "cycles": v} for k, v in p.waits.items()],
+        "waits": [{"wait_pc": k, "cycles": v if stall_recorded else None} for k, v in p.waits.items()],
     }
 
 

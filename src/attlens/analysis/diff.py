@@ -59,6 +59,9 @@ class Side:
     partial: bool = False  # some input of this capture was skipped (analyze exits 8)
     warnings: list[str] = field(default_factory=list)  # analyze's warnings about it
     plan: dict | None = None  # plan_summary() of the capture's plan (None: a JSON side, or not asked for)
+    # False: its records carry no stall cycles (rocprofv2): its stall figures are unavailable (their zeros are not
+    # measurements), so no stall delta is computed against it
+    stall_recorded: bool = True
 
     def ref(self) -> dict:
         """The side as ``before`` / ``after`` of ``attlens.diff``."""
@@ -79,7 +82,7 @@ def side_from_result(result, label: str) -> Side:
     f = result.quality.facts
     return Side(label, d.kernel_name, d.arch.target, d.resources.grid, d.resources.workgroup, d.waves.count, f.shader_engines, f.cus, f.simds,
                 b.total_latency, b.total_stall, dict(b.by_class_stall), dict(b.by_class_latency), lines, line_class,
-                bool(d.partial), list(result.warnings))
+                bool(d.partial), list(result.warnings), stall_recorded=bool(getattr(d, "stall_recorded", True)))
 
 
 def plan_summary(plan) -> dict:
@@ -183,12 +186,13 @@ def _side_from_doc(doc: dict, path) -> Side:
             cls_s[row["class"]] = _num_or_zero(row["stall"])
             cls_l[row["class"]] = _num(row["latency"])
     partial = cap["partial"]
-    if not isinstance(partial, bool):
+    recorded = cap.get("stall_recorded", True)  # absent: saved before attlens said so (stall was recorded then)
+    if not isinstance(partial, bool) or not isinstance(recorded, bool):
         raise TypeError
     return Side(str(path), _str(cap["kernel"]), _str(doc["target"]["name"], none_ok=True), tuple(_ints(res["grid"])) if res["grid"] else None,
                 tuple(_ints(res["workgroup"])) if res["workgroup"] else None, int(_num(cap["waves"])), _ints(cap["shader_engines"]),
                 _ints(cap["cus"]), _ints(cap["simds"]), _num(tot["latency"]), _num_or_zero(tot["stall"]), cls_s, cls_l, lines, line_class,
-                partial, [_str(w) for w in doc["warnings"]])
+                partial, [_str(w) for w in doc["warnings"]], stall_recorded=recorded)
 
 
 def load_side(path: str, rocprof_dir=None, with_plan: bool = False) -> Side:
@@ -263,8 +267,8 @@ class LineChange:
     before_line: str | None
     latency_before: float  # per wave
     latency_after: float
-    stall_before: float
-    stall_after: float
+    stall_before: float | None  # None: that side records no stall cycles (rocprofv2)
+    stall_after: float | None
     dominant_before: str | None
     dominant_after: str | None
 
@@ -324,6 +328,11 @@ class DiffResult:
                  "delta": _r(l.delta), "relative": _r(l.relative, 6), "stall_before": _r(l.stall_before), "stall_after": _r(l.stall_after),
                  "dominant_before": l.dominant_before, "dominant_after": l.dominant_after} for l in lines]
 
+    @property
+    def stall_compared(self) -> bool:
+        """Both sides record stall cycles: stall deltas exist (otherwise they are null and a warning says why)."""
+        return self.before.stall_recorded and self.after.stall_recorded
+
     def to_dict(self, top: int | None = None) -> dict:
         """The ``attlens.diff`` object (``attlens diff --top TOP --json``; every line and site when ``top`` is None or 0)."""
         from attlens.jsondoc import header, rows
@@ -344,7 +353,8 @@ class DiffResult:
             "lines": self._line_dicts(rows(self.lines, top)),
             "sites": {
                 **self.site_totals,
-                "changed": [{"line": s.line, "kind": s.kind, "before": _site_dict(s.before), "after": _site_dict(s.after)}
+                "changed": [{"line": s.line, "kind": s.kind, "before": _site_dict(s.before, self.before.stall_recorded),
+                             "after": _site_dict(s.after, self.after.stall_recorded)}
                             for s in rows(self.changed_sites(), top)],
                 "moved_lines": self.moved_lines(),
             },
@@ -361,8 +371,21 @@ class DiffResult:
 
 
 def side_warnings(before: Side, after: Side) -> list[str]:
-    """Both sides' warnings, each naming its side (``before: ...``)."""
-    return [f"{name}: {w}" for name, s in (("before", before), ("after", after)) for w in s.warnings]
+    """Both sides' warnings, each naming its side (``before: ...``), then why no stall delta is computed (when so)."""
+    out = [f"{name}: {w}" for name, s in (("before", before), ("after", after)) for w in s.warnings]
+    note = stall_unrecorded_note(before, after)
+    return out + ([note] if note else [])
+
+
+def stall_unrecorded_note(a: Side, b: Side, names=("before", "after")) -> str | None:
+    """One line when either side records no stall cycles (rocprofv2): no stall delta is computed from it."""
+    sides = [n for n, s in zip(names, (a, b)) if not s.stall_recorded]
+    if not sides:
+        return None
+    which = " and ".join(sides)
+    two = len(sides) == 2
+    return (f"stall is not recorded by this profiler (rocprofv2) in the {which} capture{'s' if two else ''}: "
+            f"no stall delta is computed ({'their' if two else 'its'} stall figures and every stall delta are null, '-'); latency is compared")
 
 
 def partial_sides(before: Side, after: Side, names=("before", "after")) -> list[str]:
@@ -373,8 +396,9 @@ def _r(x, nd=3):
     return None if x is None else round(float(x), nd)
 
 
-def _site_dict(s: Site | None) -> dict | None:
-    return None if s is None else {"pc": s.pc, "mnemonic": s.mnemonic, "isa": s.isa, "latency": s.latency, "stall": s.stall, "hit": s.hit}
+def _site_dict(s: Site | None, stall_recorded: bool = True) -> dict | None:
+    return None if s is None else {"pc": s.pc, "mnemonic": s.mnemonic, "isa": s.isa, "latency": s.latency,
+                                   "stall": s.stall if stall_recorded else None, "hit": s.hit}
 
 
 def comparability(a: Side, b: Side) -> list[dict]:
@@ -406,15 +430,19 @@ def diff(a: Side, b: Side, force: bool = False, noise_floor: float | None = None
         what = "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking)
         raise Incomparable(f"the captures are not comparable ({what})", hint="force them to be compared (--force; force=True in Python and the MCP tools)")
     wa, wb = max(a.waves, 1), max(b.waves, 1)
+    ra, rb = a.stall_recorded, b.stall_recorded  # a side without stall cycles (rocprofv2): its stall and every delta are None
 
     classes = []
     for c in CLASSES:
         x, y = a.class_stall.get(c, 0) / wa, b.class_stall.get(c, 0) / wb
         lx, ly = a.class_latency.get(c, 0) / wa, b.class_latency.get(c, 0) / wb
         if x or y or lx or ly:
-            classes.append({"class": c, "stall_before": x, "stall_after": y, "stall_delta": y - x, "stall_relative": (y - x) / x if x else None,
+            both = ra and rb
+            classes.append({"class": c, "stall_before": x if ra else None, "stall_after": y if rb else None,
+                            "stall_delta": y - x if both else None, "stall_relative": (y - x) / x if both and x else None,
                             "latency_before": lx, "latency_after": ly, "latency_delta": ly - lx})
-    classes.sort(key=lambda r: -abs(r["stall_delta"]))
+    # by the stall change; by the latency change when there is none to compute
+    classes.sort(key=lambda r: -abs(r["stall_delta"] if r["stall_delta"] is not None else r["latency_delta"]))
 
     # lines: map files, then (file, line)
     fa = {_split(k)[0] for k in a.line_sites if k != NO_SOURCE}
@@ -444,8 +472,8 @@ def diff(a: Side, b: Side, force: bool = False, noise_floor: float | None = None
             key if b_sites else (a_keys[0] if a_keys else key),
             a_keys[0] if a_keys else None,
             sum(s.latency for s in a_sites) / wa, sum(s.latency for s in b_sites) / wb,
-            sum(s.stall for s in a_sites) / wa, sum(s.stall for s in b_sites) / wb,
-            _dominant(a_cls), _dominant(b.line_class.get(key, {})),
+            sum(s.stall for s in a_sites) / wa if ra else None, sum(s.stall for s in b_sites) / wb if rb else None,
+            _dominant(a_cls) if ra else None, _dominant(b.line_class.get(key, {})) if rb else None,
         ))
         sm = difflib.SequenceMatcher(a=[s.mnemonic for s in a_sites], b=[s.mnemonic for s in b_sites], autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
@@ -535,6 +563,16 @@ def noise_between(a: Side, b: Side) -> float:
 # ---------------------------------------------------------------- check
 
 
+def _stall_metric_needs_both(metric: str, cur: Side, base: Side) -> None:
+    """A stall metric is gated only when both captures record stall cycles: the
+    zeros of a rocprofv2 side are not measurements, so no change is computed from them."""
+    sides = [n for n, s in (("current", cur), ("baseline", base)) if not s.stall_recorded]
+    if sides:
+        raise Incomparable(f"metric {metric}: stall is not recorded by this profiler (rocprofv2) in the {' and '.join(sides)} "
+                           f"capture{'s' if len(sides) == 2 else ''}: no stall change can be computed",
+                           hint="gate on latency instead (--metric total, or line:FILE:LINE)")
+
+
 def metric_value(side: Side, metric: str) -> float:
     w = max(side.waves, 1)
     if metric == "total":
@@ -602,6 +640,8 @@ def check(cur: Side, base: Side, metric: str = "total", max_regression: float = 
     if blocking and not force:
         raise Incomparable("not comparable: " + "; ".join(f"{c['field']} {c['before']} vs {c['after']}" for c in blocking), hint="force them to be compared (--force; force=True in Python and the MCP tools)")
     before, after = metric_value(base, metric), metric_value(cur, metric)
+    if metric == "stall" or metric.startswith("class:"):
+        _stall_metric_needs_both(metric, cur, base)
     change = (after - before) / before * 100 if before else (0.0 if after == 0 else None)
     partial = partial_sides(cur, base, ("current", "baseline"))
     passed = change is not None and change <= max_regression and not partial

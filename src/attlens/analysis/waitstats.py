@@ -37,17 +37,18 @@ class WaitSite:
     source: str | None
     wait_class: str  # class holding most of its stall (wait_global, wait_lds, ...)
     executions: int
-    zero_wait_executions: int  # executions that issued without stalling
-    total: int  # Σ stall over the counted executions
-    mean: float
-    stddev: float  # population (ddof=0)
-    p50: float
-    p90: float
-    p95: float
-    max: int
-    share_of_wait: float  # of Σ total over all sites
-    share_of_stall: float  # of the kernel's total stall (all records)
-    producers: list[tuple[int, int]]  # [(producer pc, cycles charged)], largest first
+    # the figures below are of the records' stall: None when the records carry no stall cycles (rocprofv2), never 0
+    zero_wait_executions: int | None  # executions that issued without stalling
+    total: int | None  # Σ stall over the counted executions
+    mean: float | None
+    stddev: float | None  # population (ddof=0)
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    max: int | None
+    share_of_wait: float | None  # of Σ total over all sites
+    share_of_stall: float | None  # of the kernel's total stall (all records)
+    producers: list[tuple[int, int | None]]  # [(producer pc, cycles charged)], largest first (cycles None: no stall recorded, pc order)
 
 
 @brief_repr("steady", ("sites", lambda w: len(w.sites)), "executions", "total_wait", "kernel_stall",
@@ -57,8 +58,8 @@ class WaitStats:
     steady: bool  # only loop iterations after the first
     sites: list[WaitSite]  # by total wait, largest first
     executions: int
-    total_wait: int  # Σ wait over the counted executions of every site
-    kernel_stall: int
+    total_wait: int | None  # Σ wait over the counted executions of every site (None: no stall recorded, rocprofv2)
+    kernel_stall: int | None
     notes: list[str] = field(default_factory=list)
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
 
@@ -86,7 +87,7 @@ class WaitStats:
             "executions": self.executions,
             "total_wait": self.total_wait,
             "kernel_stall": self.kernel_stall,
-            "share_of_stall": round(self.total_wait / self.kernel_stall, 6) if self.kernel_stall else None,
+            "share_of_stall": _round(self.total_wait / self.kernel_stall if self.kernel_stall else None, 6),
             "sites_total": len(self.sites),
             "topk": top_or_none(top),
             "sites": [_site_dict(s, isa) for s in rows(self.sites, top)],
@@ -105,16 +106,33 @@ def _site_dict(s: WaitSite, isa: list[str]) -> dict:
         "executions": s.executions,
         "zero_wait_executions": s.zero_wait_executions,
         "total": s.total,
-        "mean": round(s.mean, 3),
-        "stddev": round(s.stddev, 3),
+        "mean": _round(s.mean, 3),
+        "stddev": _round(s.stddev, 3),
         "p50": s.p50,
         "p90": s.p90,
         "p95": s.p95,
         "max": s.max,
-        "share_of_wait": round(s.share_of_wait, 6),
-        "share_of_stall": round(s.share_of_stall, 6),
+        "share_of_wait": _round(s.share_of_wait, 6),
+        "share_of_stall": _round(s.share_of_stall, 6),
         "producers": [{"pc": p, "isa": isa[p], "cycles": c} for p, c in s.producers],
     }
+
+
+def _round(x, nd: int):
+    return None if x is None else round(x, nd)
+
+
+# one line where wait figures are asked of a capture without stall cycles (deps and waits say it)
+WAIT_UNRECORDED = ("stall is not recorded by this profiler (rocprofv2): the cycles each wait waited are unavailable "
+                   "(null, '-'), not 0; executions, pairs, distances and outstanding ops are measured")
+
+
+def _unrecorded_site(site: WaitSite) -> WaitSite:
+    """``site`` with its stall figures unavailable (None), its producers in pc order."""
+    for k in ("zero_wait_executions", "total", "mean", "stddev", "p50", "p90", "p95", "max", "share_of_wait", "share_of_stall"):
+        setattr(site, k, None)
+    site.producers = sorted((p, None) for p, _ in site.producers)
+    return site
 
 
 def compute_wait_stats(result, steady: bool = False, attribution=None) -> WaitStats:
@@ -174,5 +192,8 @@ def compute_wait_stats(result, steady: bool = False, attribution=None) -> WaitSt
                 producers=sorted(prods.items(), key=lambda kv: (-kv[1], kv[0])),
             )
         )
+    if not d.stall_recorded:  # the record's stall is the wait: every figure of it is unavailable, sites in pc order
+        notes.append(WAIT_UNRECORDED)
+        return WaitStats(steady, [_unrecorded_site(s) for s in sites], len(rows), None, None, notes, result)
     sites.sort(key=lambda x: (-x.total, x.pc))
     return WaitStats(steady, sites, len(rows), total_all, kernel_stall, notes, result)

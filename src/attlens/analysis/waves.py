@@ -25,6 +25,13 @@ class WaveAnalysis:
     attribution: WaitAttribution
     result: object = field(default=None, repr=False)  # the AnalysisResult it came from
 
+    @property
+    def stall_recorded(self) -> bool:
+        """False: the records carry no stall cycles (rocprofv2): the phases' and the instructions'
+        stall figures are unavailable (null in ``to_dict()``), never 0; the wave states (from each
+        wave's timeline) are measured."""
+        return bool(getattr(self.result.dispatch, "stall_recorded", True))
+
     def to_pandas(self):
         """One row per traced wave (the ``waves`` list of ``to_dict()``): file,
         SE, CU, SIMD, slot, instance, begin, end, records, and the cycles in each
@@ -58,10 +65,17 @@ class WaveAnalysis:
         """The ``attlens.waves`` object (``attlens waves --json``; ``per_wave=False``: ``--no-per-wave``)."""
         from attlens.jsondoc import capture_ref, header
 
+        from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+
         r = self.result
         d = r.dispatch
         st = self.states
         clk = self.clock
+        rec = self.stall_recorded
+
+        def stall(v):  # a figure of the records' stall: null when they carry none (rocprofv2)
+            return v if rec else None
+
         out = {
             **header(WAVES_SCHEMA),
             "capture": capture_ref(d),
@@ -85,18 +99,18 @@ class WaveAnalysis:
                 "per_simd": self.pipes.per_simd,
             },
             "phases": {
-                "kernel": self.phases.kernel,
+                "kernel": {p: {**v, "stall": stall(v["stall"])} for p, v in self.phases.kernel.items()},
                 "instructions": [
                     {
                         "pc": x.pc,
                         "isa": d.code.isa[x.pc],
                         "executions": x.executions,
-                        "stall_p50": x.stall_p50,
-                        "stall_p90": x.stall_p90,
-                        "stall_max": x.stall_max,
-                        "first_execution_stall_mean": round(x.first_execution_stall_mean, 3),
-                        "later_execution_stall_mean": None if x.later_execution_stall_mean is None else round(x.later_execution_stall_mean, 3),
-                        "stall_by_phase": x.stall_by_phase,
+                        "stall_p50": stall(x.stall_p50),
+                        "stall_p90": stall(x.stall_p90),
+                        "stall_max": stall(x.stall_max),
+                        "first_execution_stall_mean": stall(round(x.first_execution_stall_mean, 3)),
+                        "later_execution_stall_mean": None if x.later_execution_stall_mean is None else stall(round(x.later_execution_stall_mean, 3)),
+                        "stall_by_phase": stall(x.stall_by_phase),
                     }
                     for x in self.phases.instructions
                 ],
@@ -107,7 +121,8 @@ class WaveAnalysis:
                 "traced_cu_share_of_median": {str(k): v for k, v in self.phases.traced_cu_share_of_median.items()},
             },
             "flags": self.phases.flags,
-            "warnings": r.warnings,
+            # no stall recorded: the instructions above are the top ones by latency (hotspots rank so), said in one line
+            "warnings": r.warnings if rec else [*r.warnings, STALL_UNRECORDED_RANKING],
         }
         if per_wave:
             out["waves"] = self._wave_rows()

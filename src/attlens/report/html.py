@@ -728,7 +728,7 @@ def diff_to_html(res, top: int = 30) -> str:
         parts.append('<ul class="warnings" id="comparability">' + "".join(
             f"<li>{h(c['field'])} differs: {code(c['before'])} → {code(c['after'])}" + (" (compared with --force)" if c["blocking"] else "") + "</li>"
             for c in res.comparability) + "</ul>")
-    from attlens.analysis.diff import side_warnings
+    from attlens.analysis.diff import side_warnings, stall_unrecorded_note
 
     warns = side_warnings(b, a)  # a capture partly read: what analyze says about it
     if warns:
@@ -743,14 +743,17 @@ def diff_to_html(res, top: int = 30) -> str:
               f'<div class="card"><div class="v" id="lat-before">{_fmt_cycles(v["latency_per_wave_before"])}</div><div class="l">latency cycles per wave, before</div></div>',
               f'<div class="card"><div class="v" id="lat-after">{_fmt_cycles(v["latency_per_wave_after"])}</div><div class="l">latency cycles per wave, after</div></div>',
               f'<div class="card"><div class="v {_delta_class(rel)}" id="lat-change">{_fmt_change(rel)}</div><div class="l">change</div></div>',
-              f'<div class="card"><div class="v">{_fmt_cycles(b.total_stall / max(b.waves, 1))} → {_fmt_cycles(a.total_stall / max(a.waves, 1))}</div><div class="l">instruction stall cycles per wave</div></div>',
+              f'<div class="card"><div class="v">{_fmt_cycles(b.total_stall / max(b.waves, 1) if b.stall_recorded else None)} → '
+              f'{_fmt_cycles(a.total_stall / max(a.waves, 1) if a.stall_recorded else None)}</div><div class="l">instruction stall cycles per wave</div></div>',
               "</div>"]
     if v["class_moves"]:
         parts.append("<ul>" + "".join(f"<li>{h(m)}</li>" for m in v["class_moves"][:5]) + "</ul>")
     parts.append("</section>")
 
-    classes = [c for c in res.classes if c["stall_before"] or c["stall_after"]][:top]
+    # a side without stall cycles (rocprofv2): no stall delta to draw (the warnings say why)
+    classes = [c for c in res.classes if c["stall_before"] or c["stall_after"]][:top] if res.stall_compared else []
     parts += ['<section id="classes"><h2>Per class (instruction stall cycles per wave)</h2>',
+              "" if res.stall_compared else f'<p id="stall-unrecorded">{h(stall_unrecorded_note(b, a))}.</p>',
               _bars_svg([(c["class"], c["stall_delta"], f"{_fmt_cycles(c['stall_delta'], True)} ({_fmt_change(c['stall_relative'])})") for c in classes], "stall change per class"),
               _html_table([("class", False), ("before", True), ("after", True), ("delta", True), ("change", True), ("share before", True), ("share after", True)],
                           [[code(c["class"]), _fmt_cycles(c["stall_before"]), _fmt_cycles(c["stall_after"]), f'<span class="{_delta_class(c["stall_delta"])}">{_fmt_cycles(c["stall_delta"], True)}</span>',

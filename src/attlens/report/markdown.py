@@ -383,10 +383,18 @@ def diff_to_markdown(res, top: int = 15) -> str:
            f"**Verdict:** {_text(v['summary'])} ({v['latency_per_wave_before']:,.0f} → {v['latency_per_wave_after']:,.0f} latency cycles per wave)", ""]
     if res.comparability:
         out += ["Differences:", ""] + [f"- {_text(c['field'])}: {_code(str(c['before']))} → {_code(str(c['after']))}" for c in res.comparability] + [""]
-    out += ["## Per class (stall per wave)", ""]
-    out += _table(["class", "before", "after", "delta", "relative"],
-                  [[label(c["class"]), f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}",
-                    "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"] for c in res.classes[:top]], "lrrrr")
+    if res.stall_compared:
+        out += ["## Per class (stall per wave)", ""]
+        out += _table(["class", "before", "after", "delta", "relative"],
+                      [[label(c["class"]), f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}",
+                        "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"] for c in res.classes[:top]], "lrrrr")
+    else:  # a side records no stall (rocprofv2): no stall delta, the classes' latency instead, said in one line
+        from attlens.analysis.diff import stall_unrecorded_note
+
+        out += ["## Per class (latency per wave)", "", _text(stall_unrecorded_note(res.before, res.after)) + ".", ""]
+        out += _table(["class", "before", "after", "delta", "relative"],
+                      [[label(c["class"]), f"{c['latency_before']:,.0f}", f"{c['latency_after']:,.0f}", f"{c['latency_delta']:+,.0f}",
+                        "-" if not c["latency_before"] else f"{c['latency_delta'] / c['latency_before']:+.1%}"] for c in res.classes[:top]], "lrrrr")
     out += ["", "## Per source line (latency per wave)", ""]
     out += _table(["line", "before", "after", "delta", "dominant class"],
                   [[label(l.line), f"{l.latency_before:,.0f}", f"{l.latency_after:,.0f}", f"{l.delta:+,.0f}",

@@ -483,20 +483,28 @@ def render_pc_sampling_view(view, console, top: int = 20, mode: str = "both") ->
 
 def render_waits(ws, console, top: int = 10) -> None:
     d = ws.result.dispatch
+    rec = d.stall_recorded  # False (rocprofv2): every wait figure is the records' stall, unavailable ("-"), never 0
     scope = "steady-state loop iterations (after the first)" if ws.steady else "every execution"
     console.print(f"[bold]attlens waits[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]  ({escape(str(d.path))})")
-    console.print(f"  {len(ws.sites)} wait sites, {_n(ws.executions)} executions ({scope}), {_n(ws.total_wait)} wait cycles"
-                  f" = {_pct(ws.total_wait / ws.kernel_stall if ws.kernel_stall else None)} of all stall")
-    t = FitTable(f"Wait per execution, top {top} sites by total wait",
+    share = ws.total_wait / ws.kernel_stall if rec and ws.kernel_stall else None
+    console.print(f"  {len(ws.sites)} wait sites, {_n(ws.executions)} executions ({scope}), {_sn(ws.total_wait, rec)} wait cycles"
+                  f" = {_sp(share, rec) if rec else '-'} of all stall")
+    t = FitTable(f"Wait per execution, top {top} sites by total wait" if rec else f"Wait per execution, first {top} sites in pc order",
                  [*pc_columns(), *map(Col, ("total", "share", "execs", "no wait", "mean", "stddev", "p50", "p90", "p95", "max")), class_column(),
                   isa_column(), source_column(), list_column("waits on")])
     for s in ws.sites[:top]:
         prods = ", ".join(str(p) for p, _ in s.producers[:3]) + (f" +{len(s.producers) - 3}" if len(s.producers) > 3 else "")
-        t.add_row(*pc_cells(d, s.pc), _n(s.total), _pct(s.share_of_stall), _n(s.executions), _n(s.zero_wait_executions), f"{s.mean:,.0f}", f"{s.stddev:,.0f}",
-                  f"{s.p50:,.0f}", f"{s.p90:,.0f}", f"{s.p95:,.0f}", _n(s.max), s.wait_class, escape(s.isa), escape(_short_source(s.source)), prods)
+        t.add_row(*pc_cells(d, s.pc), _sn(s.total, rec), _sp(s.share_of_stall, rec), _n(s.executions), _sn(s.zero_wait_executions, rec),
+                  *(_sf(v, rec) for v in (s.mean, s.stddev, s.p50, s.p90, s.p95)), _sn(s.max, rec),
+                  s.wait_class, escape(s.isa), escape(_short_source(s.source)), prods)
     console.print(t)
     for n in ws.notes:
         console.print(f"  [yellow]![/yellow] {escape(n)}")
+
+
+def _sf(v, recorded: bool = True) -> str:
+    """A stall figure with decimals, shown whole: "-" when unavailable."""
+    return "-" if v is None or not recorded else f"{v:,.0f}"
 
 
 
@@ -590,18 +598,23 @@ def render_waves(wa, console, top: int = 10) -> None:
         v = wa.pipes.kernel[p]
         t.add_row(p, _n(v["issue_cycles"]), _n(v["busy_cycles"]), _pct(v["busy_share"]))
     console.print(t)
+    rec = wa.stall_recorded  # False (rocprofv2): the records' stall figures are "-", never 0 (the wave states above are measured)
     t = FitTable("Phases", [Col("phase", "text"), Col("records"), Col("stall"), Col("latency")])
     for p in PHASES:
         v = wa.phases.kernel[p]
         if v["records"]:
-            t.add_row(p, _n(v["records"]), _n(v["stall"]), _n(v["latency"]))
+            t.add_row(p, _n(v["records"]), _sn(v["stall"], rec), _n(v["latency"]))
     console.print(t)
-    t = FitTable(f"Stall per execution of the top {top} instructions",
+    t = FitTable(f"Stall per execution of the top {top} instructions" + ("" if rec else " by latency"),
                  [*pc_columns(), *map(Col, ("executions", "p50", "p90", "max", "first exec mean", "later mean")), isa_column()])
     for x in wa.phases.instructions[:top]:
-        later = "-" if x.later_execution_stall_mean is None else f"{x.later_execution_stall_mean:,.0f}"
-        t.add_row(*pc_cells(d, x.pc), _n(x.executions), f"{x.stall_p50:,.0f}", f"{x.stall_p90:,.0f}", _n(x.stall_max), f"{x.first_execution_stall_mean:,.0f}", later, escape(d.code.isa[x.pc]))
+        t.add_row(*pc_cells(d, x.pc), _n(x.executions), _sf(x.stall_p50, rec), _sf(x.stall_p90, rec), _sn(x.stall_max, rec),
+                  _sf(x.first_execution_stall_mean, rec), _sf(x.later_execution_stall_mean, rec), escape(d.code.isa[x.pc]))
     console.print(t)
+    if not rec:
+        from attlens.analysis.hotspots import STALL_UNRECORDED_RANKING
+
+        console.print(f"  [yellow]![/yellow] {escape(STALL_UNRECORDED_RANKING)}")
     for f in wa.phases.flags:
         console.print(f"  [yellow]![/yellow] {escape(f)}")
 
@@ -612,30 +625,35 @@ def render_waves(wa, console, top: int = 10) -> None:
 
 def render_deps(deps, console, top: int = 10) -> None:
     """``attlens deps``: a :class:`~attlens.analysis.deps.DepsResult`."""
+    from attlens.analysis.waitstats import WAIT_UNRECORDED
+
     result, att, producers = deps.result, deps.attribution, deps.producers
     d = result.dispatch
+    rec = deps.stall_recorded  # False (rocprofv2): no wait cycle can be charged: "-", never 0
     title = f" (pc {deps.pc})" if deps.pc is not None else (f" (line {deps.line})" if deps.line else "")
     console.print(f"[bold]attlens deps[/bold] — [bold cyan]{escape(d.kernel_name)}[/bold cyan]{escape(title)}")
-    console.print(f"  {_n(att.total_charged)} wait cycles charged to producers over {len(att.pairs.first_of_wait):,} resolved wait executions ({result.deps.model} counter rules)")
-    t = FitTable(f"Top {top} producers by wait cycles caused",
+    console.print(f"  {_sn(att.total_charged, rec)} wait cycles charged to producers over {len(att.pairs.first_of_wait):,} resolved wait executions ({result.deps.model} counter rules)")
+    if not rec:
+        console.print(f"  [yellow]![/yellow] {escape(WAIT_UNRECORDED)}; rows in pc order")
+    t = FitTable(f"Top {top} producers by wait cycles caused" if rec else f"First {top} producers waited on, in pc order",
                  [*pc_columns(), *map(Col, ("waited on", "share", "pairs", "dist instr (med/min)", "dist cycles (med)", "outstanding")),
                   class_column(), isa_column(), source_column()])
     for p in producers[:top]:
-        t.add_row(*pc_cells(d, p.pc), _n(p.waited_cycles), _pct(p.share_of_wait), _n(p.pairs), f"{p.distance_instructions_median:,.0f}/{p.distance_instructions_min}",
+        t.add_row(*pc_cells(d, p.pc), _sn(p.waited_cycles, rec), _sp(p.share_of_wait, rec), _n(p.pairs), f"{p.distance_instructions_median:,.0f}/{p.distance_instructions_min}",
                   f"{p.distance_cycles_median:,.0f}", f"{p.outstanding_mean:.1f}", p.wait_class, escape(p.isa), escape(_short_source(p.source)))
     console.print(t)
     t = FitTable(f"Source lines whose memory ops were waited on (top {top})", [source_column(), Col("waited on"), Col("share"), Col("producers")])
     for src, cyc, n in att.by_producer_line()[:top]:
-        t.add_row(escape(_short_source(src) if src != "(no source)" else src), _n(cyc), _pct(cyc / att.total_charged if att.total_charged else None), str(n))
+        t.add_row(escape(_short_source(src) if src != "(no source)" else src), _sn(cyc, rec), _sp(cyc / att.total_charged if att.total_charged else None, rec), str(n))
     console.print(t)
     # the producer list is numbers: it wraps between entries, never cut
     t = FitTable(f"Top {top} waits and whom they waited on",
                  [*pc_columns("wait pc"), Col("stall"), Col("charged"), isa_column(), list_column("producers (pc: cycles)", min_width=14)])
     for wpc, prods in deps.wait_rows()[:top]:
-        who = ", ".join(f"{p}: {c:,}" for p, c in sorted(prods.items(), key=lambda kv: -kv[1])[:4])
+        who = ", ".join(f"{p}: {c:,}" if rec else str(p) for p, c in sorted(prods.items(), key=lambda kv: -kv[1])[:4])
         if len(prods) > 4:
             who += f", +{len(prods) - 4} more"
-        t.add_row(*pc_cells(d, wpc), _n(int(result.sums.stall[wpc])), _n(int(sum(prods.values()))), escape(d.code.isa[wpc]), who)
+        t.add_row(*pc_cells(d, wpc), _sn(int(result.sums.stall[wpc]), rec), _sn(int(sum(prods.values())), rec), escape(d.code.isa[wpc]), who)
     console.print(t)
 
 
@@ -760,10 +778,19 @@ def render_diff(res, console, top: int = 10) -> None:
         console.print("  noise floor unknown: give --noise-floor PCT or --noise A B (two captures of the same dispatch)")
     for m in v["class_moves"][:5]:
         console.print(f"  {escape(m)}")
-    t = FitTable("Per class (stall cycles per wave)", [Col("class", "text", min_width=11), *map(Col, ("before", "after", "delta", "relative"))])
-    for c in res.classes[:top]:
-        rel = "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"
-        t.add_row(c["class"], f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}", rel)
+    if res.stall_compared:
+        t = FitTable("Per class (stall cycles per wave)", [Col("class", "text", min_width=11), *map(Col, ("before", "after", "delta", "relative"))])
+        for c in res.classes[:top]:
+            rel = "-" if c["stall_relative"] is None else f"{c['stall_relative']:+.1%}"
+            t.add_row(c["class"], f"{c['stall_before']:,.0f}", f"{c['stall_after']:,.0f}", f"{c['stall_delta']:+,.0f}", rel)
+    else:  # a side records no stall (rocprofv2): no stall delta; the classes' latency is compared, said in one line
+        from attlens.analysis.diff import stall_unrecorded_note
+
+        console.print(f"  [yellow]![/yellow] {escape(stall_unrecorded_note(res.before, res.after))}")
+        t = FitTable("Per class (latency cycles per wave)", [Col("class", "text", min_width=11), *map(Col, ("before", "after", "delta", "relative"))])
+        for c in res.classes[:top]:
+            x, y = c["latency_before"], c["latency_after"]
+            t.add_row(c["class"], f"{x:,.0f}", f"{y:,.0f}", f"{y - x:+,.0f}", "-" if not x else f"{(y - x) / x:+.1%}")
     console.print(t)
     t = FitTable("Per source line (latency cycles per wave), largest changes",
                  [Col("line", "path"), *map(Col, ("before", "after", "delta")), Col("dominant class", "wrap", min_width=11)])

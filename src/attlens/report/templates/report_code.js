@@ -82,15 +82,15 @@
       var tot = waits.reduce(function (s, x) { return s + x[1]; }, 0);
       depsPanel.appendChild(el("div", { text: "This wait waited on " + waits.length + " memory op(s) (green: this wait, red: its producers; arrows in the gutter run from each to the wait):" }));
       depsPanel.appendChild(table([{ label: "producer" }, { label: "instruction" }, { label: "cycles charged", num: 1 }, { label: "share", num: 1 }],
-        waits.slice(0, 20).map(function (x) { return [pcRef(x[0]), el("code", { text: isaText(x[0]) }), fmtInt(x[1]), fmtPct(tot ? x[1] / tot : null)]; }), { id: "deps-producers" }));
+        waits.slice(0, 20).map(function (x) { return [pcRef(x[0]), el("code", { text: isaText(x[0]) }), fmtStall(x[1]), fmtStallPct(tot ? x[1] / tot : null)]; }), { id: "deps-producers" }));
     }
     if (prod || (waiters && waiters.length)) {
-      if (prod) depsPanel.appendChild(el("div", { text: "Memory op waited on for " + fmtInt(prod.waited) + " cycles (" + prod.class + ") over " + fmtInt(prod.pairs) +
+      if (prod) depsPanel.appendChild(el("div", { text: "Memory op waited on " + (STALL_OK ? "for " + fmtInt(prod.waited) + " cycles " : "(cycles not recorded) ") + "(" + prod.class + ") over " + fmtInt(prod.pairs) +
         " waits; load-to-use distance median " + fmtNum(prod.dist_instr_median, 0) + " instructions / " + fmtInt(prod.dist_cycles_median) + " cycles; " + fmtNum(prod.outstanding_mean, 1) + " ops outstanding on average." }));
       if (waiters && waiters.length) {
         depsPanel.appendChild(el("div", { text: "Waits that waited on it (green):" }));
         depsPanel.appendChild(table([{ label: "wait" }, { label: "instruction" }, { label: "cycles charged", num: 1 }],
-          waiters.slice(0, 20).map(function (x) { return [pcRef(x[0]), el("code", { text: isaText(x[0]) }), fmtInt(x[1])]; }), { id: "deps-waits" }));
+          waiters.slice(0, 20).map(function (x) { return [pcRef(x[0]), el("code", { text: isaText(x[0]) }), fmtStall(x[1])]; }), { id: "deps-waits" }));
       }
     }
     if (!(waits && waits.length) && !prod && !(waiters && waiters.length)) {
@@ -423,11 +423,11 @@
     // top producers
     var prods = Object.keys(DEPS.producers).map(Number).sort(function (a, b) { return DEPS.producers[b].waited - DEPS.producers[a].waited; }).slice(0, 10);
     if (prods.length) {
-      s.appendChild(el("h3", { text: "Memory ops most waited on (memory → wait)" }));
+      s.appendChild(el("h3", { text: STALL_OK ? "Memory ops most waited on (memory → wait)" : "Memory ops waited on (memory → wait; the cycles waited are not recorded by this profiler: rocprofv2)" }));
       s.appendChild(table([{ label: "pc" }, { label: "instruction" }, { label: "class" }, { label: "waited on", num: 1 }, { label: "share", num: 1 }, { label: "waits", num: 1 }, { label: "distance (instr, median)", num: 1 }, { label: "source" }],
         prods.map(function (pc) {
           var p = DEPS.producers[pc], r = rowOfPc[pc];
-          return [pcRef(pc), el("code", { text: isaText(pc) }), p.class, fmtInt(p.waited), fmtPct(DEPS.total_charged ? p.waited / DEPS.total_charged : null), fmtInt(p.pairs), fmtNum(p.dist_instr_median, 0), r === undefined ? "-" : shortSource(ISA.source[r])];
+          return [pcRef(pc), el("code", { text: isaText(pc) }), p.class, fmtStall(p.waited), fmtStallPct(DEPS.total_charged ? p.waited / DEPS.total_charged : null), fmtInt(p.pairs), fmtNum(p.dist_instr_median, 0), r === undefined ? "-" : shortSource(ISA.source[r])];
         }), { id: "top-producers" }));
     }
   }

@@ -18,7 +18,7 @@
     var ph = W.phases.kernel;
     s.appendChild(el("h3", { text: "Phases" }));
     s.appendChild(table([{ label: "phase" }, { label: "records", num: 1 }, { label: "stall", num: 1 }, { label: "latency", num: 1 }],
-      Object.keys(ph).filter(function (k) { return ph[k].records; }).map(function (k) { return [k, fmtInt(ph[k].records), fmtInt(ph[k].stall), fmtInt(ph[k].latency)]; }), { id: "phases-table" }));
+      Object.keys(ph).filter(function (k) { return ph[k].records; }).map(function (k) { return [k, fmtInt(ph[k].records), fmtStall(ph[k].stall), fmtInt(ph[k].latency)]; }), { id: "phases-table" }));
   }
 
   // ------------------------------------------------------------------ PMC
