@@ -53,6 +53,15 @@ def questions(shared: Path, tmp: Path) -> list[tuple[str, str, dict, list | None
         ("check", "check", {"capture": fa, "baseline": fb, "max_regression": 1.0}, ["check", fa, "--baseline", fb, "--max-regression", "1.0"]),
         ("kernels", "kernels", {"path": str((shared / "traces/layernorm/rocprofv3").resolve())}, ["kernels", str((shared / "traces/layernorm/rocprofv3").resolve())]),
         ("schema", "schema", {"name": "attlens.waits"}, None),
+        # issue 20: the what-if replay (pc 6 is layernorm's longest s_waitcnt; its plan's first two findings, together)
+        ("whatif_addr", "whatif", {"capture": lay, "hide_wait": ["0x1720"], "waves_per_simd": 2}, None),
+        ("whatif_pc", "whatif", {"capture": lay, "hide_wait": [6], "waves_per_simd": 2}, ["whatif", lay, "--hide-wait", "6", "--waves-per-simd", "2"]),
+        ("whatif_rules", "whatif", {"capture": lay, "apply": ["grid-starvation", "smem-wait"]}, ["whatif", lay, "--apply", "grid-starvation,smem-wait"]),
+        ("whatif_calibration", "whatif", {"capture": lay}, ["whatif", lay]),
+        ("whatif_unknown_rule", "whatif", {"capture": lay, "apply": ["no-such-rule"]}, None),
+        ("whatif_not_a_wait", "whatif", {"capture": lay, "hide_wait": [7]}, None),
+        ("whatif_bad_move", "whatif", {"capture": lay, "move": ["6"]}, None),
+        ("whatif_huge", "whatif", {"capture": lay, "waves_per_simd": 2**64}, None),
         # PC samples: the viewer's PC-sampling folder (a copy under a root)
         ("pc_sampling", "pc_sampling", {"path": str(tmp / "rcv"), "top": 5}, ["pcsampling", str(tmp / "rcv"), "--top", "5"]),
         ("summary_pcs", "summary", {"capture": str(tmp / "rcv"), "top": 3}, ["analyze", str(tmp / "rcv"), "--summary", "--top", "3"]),
@@ -188,7 +197,7 @@ def test_initialize_and_list_tools(session):
     assert a["init"].server_info.name == "attlens"
     names = {t.name for t in a["tools"]}
     assert names >= {"list_captures", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels", "schema",
-                     "pc_sampling"}
+                     "pc_sampling", "whatif"}
     hot = next(t for t in a["tools"] if t.name == "hotspots")
     props = hot.input_schema["properties"]
     assert props["by"]["enum"] == ["instruction", "line", "opcode"]
@@ -307,7 +316,8 @@ def test_asm_takes_an_address(session):
 
 @pytest.mark.parametrize("key", ["list_captures", "summary", "rules", "hotspots_opcode", "hotspots_line", "hotspots_instr", "plan", "asm", "deps_pc",
                                  "deps_line", "waits", "waits_all", "waves", "waves_per_wave", "occupancy", "diff", "check", "kernels",
-                                 "pc_sampling", "summary_pcs", "summary_v2", "hotspots_v2", "waits_v2", "deps_v2", "waves_v2", "diff_v2"])
+                                 "pc_sampling", "summary_pcs", "summary_v2", "hotspots_v2", "waits_v2", "deps_v2", "waves_v2", "diff_v2",
+                                 "whatif_pc", "whatif_rules", "whatif_calibration"])
 def test_tool_equals_cli_json(session, key, capsys):
     _k, tool, _args, cli = session["questions"][key]
     res = session["answers"][key]
@@ -319,6 +329,14 @@ def test_tool_equals_cli_json(session, key, capsys):
     assert got["schema"].startswith("attlens.") and got["schema"] != "attlens.error"
     if key == "check":
         assert (rc == 0) is got["passed"]
+
+
+def test_whatif_takes_an_address_and_is_read_only(session):
+    """pc 6 of layernorm is its s_waitcnt at 0x1720: the same replay by address as by index."""
+    assert result_object(session["answers"]["whatif_addr"]) == result_object(session["answers"]["whatif_pc"])
+    tool = next(t for t in session["answers"]["tools"] if t.name == "whatif")
+    assert tool.annotations.read_only_hint is True and tool.input_schema["required"] == ["capture"]
+    assert len(tool.description) <= 300  # tools/list is large already
 
 
 def test_schema_tool_returns_the_shipped_file(session):
@@ -338,7 +356,9 @@ def test_paths_outside_the_roots_are_refused(session, key):
 
 
 @pytest.mark.parametrize("key,kind,code", [("broken", "CorruptCapture", 7), ("bad_pc", "UsageError", 2), ("pc_and_line", "UsageError", 2),
-                                           ("several", "SeveralCaptures", 5), ("unknown_schema", "UsageError", 2)])
+                                           ("several", "SeveralCaptures", 5), ("unknown_schema", "UsageError", 2),
+                                           ("whatif_unknown_rule", "UsageError", 2), ("whatif_not_a_wait", "UsageError", 2),
+                                           ("whatif_bad_move", "UsageError", 2), ("whatif_huge", "UsageError", 2)])
 def test_errors_are_tool_errors_carrying_attlens_error(session, key, kind, code):
     res = session["answers"][key]
     assert res.is_error

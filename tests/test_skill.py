@@ -84,6 +84,7 @@ def world(tmp_path, monkeypatch):
         "<pc>": "392",
         "<file:line>": "layernorm_kernel.py:151",
         "<kernel>": "vecAddKernel_0",
+        "<rule>": "smem-wait",  # a finding of layernorm's plan that the replay expresses
     }
 
 

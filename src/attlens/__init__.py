@@ -10,7 +10,7 @@ first use, so ``import attlens`` stays cheap.
 __version__ = "0.2.0"
 
 _API = ("load", "analyze", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
-        "captures", "pmc", "rules", "pc_samples", "pc_sampling")
+        "captures", "pmc", "rules", "pc_samples", "pc_sampling", "whatif")
 
 __all__ = ["__version__", *_API]
 

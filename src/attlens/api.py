@@ -22,7 +22,7 @@ Everything heavy is imported on first use.
 from __future__ import annotations
 
 __all__ = ["load", "analyze", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
-           "captures", "pmc", "rules", "pc_samples", "pc_sampling"]
+           "captures", "pmc", "rules", "pc_samples", "pc_sampling", "whatif"]
 
 
 # The command line checks its options in argparse (attlens.cli.common); the
@@ -380,3 +380,117 @@ def rules() -> dict:
     from attlens.analysis.plan import load_rules
 
     return dict(load_rules())
+
+
+def _rule_list(x, name: str) -> list[str]:
+    """Rule ids in the order given (duplicates dropped): one id, "A,B" text, or an iterable of ids."""
+    if x is None:
+        return []
+    if isinstance(x, str):
+        x = x.split(",")
+    try:
+        items = list(x)
+    except TypeError:
+        raise _usage(f"{name}={x!r}: expected a rule id or several") from None
+    if not all(isinstance(i, str) for i in items):
+        raise _usage(f"{name}: expected rule ids (strings)")
+    return list(dict.fromkeys(i.strip() for i in items if i.strip()))
+
+
+def _pcs(x, name: str) -> list:
+    """One pc or several (index or "0x…" address each)."""
+    if x is None:
+        return []
+    if isinstance(x, (str, int)) and not isinstance(x, bool):
+        return [x]
+    try:
+        return list(x)
+    except TypeError:
+        raise _usage(f"{name}={x!r}: expected a pc (index or '0x…' address) or several") from None
+
+
+def _move_pair(x) -> tuple:
+    """``(pc, before_pc)`` or ``"PC:BEFORE_PC"`` text (as ``--move``)."""
+    if isinstance(x, str):
+        a, sep, b = x.partition(":")
+        if not sep or not a.strip() or not b.strip():
+            raise _usage(f"move {x!r}: expected PC:BEFORE_PC (two pcs, each an index or a 0x address)")
+        return a.strip(), b.strip()
+    if isinstance(x, (list, tuple)) and len(x) == 2:
+        return x[0], x[1]
+    raise _usage(f"move {x!r}: expected PC:BEFORE_PC text or a (pc, before_pc) pair")
+
+
+def _moves(x) -> list[tuple]:
+    """``move``: None, one pair (``"PC:BEFORE_PC"`` or ``(pc, before_pc)``) or several."""
+    if x is None:
+        return []
+    if isinstance(x, str):
+        return [_move_pair(x)]
+    if isinstance(x, tuple) and len(x) == 2 and all(isinstance(v, int) or (isinstance(v, str) and ":" not in v) for v in x):
+        return [_move_pair(x)]
+    try:
+        items = list(x)
+    except TypeError:
+        raise _usage(f"move={x!r}: expected PC:BEFORE_PC text or (pc, before_pc) pairs") from None
+    return [_move_pair(m) for m in items]
+
+
+def whatif(result, apply=None, hide_wait=None, move=None, waves_per_simd=None, plan=None):
+    """Replay the traced waves with edits applied, together: a
+    :class:`~attlens.analysis.replay.WhatIf` (``attlens whatif --json``;
+    docs/whatif.md). ``apply``: rule id(s) whose findings' changes are
+    replayed (those the replay cannot express are listed, not guessed);
+    ``hide_wait``: s_waitcnt pc(s) whose wait is hidden; ``move``:
+    ``(pc, before_pc)`` pair(s) or ``"PC:BEFORE_PC"`` text, a load issued
+    right before another pc; ``waves_per_simd``: resident waves per SIMD
+    replayed. A pc is an index or an address as ``"0x…"`` text. ``plan``: a
+    plan already made of the same analysis (for ``apply``)."""
+    from attlens.analysis.asm import resolve_pc
+    from attlens.analysis.replay import edits_for_rules, edits_from_options
+    from attlens.analysis.replay import whatif as _whatif
+    from attlens.limits import MAX_WAVES_PER_SIMD
+
+    result = _analysis(result)
+    rules_ = _rule_list(apply, "apply")
+    moves = _moves(move)
+    d = result.dispatch
+    hidden = [resolve_pc(d, _pc(p)) for p in _pcs(hide_wait, "hide_wait")]
+    moved = [(resolve_pc(d, _pc(a)), resolve_pc(d, _pc(b))) for a, b in moves]
+    wps = None if waves_per_simd is None else _int(waves_per_simd, "waves_per_simd", 1)
+    if wps is not None and wps > MAX_WAVES_PER_SIMD:
+        raise _usage(f"waves_per_simd={wps}: must be at most {MAX_WAVES_PER_SIMD}")
+    edits = edits_from_options(hidden, moved, wps, result)
+    unexpressible: list[dict] = []
+    if rules_:
+        from attlens.analysis.plan import load_rules
+
+        unknown = [x for x in rules_ if x not in load_rules()]
+        if unknown:
+            from attlens.errors import UsageError
+
+            raise UsageError(f"unknown rule {', '.join(unknown)}", hint="attlens rules lists them; attlens plan shows which fired")
+        if plan is None:
+            from attlens.analysis.plan import make_plan
+
+            plan = make_plan(result)
+        rule_edits, unexpressible = edits_for_rules(plan, rules_)
+        edits = [*rule_edits, *edits]
+    return _versioned(_whatif(result, edits, plan=plan, unexpressible=unexpressible))
+
+
+def _versioned(w):
+    """The replay's result with the three keys every shipped object starts with
+    (:func:`attlens.jsondoc.header`): the engine's ``to_dict()`` carries
+    ``schema`` and ``schema_version`` but not ``attlens_version``, which every
+    schema requires. A no-op once the engine's dict has it."""
+    from attlens.jsondoc import header
+
+    plain = w.to_dict
+
+    def to_dict() -> dict:
+        doc = plain()
+        return {**header(doc["schema"], doc["schema_version"]), **doc}
+
+    w.to_dict = to_dict
+    return w

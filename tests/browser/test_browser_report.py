@@ -114,6 +114,26 @@ def test_softmax_report(open_page, softmax):
     o.check_clean()
 
 
+def test_softmax_report_shows_each_prediction(open_page, softmax):
+    """Issue 20: beside each finding's cycles at stake, its predicted gain in
+    the words attlens plan uses (report/text.py predicted_label); nothing for
+    a finding without a prediction."""
+    from attlens.report.text import predicted_label
+
+    out = softmax[0]
+    page = open_page(out).page
+    findings = page.evaluate("attlensReport.data.plan.findings")
+    shown = page.eval_on_selector_all(".finding", "fs => fs.map(f => { const p = f.querySelector('.predicted'); return p ? p.textContent : null; })")
+    assert len(shown) == len(findings)
+    for f, text in zip(findings, shown):
+        want = predicted_label(f)
+        assert text == (None if want is None else "What-if: " + want), f["rule"]
+    tops = page.eval_on_selector_all("#top-findings li", "ls => ls.map(l => [l.dataset.rule, l.textContent])")
+    for rule, text in tops:
+        want = predicted_label(next(f for f in findings if f["rule"] == rule))
+        assert want is None or want in text
+
+
 def test_softmax_instruction_selection_and_deps(open_page, softmax):
     out, a, wd, wa = softmax
     o = open_page(out)

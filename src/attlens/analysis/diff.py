@@ -88,10 +88,12 @@ def side_from_result(result, label: str) -> Side:
 def plan_summary(plan) -> dict:
     """What a diff compares of a capture's plan: its verdict and findings (rule,
     title, severity, share of traced wave-cycles at stake)."""
+    from attlens.report.text import predicted_label
+
     v = getattr(plan, "verdict", None)
     return {"verdict": None if v is None else v.sentence, "kind": None if v is None else v.kind,
             "findings": [{"key": _finding_key(f), "rule": f.rule, "title": f.title, "severity": f.severity, "kind": f.kind,
-                          "share_of_cycles": round(f.share_of_cycles, 6)} for f in plan.findings]}
+                          "share_of_cycles": round(f.share_of_cycles, 6), "predicted_text": predicted_label(f)} for f in plan.findings]}
 
 
 def _finding_key(f) -> str:
@@ -109,12 +111,12 @@ def compare_plans(a: dict | None, b: dict | None) -> dict | None:
     return {
         "before": {"verdict": a["verdict"], "kind": a["kind"]},
         "after": {"verdict": b["verdict"], "kind": b["kind"]},
-        "resolved": [{"rule": f["rule"], "title": f["title"], "severity": f["severity"], "share_before": f["share_of_cycles"]}
-                     for k, f in fa.items() if k not in fb],
+        "resolved": [{"rule": f["rule"], "title": f["title"], "severity": f["severity"], "share_before": f["share_of_cycles"],
+                      "predicted_before": f.get("predicted_text")} for k, f in fa.items() if k not in fb],
         "new": [{"rule": f["rule"], "title": f["title"], "severity": f["severity"], "share_after": f["share_of_cycles"]}
                 for k, f in fb.items() if k not in fa],
         "persisting": [{"rule": f["rule"], "title_before": f["title"], "title_after": fb[k]["title"], "share_before": f["share_of_cycles"],
-                        "share_after": fb[k]["share_of_cycles"]} for k, f in fa.items() if k in fb],
+                        "share_after": fb[k]["share_of_cycles"], "predicted_before": f.get("predicted_text")} for k, f in fa.items() if k in fb],
     }
 
 

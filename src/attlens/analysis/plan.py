@@ -67,7 +67,7 @@ PLAN_SCHEMA = "attlens.plan"
 PLAN_SCHEMA_VERSION = 3
 FINDING_COLUMNS = ["rule", "title", "kind", "severity", "confidence", "cycles_at_stake", "share_of_cycles", "priority", "claims",
                    "ledger.requested_cycles", "ledger.granted_cycles", "ledger.shared",
-                   "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale", "directions", "dispatch_time"]
+                   "loops", "preconditions", "explains", "evidence", "change", "falsify", "rationale", "directions", "dispatch_time", "predicted"]
 # What the plan's cycles are: every traced wave's idle + latency, summed (not the dispatch's time).
 CYCLES_UNIT = "traced wave-cycles"
 
@@ -350,10 +350,11 @@ def _pcs_named(ev) -> set[int]:
     return out
 
 
-def make_plan(result, disable: set[str] | None = None, only: set[str] | None = None, waves=None, pmc=None) -> Plan:
+def make_plan(result, disable: set[str] | None = None, only: set[str] | None = None, waves=None, pmc=None, predict: bool = True) -> Plan:
     """Run the rules. Pass ``waves`` (an ``analyze_waves`` result) when the
     caller has it, so the wave-level analyses are not computed twice; ``pmc``
-    (a PmcResult or a list) to measure bandwidth with counters."""
+    (a PmcResult or a list) to measure bandwidth with counters; ``predict``:
+    attach the replay's predicted gain to every finding (analysis/replay)."""
     rules = load_rules()
     disable = set(disable or ())
     unknown = (disable | set(only or ())) - set(rules)
@@ -423,7 +424,21 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
     plan.bandwidth = ctx.bandwidth
     plan.dispatch = dispatch_summary(ctx)
     plan.verdict = verdict
+    if predict:
+        attach_predictions(plan)
     return plan
+
+
+def attach_predictions(plan: Plan) -> None:
+    """``predicted`` on every finding (docs/whatif.md). A replay that fails
+    never breaks the plan: the finding then says why it has no prediction."""
+    from attlens.analysis.replay.findings import cached_predicted
+
+    for f in plan.findings:
+        try:
+            f.predicted = cached_predicted(f, plan.result, plan)
+        except Exception as exc:  # the replay is an estimate on top of the plan, never a reason to lose it
+            f.predicted = {"expressible": False, "reason": f"the replay failed: {type(exc).__name__}: {exc}"}
 
 
 def make_verdict_of(ctx, findings):

@@ -88,6 +88,10 @@ class Finding:
     directions: list[str] = field(default_factory=list)  # what its advice assumes (DIRECTIONS), from the rule
     # whole-dispatch findings: the dispatch time they bound {measured_ns, bound_ns, meaning}
     dispatch_time: dict | None = None
+    # the replay's prediction of the change (analysis/replay, docs/whatif.md): dispatch time before/after,
+    # the gain as a share with its interval; {"expressible": false, "reason"} when no edit says the change;
+    # None for notes and capture findings (and plans made without predictions)
+    predicted: dict | None = None
 
     @property
     def priority(self) -> float:
@@ -118,6 +122,7 @@ class Finding:
             "rationale": self.rationale,
             "directions": self.directions,
             "dispatch_time": self.dispatch_time,
+            "predicted": self.predicted,
         }
 
 

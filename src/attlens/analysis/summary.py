@@ -37,6 +37,19 @@ def _short(src: str | None) -> str | None:
     return None if not src else short_source(src)
 
 
+_PREDICTED_KEYS = ("expressible", "gain", "low", "high", "dispatch_ns_before", "dispatch_ns_after", "bound")
+
+
+def compact_prediction(p: dict | None) -> dict | None:
+    """A finding's ``predicted`` without its edits (the plan has them): what an
+    agent needs beside the cycles at stake, in few tokens."""
+    if not p:
+        return None
+    if not p.get("expressible"):
+        return {"expressible": False, "reason": p.get("reason") or ""}
+    return {k: p.get(k) for k in _PREDICTED_KEYS}
+
+
 @brief_repr(("kernel", lambda s: s.result.dispatch.kernel_name), "top", "detail", ("verdict", lambda s: _verdict(s.plan)["sentence"]))
 @dataclass
 class Summary:
@@ -62,7 +75,7 @@ class Summary:
             "verdict": _verdict(plan),
             "findings": [{"rank": i, "severity": f.severity, "rule": f.rule, "kind": f.kind, "title": f.title,
                           "cycles_at_stake": f.cycles_at_stake, "share_of_cycles": round(f.share_of_cycles, 4),
-                          "confidence": f.confidence, "change": f.change}
+                          "confidence": f.confidence, "change": f.change, "predicted": compact_prediction(getattr(f, "predicted", None))}
                          for i, f in enumerate(plan.findings[:k], 1)],
             "findings_total": len(plan.findings),
             # a profiler that records no stall (rocprofv2): unavailable, not 0

@@ -1,7 +1,7 @@
 """Command line: parse arguments, call one function, render.
 
 The commands live in one module per group (``analysis_cmds``: one capture;
-``report_cmds``: reports and the demo; ``compare_cmds``: diff and check;
+``whatif_cmds``: the what-if replay; ``report_cmds``: reports and the demo; ``compare_cmds``: diff and check;
 ``capture_cmds``: rocprofv3 runs and their outputs; ``query_cmds``: asm,
 waits, occupancy, captures; ``agent_cmds``: the MCP server and the agent
 skill; ``sweep_cmds``: sweeps over many kernels and GPUs; ``meta_cmds``: the
@@ -21,10 +21,10 @@ import signal
 import sys
 
 from attlens import __version__
-from attlens.cli import agent_cmds, analysis_cmds, cache_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds, sweep_cmds
+from attlens.cli import agent_cmds, analysis_cmds, cache_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds, sweep_cmds, whatif_cmds
 from attlens.cli.common import EPILOG, configure_cache, say
 
-GROUPS = (analysis_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, sweep_cmds, agent_cmds, cache_cmds, meta_cmds)
+GROUPS = (analysis_cmds, whatif_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, sweep_cmds, agent_cmds, cache_cmds, meta_cmds)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -35,7 +35,7 @@ import orjson
 from attlens import __version__
 from attlens.analysis.stalls import CLASS_IDS
 from attlens.model.dispatch import STATE_NAMES
-from attlens.report.text import n as fmt_int, pct as fmt_pct
+from attlens.report.text import n as fmt_int, pct as fmt_pct, predicted_label
 from attlens.report.viewerdata import pack
 
 TIMELINE_BINS = 6000  # horizontal resolution of the downsampled timeline
@@ -581,7 +581,8 @@ def index_entry(result, plan, href: str) -> dict:
         "occupancy_observed": o.observed_max_waves_per_simd_traced_cu,
         "top_finding": None
         if f is None
-        else {"severity": f.severity, "title": f.title, "rule": f.rule, "share": f.share_of_cycles if f.kind == "performance" else None},
+        else {"severity": f.severity, "title": f.title, "rule": f.rule, "share": f.share_of_cycles if f.kind == "performance" else None,
+              "predicted_text": predicted_label(f)},
         "findings": len(plan.findings),
         "warnings": len(result.warnings),
     }
@@ -607,7 +608,8 @@ def render_index_text(entries, title: str = "attlens reports") -> str:
             continue
         f = x.get("top_finding")
         finding = "no rule fired" if not f else f'<span class="sev sev-{e(f["severity"])}">{e(f["severity"])}</span> {e(f["title"])} <code>[{e(f["rule"])}]</code>' + (
-            f' — {fmt_pct(f["share"])} of traced wave-cycles' if f.get("share") is not None else "")
+            f' — {fmt_pct(f["share"])} of traced wave-cycles' if f.get("share") is not None else "") + (
+            f'<div class="predicted">{e(f["predicted_text"])}</div>' if f.get("predicted_text") else "")
         occ = "n/a" if x.get("occupancy_theoretical") is None else f'{x["occupancy_theoretical"]} ({e(", ".join(x.get("occupancy_limiters") or []))})'
         top = "-" if not x.get("top_class") else f'{e(x["top_class"])} {fmt_pct(x.get("top_class_share"))}'
         rows.append(

@@ -27,7 +27,7 @@ from pathlib import Path
 from attlens import __version__
 from attlens.report.controls import safe_text
 from attlens.report.html import reproduce_commands, write_atomic
-from attlens.report.text import evidence_lines, finding_detail, header_lines, n as _n, pct as _pct, short_source, stake_label, verdict_sentence
+from attlens.report.text import evidence_lines, finding_detail, header_lines, n as _n, pct as _pct, predicted_label, short_source, stake_and_prediction, stake_label, verdict_sentence
 
 TOP_LINES = 10
 TOP_INSTRUCTIONS = 10
@@ -127,7 +127,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     L += [f"**Verdict:** {_text(verdict_sentence(plan))}", ""]
     if plan.findings:
         L += ["Top findings:", ""]
-        L += [f"{i}. **{f.severity}** {_text(f.title)} ({_code(f.rule)}) — {_text(stake_label(f))}" for i, f in enumerate(plan.findings[:3], 1)]
+        L += [f"{i}. **{f.severity}** {_text(f.title)} ({_code(f.rule)}) — {_text(stake_and_prediction(f))}" for i, f in enumerate(plan.findings[:3], 1)]
         L += ["", "The evidence, the change to try and what would prove it wrong: [Recommendations](#recommendations).", ""]
     if a["warnings"]:
         L += ["**Warnings** (act on these):", ""] + [f"- {_text(w)}" for w in a["warnings"]] + [""]
@@ -272,7 +272,7 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     if not plan.findings:
         L += ["No rule fired: no pattern above its threshold.", ""]
     for i, f in enumerate(plan.findings, 1):
-        stake = stake_label(f)
+        stake = _text(stake_and_prediction(f))
         L += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule {_code(f.rule)} · {stake} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
         L += _fence(evidence_lines(f.evidence)) + [""]
         L += [f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]
@@ -333,11 +333,11 @@ def plan_to_markdown(plan) -> str:
     d = result.dispatch
     b = result.breakdown
     lines = [f"# Optimization plan — {_code(d.kernel_name)}", "", f"**Verdict:** {_text(verdict_sentence(plan))}", "",
-             "## Priorities", "", "| # | severity | finding | rule | at stake | why |", "|---:|---|---|---|---|---|"]
+             "## Priorities", "", "| # | severity | finding | rule | at stake | predicted | why |", "|---:|---|---|---|---|---|---|"]
     for i, f in enumerate(plan.findings, 1):
-        lines.append(f"| {i} | {f.severity} | {_text(f.title)} | {_code(f.rule, True)} | {_text(stake_label(f))} | {_text(f.rationale)} |")
+        lines.append(f"| {i} | {f.severity} | {_text(f.title)} | {_code(f.rule, True)} | {_text(stake_label(f))} | {_text(predicted_label(f) or '—')} | {_text(f.rationale)} |")
     if not plan.findings:
-        lines.append("| | | no rule fired | | | |")
+        lines.append("| | | no rule fired | | | | |")
     lines += ["", f"Capture: {_code(d.path)} · target {_text(d.arch.target or 'unknown')} · {d.waves.count:,} waves · attlens {__version__}", "",
               *_fence(header_lines(plan)), "",
               "## Instruction stall by class", "", "| class | stall cycles | share |", "|---|---:|---:|"]
@@ -351,7 +351,7 @@ def plan_to_markdown(plan) -> str:
     if not plan.findings:
         lines.append("No rule fired.")
     for i, f in enumerate(plan.findings, 1):
-        lines += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule `{f.rule}` · {stake_label(f)} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
+        lines += [f"### {i}. {f.severity} — {_text(f.title)}", "", f"Rule `{f.rule}` · {_text(stake_and_prediction(f))} · confidence {f.confidence:.2f}", "", "Evidence:", ""]
         lines += _fence(finding_detail(f))
         lines += ["", f"**Change:** {_text(f.change)}", "", f"**Would prove it wrong:** {_text(f.falsify)}", ""]
     lines += [f"Cycle ledger: {plan.cycles_at_stake:,} of {plan.total_cycles:,} traced wave-cycles at stake (every traced wave's idle + latency, "

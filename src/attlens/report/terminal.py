@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from attlens.analysis.taxonomy import CLASSES
 from attlens.report.console import Col, FitTable
-from attlens.report.text import finding_detail, header_lines, n as _n, pct as _pct, short_source as _short_source, stake_label
+from attlens.report.text import finding_detail, header_lines, n as _n, pct as _pct, predicted_text, short_source as _short_source, stake_and_prediction
 
 # --------------------------------------------------------------------------- columns
 #
@@ -280,7 +280,9 @@ def render_summary(sm, console) -> None:
     console.print(f"[bold]Verdict[/bold]  {escape(doc['verdict']['sentence'])}")
     for f in doc["findings"]:
         stake = f" — {f['share_of_cycles']:.1%} of cycles at stake" if f["kind"] == "performance" else ""
-        console.print(f"  {f['rank']:>2}. {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}{stake}")
+        pred = predicted_text(f.get("predicted"))
+        stake += f"; {pred}" if pred else ""
+        console.print(f"  {f['rank']:>2}. {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}{escape(stake)}")
     if doc["findings_total"] > len(doc["findings"]):
         console.print(f"      … {doc['findings_total'] - len(doc['findings'])} more: attlens plan {escape(c['path'])}")
     for w in doc["warnings"]:
@@ -674,7 +676,7 @@ def render_plan(plan, console, max_findings: int | None = None) -> None:
     if fs:
         console.print("[bold]Priorities[/bold]")
         for i, f in enumerate(fs, 1):
-            console.print(f"  {i:>2}. {f.severity:<4} {escape(f.title)}  {escape('[' + f.rule + ']')} · {stake_label(f)}")
+            console.print(f"  {i:>2}. {f.severity:<4} {escape(f.title)}  {escape('[' + f.rule + ']')} · {escape(stake_and_prediction(f))}")
     else:
         console.print("No rule fired: no pattern above its threshold (see `attlens rules`).")
     console.print("")
@@ -689,7 +691,7 @@ def render_plan(plan, console, max_findings: int | None = None) -> None:
     for i, f in enumerate(fs, 1):
         color = {"HIGH": "red", "MED": "yellow", "LOW": "green", "INFO": "blue"}[f.severity]
         tag = escape("[" + f.rule + "]")
-        console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {tag} · {stake_label(f)} · confidence {f.confidence:.2f}")
+        console.print(f"\n[bold]{i}. [{color}]{f.severity}[/{color}] {escape(f.title)}[/bold]  {tag} · {escape(stake_and_prediction(f))} · confidence {f.confidence:.2f}")
         console.print(f"   [bold]why:[/bold] {escape(f.rationale)}")
         for line in finding_detail(f):
             console.print(f"     {escape(line)}")
@@ -706,6 +708,42 @@ def render_plan(plan, console, max_findings: int | None = None) -> None:
     for rid, err in plan.rule_errors.items():
         console.print(f"[yellow]! rule {rid} failed: {escape(err)}[/yellow]")
 
+
+
+# --------------------------------------------------------------------------- what-if
+
+
+def render_whatif(doc: dict, console, dispatch=None, top: int = 20) -> None:
+    """``attlens whatif``: the ``attlens.whatif`` object (``to_dict()``), the
+    story first — the dispatch time before → after, the gain with its
+    interval, the bound when it holds the gain, the calibration residual —
+    then the edits, the findings the replay cannot express, and the pcs whose
+    stall changed (``top`` of them; 0 = all). ``dispatch``: the capture, for
+    the pcs' addresses."""
+    from attlens.report.text import whatif_lines
+
+    console.print(f"[bold]attlens whatif[/bold] — [bold cyan]{escape(doc.get('kernel') or '(unnamed kernel)')}[/bold cyan]  ({escape(doc['capture'])})")
+    from rich.table import Table
+
+    story = Table.grid(padding=(0, 1))  # the label column stays, the text wraps beside it
+    story.add_column(style="bold", no_wrap=True)
+    story.add_column()
+    for label, text in whatif_lines(doc):
+        story.add_row(label, escape(text))
+    console.print(story)
+    pcs = sorted(doc["changed"]["pcs"], key=lambda x: -abs(x["stall_after"] - x["stall_before"]))
+    if not pcs:
+        return
+    shown = pcs if top == 0 else pcs[:top]
+    t = FitTable(None, [*pc_columns(), Col("stall before"), Col("stall after"), Col("change"), isa_column()])
+    for x in shown:
+        pc = x["pc"]
+        cells = pc_cells(dispatch, pc) if dispatch is not None and 0 <= pc < dispatch.code.size else [str(pc), "-"]
+        delta = x["stall_after"] - x["stall_before"]
+        t.add_row(*cells, _n(x["stall_before"]), _n(x["stall_after"]), f"{delta:+,}", escape(x["instruction"]))
+    console.print(t)
+    if len(shown) < len(pcs):
+        console.print(f"[dim]… {len(pcs) - len(shown)} more changed pcs (--top 0 for all; --json has every one)[/dim]")
 
 
 def rules_text(rules) -> str:
@@ -775,12 +813,15 @@ def render_diff(res, console, top: int = 10) -> None:
         console.print(f"[bold]Plans[/bold]: before — {escape(pl['before']['verdict'] or 'no verdict')}")
         console.print(f"       after — {escape(pl['after']['verdict'] or 'no verdict')}")
         for f in pl["resolved"]:
-            console.print(f"  resolved   {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}")
+            pred = f" — before: {f['predicted_before']}" if f.get("predicted_before") else ""
+            console.print(f"  resolved   {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}{escape(pred)}")
         for f in pl["new"]:
             console.print(f"  new        {f['severity']:<4} {escape(f['title'])} {escape('[' + f['rule'] + ']')}")
         for f in pl["persisting"]:
             if f["share_before"] or f["share_after"]:
-                console.print(f"  persisting {escape(f['rule'])}: {f['share_before']:.1%} → {f['share_after']:.1%} of traced wave-cycles at stake")
+                pred = f"; before: {f['predicted_before']}" if f.get("predicted_before") else ""
+                console.print(f"  persisting {escape(f['rule'])}: {f['share_before']:.1%} → {f['share_after']:.1%} of traced wave-cycles at stake"
+                              + escape(pred))
 
 
 

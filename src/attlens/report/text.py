@@ -151,6 +151,111 @@ def stake_label(f) -> str:
     return {"capture": "capture quality", "dispatch": "whole dispatch"}[f.kind]
 
 
+def stake_and_prediction(f) -> str:
+    """The cycles at stake and, beside them, the predicted gain (when the plan has one)."""
+    pred = predicted_label(f)
+    return stake_label(f) + (f" · {pred}" if pred else "")
+
+
+def predicted_text(p: dict | None) -> str | None:
+    """A finding's ``predicted`` (the what-if replay, docs/whatif.md) as one
+    phrase printed beside its cycles at stake: the predicted kernel-time gain
+    with its interval and the dispatch time before → after; "not predicted:
+    <reason>" when the replay cannot express the change; None when the plan
+    carries no prediction (unavailable, never a zero gain)."""
+    if not p:
+        return None
+    if not p.get("expressible"):
+        return f"not predicted: {p.get('reason') or 'the replay cannot express this change'}"
+    text = f"predicted {gain_text(p.get('gain'))} ({interval_text(p.get('low'), p.get('high'))})"
+    before, after = p.get("dispatch_ns_before"), p.get("dispatch_ns_after")
+    if before is not None and after is not None:
+        text += f", {fmt_ns(round(before))} → {fmt_ns(round(after))}"
+    if p.get("bound"):
+        text += f", held by the {p['bound']} bound"
+    return text
+
+
+def predicted_label(f) -> str | None:
+    """:func:`predicted_text` of a finding (object or dict; a plan made before predictions existed has none)."""
+    p = f.get("predicted") if isinstance(f, dict) else getattr(f, "predicted", None)
+    return predicted_text(p)
+
+
+def gain_text(share) -> str:
+    """A predicted gain (a share of kernel time saved; positive = faster) as words."""
+    if share is None:
+        return "gain unknown"
+    if abs(share) < 0.0005:
+        return "no change in kernel time"
+    return f"{abs(share):.1%} {'faster' if share > 0 else 'slower'}"
+
+
+def interval_text(low, high) -> str:
+    """A gain's interval: ``6.1% to 12.0%`` (negative = slower)."""
+    if low is None or high is None:
+        return "interval unknown"
+    return f"{_signed_pct(low)} to {_signed_pct(high)}"
+
+
+def _signed_pct(x: float) -> str:
+    return f"−{-x:.1%}" if x < -0.0005 else f"{max(x, 0.0):.1%}"
+
+
+def edit_text(e: dict) -> str:
+    """One edit of a what-if replay in words."""
+    kind = e.get("kind")
+    if kind == "hide-wait":
+        what = f"hide the wait at pc {e.get('pc')}"
+    elif kind == "move":
+        what = f"move the load at pc {e.get('pc')} before pc {e.get('before_pc')}"
+    elif kind == "waves-per-simd":
+        what = f"{e.get('waves_per_simd')} resident waves per SIMD"
+    elif kind == "prefetch":
+        what = f"prefetch the load at pc {e.get('pc')}"
+    elif kind == "barrier-skew":
+        what = "remove the barrier skew" + (f" at pc {e['pc']}" if e.get("pc") is not None else "")
+    elif kind == "early-exit":
+        what = "remove the early exit" + (f" at pc {e['pc']}" if e.get("pc") is not None else "")
+    else:
+        what = str(kind) + (f" at pc {e['pc']}" if e.get("pc") is not None else "")
+    src = e.get("source") or ""
+    return what + (f" ({src.split(':', 1)[1]})" if src.startswith("rule:") else "")
+
+
+def whatif_lines(doc: dict) -> list[tuple[str, str]]:
+    """The story of an ``attlens.whatif`` object as (label, text) lines: the
+    prediction, the bound, the calibration, the edits, what the replay could
+    not express, the waves changed. Shared by the terminal and Markdown."""
+    before, after, g, b, cal = doc["before"], doc["after"], doc["gain"], doc["bound"], doc["calibration"]
+    out = []
+    if before.get("dispatch_ns") is not None and after.get("dispatch_ns") is not None:
+        times = f"dispatch {fmt_ns(round(before['dispatch_ns']))} → {fmt_ns(round(after['dispatch_ns']))}"
+    else:
+        times = "dispatch time unknown"
+    times += f" (replayed span {before['replayed_span_cycles']:,} → {after['replayed_span_cycles']:,} cycles)"
+    if not doc["edits"]:
+        out.append(("Predicted", f"{times}: no edit applied, this is the calibration replay"))
+    else:
+        out.append(("Predicted", f"{times}: {gain_text(g['share'])} (interval {interval_text(g['low'], g['high'])})"))
+    if b.get("kind") and b.get("binding"):
+        out.append(("Bound", f"the {b['kind']} ceiling ({fmt_ns(None if b.get('dispatch_ns') is None else round(b['dispatch_ns']))}) holds the gain: "
+                             "no edit can make the kernel faster than it"))
+    elif b.get("kind"):
+        out.append(("Bound", f"{b['kind']} ceiling at {fmt_ns(None if b.get('dispatch_ns') is None else round(b['dispatch_ns']))}, not reached"))
+    wr = cal["wave_residual"]
+    out.append(("Calibration", f"no-change replay {cal['span_replayed_cycles']:,} vs traced {cal['span_traced_cycles']:,} cycles: "
+                               f"residual {cal['span_residual']:+.1%} of the span ({'within' if cal['within'] else 'OUTSIDE'} the "
+                               f"{cal['tolerance']:.0%} tolerance); per wave median {wr['median']:.1%}, p95 {wr['p95']:.1%}, max {wr['max']:.1%}"))
+    if doc["edits"]:
+        out.append(("Edits", "; ".join(edit_text(e) for e in doc["edits"]) + ("" if len(doc["edits"]) == 1 else ", replayed together")))
+    for u in doc.get("unexpressible") or []:
+        out.append(("Not predicted", f"{u['rule']}: {u['reason']}"))
+    ch = doc["changed"]
+    out.append(("Changed", f"{ch['waves']:,} wave(s), {len(ch['pcs']):,} pc(s) with a different stall"))
+    return out
+
+
 def fmt_ns(ns) -> str:
     if ns is None:
         return "unknown"
@@ -238,6 +343,7 @@ def header_lines(plan) -> list[str]:
 def top_findings_lines(plan, count: int = 3) -> list[str]:
     """The first findings of a plan, one line each (the ``analyze`` summary block)."""
     return [f"{f.severity:<4} {f.title} [{f.rule}]" + (f" — {f.share_of_cycles:.1%} of traced wave-cycles at stake" if f.kind == "performance" else "")
+            + (f"; {predicted_label(f)}" if predicted_label(f) else "")
             for f in plan.findings[:count]]
 
 

@@ -24,7 +24,7 @@ INSTRUCTIONS = (
     "attlens answers questions about AMD GPU thread traces (rocprofv3 ATT captures: ui_output_agent_*_dispatch_* "
     "directories). Start with list_captures(path) to find captures, then summary or plan on one of them; drill down with "
     "hotspots, asm (the ISA around a pc), deps and waits (who waits on what, and how long per execution), waves and "
-    "occupancy; compare a re-capture with diff and gate it with check; rules lists what the plan checks; pc_sampling reads "
+    "occupancy; whatif predicts the kernel time with changes applied; compare a re-capture with diff and gate it with check; rules lists what the plan checks; pc_sampling reads "
     "PC samples (why instructions stall; summary, hotspots, asm and plan carry the samples found beside a capture). Every "
     "result is a versioned JSON object (schema field; each tool's outputSchema names its top-level keys and types, "
     "schema(name) returns the full JSON Schema); null means unavailable, never zero. Paths must be inside the server's roots. The attlens skill (`attlens "
@@ -50,7 +50,7 @@ def _missing_sdk():
 OUTPUT_SCHEMAS = {
     "list_captures": "captures", "summary": ("summary", "pc_sampling"), "hotspots": "hotspots", "plan": "plan", "asm": "asm",
     "deps": "deps", "waits": "waits", "waves": "waves", "occupancy": "occupancy", "diff": "diff", "check": "check",
-    "kernels": "kernels", "rules": "rules", "pc_sampling": "pc_sampling", "schema": None,
+    "kernels": "kernels", "rules": "rules", "pc_sampling": "pc_sampling", "whatif": "whatif", "schema": None,
 }
 SCHEMA_OF_A_SCHEMA = {"type": "object", "description": "a JSON Schema (draft 2020-12) of an attlens object, with the schemas it references embedded"}
 
@@ -128,6 +128,14 @@ def _resolve(node: dict, doc: dict, depth: int = 0) -> dict:
     return _resolve(target, doc, depth + 1)
 
 
+def _drop_titles(schema: dict) -> None:
+    """Remove the titles pydantic derives from names (``"title": "Hide Wait"``)
+    from an input schema: the names say it, and tools/list is sent every session."""
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+
+
 def build_server(tools: Tools):
     """An ``MCPServer`` with every attlens tool registered: read-only
     annotations, and the shipped JSON Schema of its result as outputSchema."""
@@ -164,7 +172,7 @@ def build_server(tools: Tools):
         text = dumps_json(err).decode()
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=err, is_error=True)
 
-    Capture = Annotated[str, Field(description="a capture directory (ui_output_agent_*_dispatch_*) or a folder holding one capture; inside the server's roots")]
+    Capture = Annotated[str, Field(description="a ui_output_agent_* capture directory or a folder holding one, inside the roots")]
     Top = Annotated[int, Field(description="rows to return (0 = all)")]
     Pc = Annotated[int | str, Field(description="the instruction: its pc index (as in hotspots, deps, plan), or its address as text '0x1738' (code.json Vaddr)")]
     registered: list = []
@@ -172,8 +180,9 @@ def build_server(tools: Tools):
     def register(fn):
         name = fn.__name__
         tool = Tool.from_function(fn, name=name, title=TITLES[name], description=TOOLS[name], structured_output=False,
-                                  annotations=ToolAnnotations(title=TITLES[name], read_only_hint=True, destructive_hint=False,
+                                  annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                                               idempotent_hint=True, open_world_hint=False))
+        _drop_titles(tool.parameters)  # pydantic's "Capture", "Top", ... repeat the names: bytes in every tools/list
         # the result's contract is the shipped schema (a permissive model keeps the SDK's own check out of the way)
         tool.fn_metadata.output_model = _Shipped
         tool.fn_metadata.output_schema = output_schema(name)
@@ -264,6 +273,16 @@ def build_server(tools: Tools):
         exclude: Annotated[str | None, Field(description="regex of runtime-helper kernels to flag (default: HIP blits, PyTorch elementwise/copy/fill/random/reduce)")] = None,
     ) -> CallToolResult:
         return answer(tools.kernels, path, exclude)
+
+    @register
+    def whatif(
+        capture: Capture,
+        apply: Annotated[list[str], Field(description="rule ids of findings to replay together")] = [],  # noqa: B006 (never mutated)
+        hide_wait: Annotated[list[int | str], Field(description="s_waitcnt pcs to hide")] = [],  # noqa: B006
+        move: Annotated[list[str], Field(description="'PC:BEFORE_PC' each")] = [],  # noqa: B006
+        waves_per_simd: Annotated[int | None, Field(description="resident waves per SIMD")] = None,
+    ) -> CallToolResult:
+        return answer(tools.whatif, capture, apply, hide_wait, move, waves_per_simd)
 
     @register
     def rules() -> CallToolResult:

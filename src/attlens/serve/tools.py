@@ -27,6 +27,7 @@ TOOLS = {
     "check": "Gate a capture against a baseline: passed when METRIC per wave grew by at most MAX_REGRESSION percent. Same object as `attlens check CAPTURE --baseline BASELINE --max-regression P --metric M --json` (which exits 20 on a regression, 22 when a capture was partly read: `partial` true, `passed` false).",
     "kernels": "Kernel table from rocprofv3 outputs (kernel_stats.csv, kernel_trace.csv, results.json, results.db, or a folder of them): time, calls, ids, resources. Same object as `attlens kernels PATH --json`.",
     "rules": "Every rule of the plan: its trigger, the preconditions its advice assumes, its evidence and limits. Same object as `attlens rules --json`.",
+    "whatif": "Replay the traced waves with changes applied together (findings by rule id, waits hidden, loads moved, waves per SIMD): predicted dispatch time, gain with interval, bound, calibration, changed pcs. As `attlens whatif --json`.",
     "schema": "The JSON Schema (draft 2020-12) of an attlens object, e.g. 'attlens.waits' or 'waits'.",
     "pc_sampling": "PC samples on their own (a rocprofv3 *_results.json or *_pc_sampling_*.csv, or a rocprof-compute-viewer PC-sampling ui_output folder): per instruction and source line, samples, issued, stalled and the stall reasons; no cycles. Same object as `attlens pcsampling PATH --json`. (summary, hotspots, asm and plan on a capture already carry the samples found beside it.)",
 }
@@ -36,7 +37,7 @@ TITLES = {
     "list_captures": "List captures", "summary": "Capture summary", "hotspots": "Hotspot ranking", "plan": "Optimization plan",
     "asm": "ISA window", "deps": "Memory-to-wait dependencies", "waits": "Wait statistics", "waves": "Wave states and pipes",
     "occupancy": "Occupancy", "diff": "Compare two captures", "check": "Regression gate", "kernels": "Kernel table",
-    "rules": "Plan rules", "schema": "JSON Schema of an object", "pc_sampling": "PC samples",
+    "rules": "Plan rules", "whatif": "What-if replay", "schema": "JSON Schema of an object", "pc_sampling": "PC samples",
 }
 
 
@@ -136,6 +137,12 @@ class Tools:
 
     def kernels(self, path: str, exclude: str | None = None) -> dict:
         return api.kernels(str(self.roots.check(path)), exclude).to_dict()
+
+    def whatif(self, capture: str, apply: list[str] | None = None, hide_wait: list[int | str] | None = None,
+               move: list[str] | None = None, waves_per_simd: int | None = None) -> dict:
+        e = self._entry(capture)
+        plan = self._plan(e) if apply else None  # the plan `plan` answers with: its findings are the ones applied
+        return api.whatif(e.result, apply=apply, hide_wait=hide_wait, move=move, waves_per_simd=waves_per_simd, plan=plan).to_dict()
 
     def rules(self) -> dict:
         from attlens.analysis.plan import load_rules, rules_to_dict

@@ -204,8 +204,8 @@ def findings_markdown(rows: list[dict], cats: list[dict], meta: dict) -> str:
             continue
         tops.append([_text(r["job"]), _code(s.get("kernel") or "", table=True), _text(s.get("shape") or ""),
                      "no performance rule fired" if f is None else f"{f['severity']} {_text(f['title'])} ({_code(f['rule'], table=True)})",
-                     _pct(None if f is None else f.get("share"))])
-    lines += (_table(["job", "kernel", "shape", "top finding", "cycles at stake"], tops, "llllr") if tops else ["No job finished."]) + [""]
+                     _pct(None if f is None else f.get("share")), _text((f or {}).get("predicted_text") or "—")])
+    lines += (_table(["job", "kernel", "shape", "top finding", "cycles at stake", "predicted"], tops, "llllrl") if tops else ["No job finished."]) + [""]
     failed = [r for r in rows if r["state"] == "failed"]
     if failed:
         lines += ["## Failed", ""]

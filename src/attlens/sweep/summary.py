@@ -46,8 +46,10 @@ def _r(x, nd: int = 6):
 
 def _finding(f) -> dict:
     # share of cycles at stake: only performance findings claim cycles
+    from attlens.report.text import predicted_label
+
     return {"rule": f.rule, "kind": f.kind, "severity": f.severity, "title": f.title, "confidence": f.confidence,
-            "share": _r(f.share_of_cycles) if f.kind == "performance" else None}
+            "share": _r(f.share_of_cycles) if f.kind == "performance" else None, "predicted_text": predicted_label(f)}
 
 
 def bandwidth_fraction(plan) -> tuple[float | None, str | None]:

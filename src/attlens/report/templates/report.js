@@ -277,6 +277,28 @@
       return "whole dispatch: bounds the " + fmtNs(f.dispatch_time.measured_ns) + " at " + fmtNs(f.dispatch_time.bound_ns);
     return { capture: "capture quality", dispatch: "whole dispatch" }[f.kind] || f.kind;
   }
+  // a finding's predicted kernel-time gain (the what-if replay, docs/whatif.md), worded as report/text.py
+  // predicted_text words it; null when the plan carries no prediction (unavailable, not a zero gain)
+  function signedPct(x) { return x < -0.0005 ? "−" + fmtPct(-x) : fmtPct(Math.max(x, 0)); }
+  function gainText(g) {
+    if (g === null || g === undefined) return "gain unknown";
+    if (Math.abs(g) < 0.0005) return "no change in kernel time";
+    return fmtPct(Math.abs(g)) + (g > 0 ? " faster" : " slower");
+  }
+  function predictedText(p) {
+    if (!p) return null;
+    if (!p.expressible) return "not predicted: " + (p.reason || "the replay cannot express this change");
+    var lohi = p.low === null || p.low === undefined || p.high === null || p.high === undefined ? "interval unknown" : signedPct(p.low) + " to " + signedPct(p.high);
+    var t = "predicted " + gainText(p.gain) + " (" + lohi + ")";
+    var b = p.dispatch_ns_before, a = p.dispatch_ns_after;
+    if (b !== null && b !== undefined && a !== null && a !== undefined) t += ", " + fmtNs(Math.round(b)) + " → " + fmtNs(Math.round(a));
+    if (p.bound) t += ", held by the " + p.bound + " bound";
+    return t;
+  }
+  function stakeAndPrediction(f) {
+    var p = predictedText(f.predicted);
+    return stakeText(f) + (p ? " · " + p : "");
+  }
   function loopsText(f) {
     var rows = (f.loops || []).slice(0, 4).map(function (w) {
       if (w.loop === null || w.loop === undefined) return "pc " + w.pc + ": " + (w.note || "outside loops");
@@ -346,7 +368,7 @@
       top.forEach(function (f) {
         var i = P.findings.indexOf(f) + 1;
         ol.appendChild(el("li", { data: { rule: f.rule } }, el("span", { class: "sev sev-" + f.severity, text: f.severity }), " ",
-          el("a", { href: "#finding-" + i, text: f.title }), el("span", { class: "muted", text: " — " + stakeText(f) + " [" + f.rule + "]" })));
+          el("a", { href: "#finding-" + i, text: f.title }), el("span", { class: "muted", text: " — " + stakeAndPrediction(f) + " [" + f.rule + "]" })));
       });
       s.appendChild(el("h3", { text: "Top findings" }));
       s.appendChild(ol);
@@ -494,8 +516,9 @@
       var art = el("article", { class: "finding", id: "finding-" + (i + 1), data: { rule: f.rule } },
         el("h3", null, (i + 1) + ". ", el("span", { class: "sev sev-" + f.severity, text: f.severity }), " ", f.title),
         el("div", { class: "meta", text: "rule " + f.rule + " · " + stakeText(f) + " · confidence " + fmtNum(f.confidence, 2) }));
-      if (f.predicted !== undefined && f.predicted !== null) {
-        art.appendChild(el("div", { class: "predicted" }, el("b", { text: "Predicted: " }), typeof f.predicted === "object" ? fmtEvidence("predicted", f.predicted) : String(f.predicted)));
+      var pred = predictedText(f.predicted);
+      if (pred) {
+        art.appendChild(el("div", { class: "predicted", data: { expressible: String(!!f.predicted.expressible) } }, el("b", { text: "What-if: " }), pred));
       }
       var ev = el("div", { class: "evidence" }, renderEvidence(f.evidence));
       var extra = el("dl");

@@ -105,6 +105,7 @@
       if (!f) { if (r.summary && r.summary.att_available) td.appendChild(node("span", "muted", "no performance rule fired")); return; }
       append(td, badge("sev sev-" + f.severity, f.severity, "severity " + f.severity), document.createTextNode(" " + f.title + " "), node("code", null, "[" + f.rule + "]"));
       if (f.share !== null) td.appendChild(sub(pct(f.share) + " of traced wave-cycles at stake"));
+      if (f.predicted_text) td.appendChild(sub(f.predicted_text));
     } },
     { key: "bandwidth_fraction", label: "HBM bandwidth", num: true, width: "8%", value: function (r) { return nz(sum(r).bandwidth_fraction); }, cell: function (td, r) {
       var s = sum(r);

@@ -1,0 +1,165 @@
+"""Which edits express a finding, and the prediction every plan finding carries
+(docs/whatif.md). A finding whose change the replay cannot express says why
+instead of guessing."""
+
+from __future__ import annotations
+
+from attlens.analysis.replay.edits import Edit
+
+# rules whose change is not an edit of the traced streams, and why
+NOT_EXPRESSIBLE = {
+    "bandwidth-ceiling": "a bound, not a change: only fewer bytes make the dispatch faster, and the replay keeps the bytes",
+    "issue-bound": "a bound, not a change: the replay keeps every instruction's issue, so it cannot shorten the busy pipe",
+    "grid-starvation": "the change is a larger grid: the replay only re-runs the traced waves",
+    "load-imbalance": "the change splits the long workgroups' work: the replay keeps each wave's instructions",
+    "lds-mergeable": "fewer, wider LDS instructions change issue and LDS bandwidth, which the replay keeps as traced",
+    "load-mfma-interleave": "the change reorders issue between pipes, which the replay keeps as traced",
+    "vmem-backpressure": "wider memory instructions change the issue queue, which the replay keeps as traced",
+    "lds-to-mfma": "the change reorders LDS reads and MFMA issue, which the replay keeps as traced",
+    "crosslane-serialized": "the change replaces the LDS cross-lane ops with DPP/permute instructions the trace does not have",
+    "mfma-dependency": "dependent-MFMA stalls are issue stalls the replay keeps as traced",
+    "hazard-nops": "hazard bubbles are issue gaps the replay keeps as traced",
+    "drain-to-zero": "the change lowers the wait's count so younger ops stay in flight, which the replay's wait sets (as traced) cannot say",
+    "in-order-wait": "the change reorders two load streams; the replay keeps each wait's traced set of ops",
+}
+CAPTURE_KINDS = ("capture", "note")
+
+
+def _next_instruction(d, pc: int) -> int | None:
+    isa = d.code.isa
+    for q in range(pc + 1, d.code.size):
+        if isa[q]:
+            return q
+    return None
+
+
+def edits_for_finding(f, result) -> tuple[list[Edit], str | None]:
+    """(edits, None) or ([], why not)."""
+    rid, ev, d = f.rule, f.evidence or {}, result.dispatch
+    src = f"rule:{rid}"
+    if rid == "load-use-distance":
+        out: list[Edit] = []
+        for row in ev.get("loads", []):
+            lever = row.get("lever")
+            if lever == "earlier-in-iteration":
+                after = row.get("issue_after_pc")
+                target = _next_instruction(d, after) if after is not None else (row.get("loop_pcs") or [None])[0]
+                if target is None:
+                    continue
+                out += [Edit("move", pc=int(p), before_pc=int(target), source=src) for p in row.get("burst") or [row["pc"]]]
+            elif lever == "next-iteration":
+                out.append(Edit("prefetch", pc=int(row["pc"]), source=src))
+            elif lever in ("earlier-in-wave", "earlier-with-registers"):
+                at = row.get("address_ready_at_pc")
+                target = _next_instruction(d, at) if at is not None else _first_instruction(d)
+                if target is not None and target != row["pc"]:
+                    out.append(Edit("move", pc=int(row["pc"]), before_pc=int(target), source=src))
+        return (out, None) if out else ([], "no load of the finding has a place to move to")
+    if rid == "smem-wait":
+        pcs = sorted({int(w["pc"]) for w in ev.get("waits", []) if isinstance(w, dict) and "pc" in w} | {c["pc"] for c in f.claims})
+        pcs = [p for p in pcs if d.static.cls[p] == "wait"]
+        return ([Edit("hide-wait", pc=p, source=src) for p in pcs], None) if pcs else ([], "no scalar wait pc in the finding")
+    if rid == "barrier-heavy":
+        pcs = [int(b["pc"]) for b in ev.get("barriers", [])] or [c["pc"] for c in f.claims]
+        return [Edit("barrier-skew", pc=p, source=src) for p in pcs], None
+    if rid == "occupancy-limit":
+        o = result.occupancy
+        cur = o.theoretical_waves_per_simd
+        return ([Edit("waves-per-simd", waves_per_simd=int(cur) + 1, source=src)], None) if cur else ([], "theoretical waves per SIMD unknown")
+    if rid == "early-exit-waves":
+        return [Edit("early-exit", source=src)], None
+    if rid in NOT_EXPRESSIBLE:
+        return [], NOT_EXPRESSIBLE[rid]
+    return [], f"the replay has no edit for rule {rid}"
+
+
+def _first_instruction(d) -> int | None:
+    return next((q for q in range(d.code.size) if d.code.isa[q]), None)
+
+
+def predicted_of(f, result, plan=None) -> dict | None:
+    """The ``predicted`` object of one finding (None for notes and capture
+    findings other than early-exit waves: no change of the kernel to predict)."""
+    from attlens.analysis.replay.predict import whatif
+
+    from attlens.analysis.replay.calibrate import unreplayable
+
+    if f.kind in CAPTURE_KINDS and f.rule != "early-exit-waves":
+        return None
+    edits, why = edits_for_finding(f, result)
+    if not edits:
+        return {"expressible": False, "reason": why}
+    why = unreplayable(result.dispatch)
+    if why:
+        return {"expressible": False, "reason": f"the capture cannot be replayed: {why}"}
+    w = whatif(result, edits, plan)
+    g = dict(w.gain)
+    cap = f.share_of_cycles if f.kind == "performance" else None
+    if cap is not None:  # never more than the wave-cycles the finding claims
+        g = {k: min(v, round(cap, 4)) for k, v in g.items()}
+    before = w.before["dispatch_ns"]
+    after = None if before is None else round(before * (1.0 - g["share"]), 1)
+    return {"expressible": True, "edits": [e.to_dict() for e in edits], "dispatch_ns_before": before, "dispatch_ns_after": after,
+            "gain": g["share"], "low": g["low"], "high": g["high"], "bound": w.bound["kind"]}
+
+
+class _DictCodec:
+    """A JSON-able dict as a digest record (no arrays)."""
+
+    def encode(self, value):
+        return {}, value
+
+    def decode(self, arrays, meta):
+        return meta
+
+
+def cached_predicted(f, result, plan=None) -> dict | None:
+    """:func:`predicted_of`, kept in the capture's digest (keyed by the
+    finding's edits and its cap), so a second plan of the capture replays nothing."""
+    import hashlib
+    import json
+
+    from attlens.cache import memo
+
+    if f.kind in CAPTURE_KINDS and f.rule != "early-exit-waves":
+        return None
+    edits, why = edits_for_finding(f, result)
+    if not edits:
+        return {"expressible": False, "reason": why}
+    from attlens.analysis.replay.predict import bandwidth_floor_ns
+
+    dur = plan.dispatch_facts.duration.ns if plan is not None and plan.dispatch_facts is not None else None
+    floor = bandwidth_floor_ns(plan.bandwidth) if plan is not None else None
+    key = json.dumps([[e.key() for e in edits], f.kind, round(f.share_of_cycles, 6), dur, floor], default=str)
+    name = f"whatif-{REPLAY_VERSION}-" + hashlib.sha1(key.encode()).hexdigest()[:16]
+    return memo(result.dispatch, name, lambda: predicted_of(f, result, plan), _DictCodec())
+
+
+REPLAY_VERSION = "v2"  # bump when the model changes: digests keep predictions under this name
+
+
+def edits_for_rules(plan, rules: list[str]) -> tuple[list[Edit], list[dict]]:
+    """The edits that express the named findings of ``plan``; the second item
+    lists the rules the model cannot express or that did not fire."""
+    from attlens.analysis.registry import load_rules
+    from attlens.errors import UsageError
+
+    known = load_rules()
+    bad = [r for r in rules if r not in known]
+    if bad:
+        raise UsageError(f"unknown rule(s): {', '.join(bad)} (see `attlens rules`)")
+    edits: list[Edit] = []
+    skipped: list[dict] = []
+    by_rule = {f.rule: f for f in plan.findings}
+    for r in rules:
+        f = by_rule.get(r)
+        if f is None:
+            skipped.append({"rule": r, "reason": "the rule did not fire on this capture"})
+            continue
+        es, why = edits_for_finding(f, plan.result)
+        if not es:
+            skipped.append({"rule": r, "reason": why})
+        for e in es:
+            if all(e.key() != x.key() for x in edits):
+                edits.append(e)
+    return edits, skipped

@@ -1,0 +1,126 @@
+"""Predictions: the dispatch time after a set of edits, with its interval and
+bounds (docs/whatif.md).
+
+after = measured dispatch time x (replayed span with the edits / replayed span
+without them) of the slowest traced CU; the interval runs from the CU with the
+smallest gain to the one with the largest, among the CUs whose unedited span
+is at least half the longest (those could set the dispatch time; the traced
+CUs are the sample the grid is extrapolated from), widened on both sides by
+the calibration residual (the model's noise floor). No
+prediction beats a SIMD's issue time (the busiest pipe's issue cycles of its
+waves) or the bandwidth floor (bytes / peak HBM bandwidth).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attlens.analysis.replay.calibrate import Calibration, Engine, engine_of
+from attlens.analysis.replay.edits import Edit, compile_edits
+from attlens.analysis.replay.model import replay_with
+
+SETS_TIME_SHARE = 0.5  # a traced CU whose unedited span is at least half the longest could set the dispatch time
+WHATIF_SCHEMA = "attlens.whatif"
+WHATIF_SCHEMA_VERSION = 1
+
+
+@dataclass
+class WhatIf:
+    capture: str
+    kernel: str | None
+    edits: list[Edit]
+    unexpressible: list[dict]
+    calibration: Calibration
+    before: dict
+    after: dict
+    gain: dict
+    bound: dict
+    changed: dict
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"schema": WHATIF_SCHEMA, "schema_version": WHATIF_SCHEMA_VERSION, "capture": self.capture, "kernel": self.kernel,
+                "edits": [e.to_dict() for e in self.edits], "unexpressible": self.unexpressible, "calibration": self.calibration.to_dict(),
+                "before": self.before, "after": self.after, "gain": self.gain, "bound": self.bound, "changed": self.changed}
+
+
+def _facts(result, plan):
+    """(dispatch facts, bandwidth) from the plan, or computed as the plan would."""
+    if plan is not None and getattr(plan, "dispatch_facts", None) is not None:
+        return plan.dispatch_facts, plan.bandwidth
+    cached = getattr(result, "_whatif_facts", None)
+    if cached is None:
+        from attlens.analysis.plan import PlanContext
+
+        f = PlanContext(result).facts
+        cached = (f, f.bandwidth)
+        result._whatif_facts = cached
+    return cached
+
+
+def bandwidth_floor_ns(bw) -> float | None:
+    """The time the dispatch's bytes need at the peak HBM bandwidth (bytes / GB/s
+    = ns), from the smaller byte count (workgroup-shared addresses counted once)."""
+    if bw is None or not getattr(bw, "peak_gbps", None):
+        return None
+    b = bw.bytes_moved_low if bw.bytes_moved_low is not None else getattr(bw, "bytes_moved", None)
+    if not b:
+        return None
+    return float(b) / float(bw.peak_gbps)
+
+
+def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | None = None) -> WhatIf:
+    """Replay the traced dispatch with ``edits`` applied and predict its time."""
+    eng = engine_of(result)
+    facts, bw = _facts(result, plan)
+    d = result.dispatch
+    before_ns = facts.duration.ns if facts is not None else None
+    early = facts.populations.early_mask if facts is not None and facts.populations is not None else None
+    spec, notes = compile_edits(eng.s, result, edits, early)
+    rp = replay_with(eng.s, eng.lat, spec, eng.base)
+    notes += rp.notes
+    base_u, edit_u, issue_u = eng.unit_spans(eng.base), eng.unit_spans(rp, spec.removed), eng.issue_floor
+    clamped = np.maximum(edit_u, issue_u)
+    issue_binding = bool((clamped > edit_u + 0.5).any())
+    # the slowest traced CU sets the time (as the calibration measures it); the CUs that could set it give the spread
+    central = float(clamped.max() / max(base_u.max(), 1.0)) if len(base_u) else 1.0
+    could_set = base_u >= SETS_TIME_SHARE * (base_u.max() if len(base_u) else 0.0)
+    ratios = np.r_[clamped[could_set] / np.maximum(base_u[could_set], 1.0), central]
+    res = abs(eng.calibration.span_residual)
+    g = 1.0 - central
+    lo, hi = 1.0 - float(ratios.max()) - res, 1.0 - float(ratios.min()) + res
+    bound_kind = "issue" if issue_binding else None
+    floor = bandwidth_floor_ns(bw)
+    after_ns = before_ns * central if before_ns else None
+    bw_binding = False
+    if floor is not None and before_ns and floor <= before_ns:
+        cap = 1.0 - floor / before_ns  # no gain beyond reaching the bandwidth floor
+        if g > cap:
+            g, bw_binding = cap, True
+            after_ns = floor
+        hi = min(hi, cap)
+        lo = min(lo, cap)
+        if bw_binding:
+            bound_kind = "bandwidth"
+    bound = {"kind": bound_kind, "dispatch_ns": (floor if bound_kind == "bandwidth" else (before_ns * float(issue_u.sum() / max(base_u.sum(), 1.0)) if before_ns and bound_kind == "issue" else None)),
+             "binding": bool(bw_binding or issue_binding)}
+    return WhatIf(
+        capture=str(d.path), kernel=d.kernel_name, edits=list(edits), unexpressible=list(unexpressible or []), calibration=eng.calibration,
+        before={"dispatch_ns": _r(before_ns), "source": (facts.duration.source if facts is not None and facts.duration.ns else "unavailable"),
+                "replayed_span_cycles": int(round(float(base_u.max()))) if len(base_u) else 0},
+        after={"dispatch_ns": _r(after_ns), "replayed_span_cycles": int(round(float(clamped.max()))) if len(clamped) else 0},
+        gain={"share": round(g, 4), "low": round(min(lo, g), 4), "high": round(max(hi, g), 4)},
+        bound=bound, changed=eng.changed(rp), notes=notes,
+    )
+
+
+def _r(x):
+    return None if x is None else round(float(x), 1)
+
+
+def edits_key(edits: list[Edit]) -> str:
+    return hashlib.sha1(json.dumps([e.key() for e in edits]).encode()).hexdigest()[:16]
