@@ -177,7 +177,7 @@ def _objects(lay) -> dict:
         "InstructionDistribution": w.phases.instructions[0], "WaitAttribution": w.attribution, "ProducerStats": w.attribution.producers[0],
         "DepsResult": deps, "AsmWindow": win, "AsmRow": win.rows[0], "WaitStats": waits, "WaitSite": waits.sites[0],
         "DiffResult": diff, "Side": diff.before, "LineChange": diff.lines[0], "SiteChange": diff.sites[0],
-        "CheckResult": api.check(shared / FLASH_AFTER, shared / FLASH_BEFORE),
+        "CheckResult": api.check(shared / FLASH_AFTER, shared / FLASH_BEFORE), "WhatIf": api.whatif(r, plan=plan),
         "KernelTable": table, "KernelRow": table.rows[0], "CaptureList": caps, "CaptureInfo": caps.captures[0],
         "PmcCounters": counters, "PmcResult": counters.results[0], "Decision": counters.results[0].decisions[0],
         "PmcAttachment": attach_pmc(counters, "x", "gfx950", None, force=True), "ProfileResult": profile,

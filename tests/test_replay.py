@@ -339,7 +339,7 @@ def test_no_edit_predicts_no_change():
     assert w["gain"]["share"] == 0 and w["changed"] == {"waves": 0, "pcs": []}
     assert w["gain"]["low"] == pytest.approx(-res, abs=1e-4) and w["gain"]["high"] == pytest.approx(res, abs=1e-4)
     assert w["before"]["replayed_span_cycles"] == w["after"]["replayed_span_cycles"] == calibrate(r).span_replayed_cycles
-    assert set(w) == {"schema", "schema_version", "capture", "kernel", "edits", "unexpressible", "calibration", "before", "after",
+    assert set(w) == {"schema", "schema_version", "attlens_version", "capture", "kernel", "edits", "unexpressible", "calibration", "before", "after",
                       "gain", "bound", "changed"}
 
 

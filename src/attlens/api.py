@@ -475,22 +475,12 @@ def whatif(result, apply=None, hide_wait=None, move=None, waves_per_simd=None, p
 
             plan = make_plan(result)
         rule_edits, unexpressible = edits_for_rules(plan, rules_)
+        cap = None
+        if rule_edits and not edits:  # findings' changes alone: bounded by their cycles at stake, as in the plan
+            from attlens.analysis.replay.findings import stake_cap
+
+            skipped = {u["rule"] for u in unexpressible}
+            cap = stake_cap([f for f in plan.findings if f.rule in rules_ and f.rule not in skipped])
         edits = [*rule_edits, *edits]
-    return _versioned(_whatif(result, edits, plan=plan, unexpressible=unexpressible))
-
-
-def _versioned(w):
-    """The replay's result with the three keys every shipped object starts with
-    (:func:`attlens.jsondoc.header`): the engine's ``to_dict()`` carries
-    ``schema`` and ``schema_version`` but not ``attlens_version``, which every
-    schema requires. A no-op once the engine's dict has it."""
-    from attlens.jsondoc import header
-
-    plain = w.to_dict
-
-    def to_dict() -> dict:
-        doc = plain()
-        return {**header(doc["schema"], doc["schema_version"]), **doc}
-
-    w.to_dict = to_dict
-    return w
+        return _whatif(result, edits, plan=plan, unexpressible=unexpressible, cap=cap)
+    return _whatif(result, edits, plan=plan, unexpressible=unexpressible)

@@ -92,15 +92,22 @@ def predicted_of(f, result, plan=None) -> dict | None:
     why = unreplayable(result.dispatch)
     if why:
         return {"expressible": False, "reason": f"the capture cannot be replayed: {why}"}
-    w = whatif(result, edits, plan)
-    g = dict(w.gain)
-    cap = f.share_of_cycles if f.kind == "performance" else None
-    if cap is not None:  # never more than the wave-cycles the finding claims
-        g = {k: min(v, round(cap, 4)) for k, v in g.items()}
+    w = whatif(result, edits, plan, cap=stake_cap([f]))
+    g = w.gain
     before = w.before["dispatch_ns"]
     after = None if before is None else round(before * (1.0 - g["share"]), 1)
     return {"expressible": True, "edits": [e.to_dict() for e in edits], "dispatch_ns_before": before, "dispatch_ns_after": after,
             "gain": g["share"], "low": g["low"], "high": g["high"], "bound": w.bound["kind"]}
+
+
+def stake_cap(findings) -> float | None:
+    """The largest gain a set of findings' changes may predict: the share of
+    traced wave-cycles their performance findings claim (the ledger never
+    grants a cycle twice, so the shares add); None when one of them is not a
+    performance finding (its change is bounded otherwise)."""
+    if not findings or any(f.kind != "performance" for f in findings):
+        return None
+    return round(sum(f.share_of_cycles for f in findings), 4)
 
 
 class _DictCodec:
@@ -135,7 +142,7 @@ def cached_predicted(f, result, plan=None) -> dict | None:
     return memo(result.dispatch, name, lambda: predicted_of(f, result, plan), _DictCodec())
 
 
-REPLAY_VERSION = "v2"  # bump when the model changes: digests keep predictions under this name
+REPLAY_VERSION = "v3"  # bump when the model changes: digests keep predictions under this name
 
 
 def edits_for_rules(plan, rules: list[str]) -> tuple[list[Edit], list[dict]]:

@@ -22,12 +22,15 @@ import numpy as np
 from attlens.analysis.replay.calibrate import Calibration, Engine, engine_of
 from attlens.analysis.replay.edits import Edit, compile_edits
 from attlens.analysis.replay.model import replay_with
+from attlens.results import brief_repr
 
 SETS_TIME_SHARE = 0.5  # a traced CU whose unedited span is at least half the longest could set the dispatch time
 WHATIF_SCHEMA = "attlens.whatif"
 WHATIF_SCHEMA_VERSION = 1
 
 
+@brief_repr("kernel", ("edits", lambda w: len(w.edits)), ("gain", lambda w: w.gain.get("share")), ("low", lambda w: w.gain.get("low")),
+            ("high", lambda w: w.gain.get("high")))
 @dataclass
 class WhatIf:
     capture: str
@@ -43,7 +46,9 @@ class WhatIf:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"schema": WHATIF_SCHEMA, "schema_version": WHATIF_SCHEMA_VERSION, "capture": self.capture, "kernel": self.kernel,
+        from attlens.jsondoc import header
+
+        return {**header(WHATIF_SCHEMA, WHATIF_SCHEMA_VERSION), "capture": self.capture, "kernel": self.kernel,
                 "edits": [e.to_dict() for e in self.edits], "unexpressible": self.unexpressible, "calibration": self.calibration.to_dict(),
                 "before": self.before, "after": self.after, "gain": self.gain, "bound": self.bound, "changed": self.changed}
 
@@ -73,8 +78,10 @@ def bandwidth_floor_ns(bw) -> float | None:
     return float(b) / float(bw.peak_gbps)
 
 
-def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | None = None) -> WhatIf:
-    """Replay the traced dispatch with ``edits`` applied and predict its time."""
+def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | None = None, cap: float | None = None) -> WhatIf:
+    """Replay the traced dispatch with ``edits`` applied and predict its time.
+    ``cap``: the largest gain the edits' findings allow (their share of traced
+    wave-cycles at stake); the gain and its interval never exceed it."""
     eng = engine_of(result)
     facts, bw = _facts(result, plan)
     d = result.dispatch
@@ -98,14 +105,18 @@ def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | Non
     after_ns = before_ns * central if before_ns else None
     bw_binding = False
     if floor is not None and before_ns and floor <= before_ns:
-        cap = 1.0 - floor / before_ns  # no gain beyond reaching the bandwidth floor
-        if g > cap:
-            g, bw_binding = cap, True
+        bw_cap = 1.0 - floor / before_ns  # no gain beyond reaching the bandwidth floor
+        if g > bw_cap:
+            g, bw_binding = bw_cap, True
             after_ns = floor
-        hi = min(hi, cap)
-        lo = min(lo, cap)
+        hi = min(hi, bw_cap)
+        lo = min(lo, bw_cap)
         if bw_binding:
             bound_kind = "bandwidth"
+    if cap is not None:  # never more than the wave-cycles the findings claim
+        g, lo, hi = min(g, cap), min(lo, cap), min(hi, cap)
+        if after_ns is not None and before_ns:
+            after_ns = max(after_ns, before_ns * (1.0 - cap))
     bound = {"kind": bound_kind, "dispatch_ns": (floor if bound_kind == "bandwidth" else (before_ns * float(issue_u.sum() / max(base_u.sum(), 1.0)) if before_ns and bound_kind == "issue" else None)),
              "binding": bool(bw_binding or issue_binding)}
     return WhatIf(
