@@ -7,7 +7,7 @@ the functions of :mod:`attlens.api` (docs/api.md). They are imported on
 first use, so ``import attlens`` stays cheap.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _API = ("load", "analyze", "summary", "hotspots", "plan", "asm", "deps", "waits", "waves", "occupancy", "diff", "check", "kernels",
         "captures", "pmc", "rules", "pc_samples", "pc_sampling", "whatif")
