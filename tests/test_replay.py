@@ -187,10 +187,10 @@ def _capture(name: str) -> Path:
 
 @pytest.mark.parametrize("name", ["softmax", "preshuffle_gemm"])
 def test_no_prediction_beats_the_cycles_at_stake_or_the_floors(name):
-    from attlens.analysis.replay.predict import bandwidth_floor_ns
+    from attlens.analysis.bandwidth import hbm_floor_ns
 
     plan = plan_of(_capture(name))
-    floor = bandwidth_floor_ns(plan.bandwidth)
+    floor = hbm_floor_ns(plan.bandwidth)
     for f in plan.findings:
         p = f.predicted
         if f.kind in ("note", "capture") and f.rule != "early-exit-waves":
@@ -210,13 +210,13 @@ def test_no_prediction_beats_the_cycles_at_stake_or_the_floors(name):
 def test_hiding_every_wait_stops_at_the_bandwidth_floor():
     """vec_add moves its bytes near the HBM peak: hiding every wait cannot beat bytes / peak."""
     from attlens.analysis.replay import Edit, whatif
-    from attlens.analysis.replay.predict import bandwidth_floor_ns
+    from attlens.analysis.bandwidth import hbm_floor_ns
 
     plan = plan_of(_capture("vec_add"))
     r = plan.result
     waits = sorted({int(pc) for pc in np.flatnonzero((r.sums.hit > 0)) if r.dispatch.static.cls[pc] == "wait"})
     w = whatif(r, [Edit("hide-wait", pc=p) for p in waits], plan)
-    floor = bandwidth_floor_ns(plan.bandwidth)
+    floor = hbm_floor_ns(plan.bandwidth)
     before = plan.dispatch_facts.duration.ns
     assert floor is not None and before
     assert w.after["dispatch_ns"] >= floor - 0.1
@@ -340,7 +340,7 @@ def test_no_edit_predicts_no_change():
     assert w["gain"]["low"] == pytest.approx(-res, abs=1e-4) and w["gain"]["high"] == pytest.approx(res, abs=1e-4)
     assert w["before"]["replayed_span_cycles"] == w["after"]["replayed_span_cycles"] == calibrate(r).span_replayed_cycles
     assert set(w) == {"schema", "schema_version", "attlens_version", "capture", "kernel", "edits", "unexpressible", "calibration", "before", "after",
-                      "gain", "bound", "changed"}
+                      "gain", "bound", "changed", "notes"}
 
 
 def test_a_capture_without_stall_cycles_is_not_replayed():

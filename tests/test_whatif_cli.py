@@ -71,6 +71,8 @@ def check_arithmetic(doc: dict, d) -> None:
         assert x["instruction"] == d.code.isa[x["pc"]] and x["stall_before"] != x["stall_after"]
     if doc["bound"]["binding"]:
         assert doc["bound"]["kind"] is not None and a == pytest.approx(doc["bound"]["dispatch_ns"], rel=1e-6)
+    elif doc["bound"]["kind"] is not None and a is not None and doc["bound"]["dispatch_ns"] is not None:
+        assert a >= doc["bound"]["dispatch_ns"] - 0.1  # a ceiling that did not hold the gain is not reached
 
 
 def test_no_edit_is_the_calibration_replay(cli, soft):  # noqa: F811
@@ -270,7 +272,12 @@ def test_predicted_words():
     p = {"expressible": True, "edits": [], "dispatch_ns_before": 12_346.0, "dispatch_ns_after": 11_208.0, "gain": 0.0921, "low": 0.061,
          "high": 0.12, "bound": None}
     assert predicted_text(p) == "predicted 9.2% faster (6.1% to 12.0%), 12.35 µs → 11.21 µs"
-    assert predicted_text({**p, "bound": "bandwidth", "dispatch_ns_before": None}) == "predicted 9.2% faster (6.1% to 12.0%), held by the bandwidth bound"
+    assert predicted_text({**p, "bound": "bandwidth", "dispatch_ns_before": None}) == "predicted 9.2% faster (6.1% to 12.0%), held by the bytes at peak HBM bandwidth"
+    assert predicted_text({**p, "bound": "stake", "dispatch_ns_before": None}) == "predicted 9.2% faster (6.1% to 12.0%), held by the finding's cycles at stake"
+    # a capture the no-change replay misses by more than its tolerance says so beside the gain
+    off = {**p, "dispatch_ns_before": None, "calibration": {"span_residual": 0.073, "within": False}}
+    assert predicted_text(off) == "predicted 9.2% faster (6.1% to 12.0%); the replay is off by +7.3% of the span on this capture"
+    assert predicted_text({**off, "calibration": {"span_residual": 0.021, "within": True}}) == "predicted 9.2% faster (6.1% to 12.0%)"
     assert predicted_text({**p, "gain": -0.01, "low": -0.03, "high": 0.004}) .startswith("predicted 1.0% slower (−3.0% to 0.4%)")
     assert predicted_text({"expressible": False, "reason": "a barrier's skew is not modelled"}) == "not predicted: a barrier's skew is not modelled"
     assert predicted_text(None) is None  # no prediction: nothing, never "0%"
@@ -317,7 +324,7 @@ def test_analyze_top_findings_show_predictions(soft, soft_plan, capsys, monkeypa
         if p is None:
             assert got["predicted"] is None
         elif p["expressible"]:
-            assert got["predicted"] == {k: p[k] for k in ("expressible", "gain", "low", "high", "dispatch_ns_before", "dispatch_ns_after", "bound")}
+            assert got["predicted"] == {k: p[k] for k in ("expressible", "gain", "low", "high", "dispatch_ns_before", "dispatch_ns_after", "bound", "calibration")}
         else:
             assert got["predicted"] == {"expressible": False, "reason": p["reason"]}
 

@@ -30,9 +30,10 @@ def _load_fragile_extensions() -> None:
         signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     except ValueError:  # not the main thread: no handler of ours runs there
         return
-    import orjson  # noqa: F401
-
-    signal.signal(signal.SIGINT, _quiet_interrupt)
+    try:
+        import orjson  # noqa: F401
+    finally:  # the quiet handler even when the import fails (the command reports that)
+        signal.signal(signal.SIGINT, _quiet_interrupt)
     if held:
         _quiet_interrupt(signal.SIGINT, None)
 

@@ -463,17 +463,10 @@ def whatif(result, apply=None, hide_wait=None, move=None, waves_per_simd=None, p
     edits = edits_from_options(hidden, moved, wps, result)
     unexpressible: list[dict] = []
     if rules_:
-        from attlens.analysis.plan import load_rules
-
-        unknown = [x for x in rules_ if x not in load_rules()]
-        if unknown:
-            from attlens.errors import UsageError
-
-            raise UsageError(f"unknown rule {', '.join(unknown)}", hint="attlens rules lists them; attlens plan shows which fired")
-        if plan is None:
+        if plan is None:  # the plan only names the findings' edits: its own predictions would be replays thrown away
             from attlens.analysis.plan import make_plan
 
-            plan = make_plan(result)
+            plan = make_plan(result, predict=False)
         rule_edits, unexpressible = edits_for_rules(plan, rules_)
         cap = None
         if rule_edits and not edits:  # findings' changes alone: bounded by their cycles at stake, as in the plan

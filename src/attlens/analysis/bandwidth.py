@@ -219,6 +219,23 @@ class Bandwidth:
         }
 
 
+def hbm_floor_ns(bw: Bandwidth | None) -> float | None:
+    """The dispatch's bytes at the peak HBM bandwidth (bytes / GB/s = ns): no
+    dispatch moving them can be faster. From the trace, the lower byte count
+    (workgroup-shared addresses counted once), and only for a kernel that
+    streams (≥ 90 % of its bytes from instructions each wave runs once): the
+    requested bytes of a looping kernel are re-read from L2, so they set no
+    HBM floor. None when unknown."""
+    if bw is None or not bw.available or not bw.peak_gbps:
+        return None
+    b = bw.bytes_moved_low if bw.source == "trace" and bw.bytes_moved_low is not None else bw.bytes_moved
+    if not b:
+        return None
+    if bw.source == "trace" and (bw.streaming_share or 0) < 0.9:
+        return None
+    return float(b) / float(bw.peak_gbps)
+
+
 def _pmc_for(dispatch, pmc):
     """The PMC result of this dispatch: from a PmcAttachment (already matched
     to this capture; not used when a check failed and it was attached only by

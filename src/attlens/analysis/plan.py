@@ -42,6 +42,8 @@ check the dispatch-level facts as preconditions.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from functools import cached_property
 from attlens.analysis.registry import (  # noqa: F401  (re-exported: the plan's public names)
@@ -438,7 +440,9 @@ def attach_predictions(plan: Plan) -> None:
         try:
             f.predicted = cached_predicted(f, plan.result, plan)
         except Exception as exc:  # the replay is an estimate on top of the plan, never a reason to lose it
-            f.predicted = {"expressible": False, "reason": f"the replay failed: {type(exc).__name__}: {exc}"}
+            if os.environ.get("ATTLENS_DEBUG"):
+                raise
+            f.predicted = {"expressible": False, "reason": f"the replay failed on this capture ({type(exc).__name__}; ATTLENS_DEBUG=1 shows where)"}
 
 
 def make_verdict_of(ctx, findings):

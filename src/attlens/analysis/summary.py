@@ -37,7 +37,7 @@ def _short(src: str | None) -> str | None:
     return None if not src else short_source(src)
 
 
-_PREDICTED_KEYS = ("expressible", "gain", "low", "high", "dispatch_ns_before", "dispatch_ns_after", "bound")
+_PREDICTED_KEYS = ("expressible", "gain", "low", "high", "dispatch_ns_before", "dispatch_ns_after", "bound", "calibration")
 
 
 def compact_prediction(p: dict | None) -> dict | None:

@@ -172,8 +172,16 @@ def predicted_text(p: dict | None) -> str | None:
     if before is not None and after is not None:
         text += f", {fmt_ns(round(before))} → {fmt_ns(round(after))}"
     if p.get("bound"):
-        text += f", held by the {p['bound']} bound"
+        text += f", held by {BOUND_WORDS.get(p['bound'], p['bound'])}"
+    cal = p.get("calibration")
+    if cal and not cal.get("within"):
+        text += f"; the replay is off by {cal['span_residual']:+.1%} of the span on this capture"
     return text
+
+
+# what holds a prediction (``bound.kind`` of attlens.whatif, ``predicted.bound`` of a plan finding)
+BOUND_WORDS = {"bandwidth": "the bytes at peak HBM bandwidth", "issue": "the busiest SIMD pipe's issue time",
+               "stake": "the finding's cycles at stake"}
 
 
 def predicted_label(f) -> str | None:
@@ -238,11 +246,15 @@ def whatif_lines(doc: dict) -> list[tuple[str, str]]:
         out.append(("Predicted", f"{times}: no edit applied, this is the calibration replay"))
     else:
         out.append(("Predicted", f"{times}: {gain_text(g['share'])} (interval {interval_text(g['low'], g['high'])})"))
-    if b.get("kind") and b.get("binding"):
-        out.append(("Bound", f"the {b['kind']} ceiling ({fmt_ns(None if b.get('dispatch_ns') is None else round(b['dispatch_ns']))}) holds the gain: "
-                             "no edit can make the kernel faster than it"))
+    at = fmt_ns(None if b.get("dispatch_ns") is None else round(b["dispatch_ns"]))
+    if b.get("kind") == "stake" and b.get("binding"):
+        out.append(("Bound", f"capped at the applied findings' cycles at stake ({at}): the replay alone went further"))
+    elif b.get("kind") and b.get("binding"):
+        out.append(("Bound", f"{BOUND_WORDS[b['kind']]} ({at}) holds the gain: no edit can make the kernel faster than it"))
+    elif b.get("kind") == "stake":
+        out.append(("Bound", f"the interval's high end is capped at the applied findings' cycles at stake ({at})"))
     elif b.get("kind"):
-        out.append(("Bound", f"{b['kind']} ceiling at {fmt_ns(None if b.get('dispatch_ns') is None else round(b['dispatch_ns']))}, not reached"))
+        out.append(("Bound", f"{BOUND_WORDS[b['kind']]}: {at}, not reached"))
     wr = cal["wave_residual"]
     out.append(("Calibration", f"no-change replay {cal['span_replayed_cycles']:,} vs traced {cal['span_traced_cycles']:,} cycles: "
                                f"residual {cal['span_residual']:+.1%} of the span ({'within' if cal['within'] else 'OUTSIDE'} the "
@@ -251,6 +263,8 @@ def whatif_lines(doc: dict) -> list[tuple[str, str]]:
         out.append(("Edits", "; ".join(edit_text(e) for e in doc["edits"]) + ("" if len(doc["edits"]) == 1 else ", replayed together")))
     for u in doc.get("unexpressible") or []:
         out.append(("Not predicted", f"{u['rule']}: {u['reason']}"))
+    for note in doc.get("notes") or []:
+        out.append(("Note", note))
     ch = doc["changed"]
     out.append(("Changed", f"{ch['waves']:,} wave(s), {len(ch['pcs']):,} pc(s) with a different stall"))
     return out

@@ -61,7 +61,7 @@ def check_edit(result, e: Edit) -> None:
     d = result.dispatch
     st, isa = d.static, d.code.isa
 
-    def pc_ok(pc, what):
+    def pc_ok(pc):
         if pc is None or not (0 <= pc < d.code.size) or not isa[pc]:
             raise _usage(f"{e.kind}: pc {pc} is not an instruction of the kernel")
         if not _executed(result, pc):
@@ -70,25 +70,35 @@ def check_edit(result, e: Edit) -> None:
     if e.kind not in KINDS:
         raise _usage(f"unknown edit kind {e.kind!r} (expected one of {', '.join(KINDS)})")
     if e.kind == "hide-wait":
-        pc_ok(e.pc, "wait")
+        pc_ok(e.pc)
         if st.cls[e.pc] != "wait":
             raise _usage(f"--hide-wait {e.pc}: `{isa[e.pc]}` is not an s_waitcnt")
     elif e.kind in ("move", "prefetch"):
-        pc_ok(e.pc, "memory op")
+        pc_ok(e.pc)
         if not _is_memory(st.mnemonic[e.pc]):
             raise _usage(f"--{e.kind} {e.pc}: `{isa[e.pc]}` is not a memory instruction")
         if e.kind == "move":
-            pc_ok(e.before_pc, "instruction")
+            pc_ok(e.before_pc)
             if e.before_pc == e.pc:
                 raise _usage(f"--move {e.pc}:{e.before_pc}: a pc cannot move before itself")
     elif e.kind == "barrier-skew":
         if e.pc is not None:
-            pc_ok(e.pc, "barrier")
+            pc_ok(e.pc)
             if st.cls[e.pc] != "barrier":
                 raise _usage(f"barrier-skew: `{isa[e.pc]}` at pc {e.pc} is not an s_barrier")
     elif e.kind == "waves-per-simd":
-        if not isinstance(e.waves_per_simd, int) or not 1 <= e.waves_per_simd <= 64:
-            raise _usage(f"--waves-per-simd {e.waves_per_simd}: expected a whole number of waves from 1 to 64")
+        top = wave_slots_per_simd(d)  # registers may allow fewer: the occupancy says, the edit replays what is asked
+        if not isinstance(e.waves_per_simd, int) or not 1 <= e.waves_per_simd <= top:
+            raise _usage(f"--waves-per-simd {e.waves_per_simd}: expected a whole number of waves from 1 to {top} "
+                         f"({d.arch.target or 'the target'}'s wave slots per SIMD)")
+
+
+def wave_slots_per_simd(d) -> int:
+    """The target's wave slots per SIMD (the architecture table), or the
+    generic bound of limits.py when the target is unknown."""
+    from attlens.limits import MAX_WAVES_PER_SIMD
+
+    return int((d.arch.facts or {}).get("max_waves_per_simd") or MAX_WAVES_PER_SIMD)
 
 
 def _is_memory(m: str) -> bool:

@@ -4,7 +4,7 @@ instead of guessing."""
 
 from __future__ import annotations
 
-from attlens.analysis.replay.edits import Edit
+from attlens.analysis.replay.edits import Edit, wave_slots_per_simd
 
 # rules whose change is not an edit of the traced streams, and why
 NOT_EXPRESSIBLE = {
@@ -56,16 +56,23 @@ def edits_for_finding(f, result) -> tuple[list[Edit], str | None]:
                     out.append(Edit("move", pc=int(row["pc"]), before_pc=int(target), source=src))
         return (out, None) if out else ([], "no load of the finding has a place to move to")
     if rid == "smem-wait":
-        pcs = sorted({int(w["pc"]) for w in ev.get("waits", []) if isinstance(w, dict) and "pc" in w} | {c["pc"] for c in f.claims})
-        pcs = [p for p in pcs if d.static.cls[p] == "wait"]
-        return ([Edit("hide-wait", pc=p, source=src) for p in pcs], None) if pcs else ([], "no scalar wait pc in the finding")
+        # hoisting: the later s_loads issue with the first batch, before the first wait (the replay then
+        # finds how much of their latency the first wait covers); preloading: the first wait is gone
+        first = ev.get("first_wait_pc")
+        out = [Edit("move", pc=int(h["pc"]), before_pc=int(first), source=src) for h in ev.get("hoistable") or [] if first is not None]
+        if first is not None and any(c["pc"] == first for c in f.claims):
+            out.append(Edit("hide-wait", pc=int(first), source=src))
+        return (out, None) if out else ([], "nothing to hoist or preload: the first wait is launch latency")
     if rid == "barrier-heavy":
         pcs = [int(b["pc"]) for b in ev.get("barriers", [])] or [c["pc"] for c in f.claims]
         return [Edit("barrier-skew", pc=p, source=src) for p in pcs], None
     if rid == "occupancy-limit":
-        o = result.occupancy
-        cur = o.theoretical_waves_per_simd
-        return ([Edit("waves-per-simd", waves_per_simd=int(cur) + 1, source=src)], None) if cur else ([], "theoretical waves per SIMD unknown")
+        cur = result.occupancy.theoretical_waves_per_simd
+        if not cur:
+            return [], "theoretical waves per SIMD unknown"
+        if int(cur) + 1 > wave_slots_per_simd(d):
+            return [], f"{cur} waves per SIMD is the target's maximum already"
+        return [Edit("waves-per-simd", waves_per_simd=int(cur) + 1, source=src)], None
     if rid == "early-exit-waves":
         return [Edit("early-exit", source=src)], None
     if rid in NOT_EXPRESSIBLE:
@@ -93,11 +100,11 @@ def predicted_of(f, result, plan=None) -> dict | None:
     if why:
         return {"expressible": False, "reason": f"the capture cannot be replayed: {why}"}
     w = whatif(result, edits, plan, cap=stake_cap([f]))
-    g = w.gain
-    before = w.before["dispatch_ns"]
-    after = None if before is None else round(before * (1.0 - g["share"]), 1)
-    return {"expressible": True, "edits": [e.to_dict() for e in edits], "dispatch_ns_before": before, "dispatch_ns_after": after,
-            "gain": g["share"], "low": g["low"], "high": g["high"], "bound": w.bound["kind"]}
+    g, cal = w.gain, w.calibration
+    return {"expressible": True, "edits": [e.to_dict() for e in edits], "dispatch_ns_before": w.before["dispatch_ns"],
+            "dispatch_ns_after": w.after["dispatch_ns"], "gain": g["share"], "low": g["low"], "high": g["high"],
+            "bound": w.bound["kind"] if w.bound["binding"] else None,
+            "calibration": {"span_residual": round(cal.span_residual, 4), "within": bool(cal.within)}}
 
 
 def stake_cap(findings) -> float | None:
@@ -133,16 +140,16 @@ def cached_predicted(f, result, plan=None) -> dict | None:
     edits, why = edits_for_finding(f, result)
     if not edits:
         return {"expressible": False, "reason": why}
-    from attlens.analysis.replay.predict import bandwidth_floor_ns
+    from attlens.analysis.bandwidth import hbm_floor_ns
 
     dur = plan.dispatch_facts.duration.ns if plan is not None and plan.dispatch_facts is not None else None
-    floor = bandwidth_floor_ns(plan.bandwidth) if plan is not None else None
+    floor = hbm_floor_ns(plan.bandwidth) if plan is not None else None
     key = json.dumps([[e.key() for e in edits], f.kind, round(f.share_of_cycles, 6), dur, floor], default=str)
     name = f"whatif-{REPLAY_VERSION}-" + hashlib.sha1(key.encode()).hexdigest()[:16]
     return memo(result.dispatch, name, lambda: predicted_of(f, result, plan), _DictCodec())
 
 
-REPLAY_VERSION = "v3"  # bump when the model changes: digests keep predictions under this name
+REPLAY_VERSION = "v4"  # bump when the model changes: digests keep predictions under this name
 
 
 def edits_for_rules(plan, rules: list[str]) -> tuple[list[Edit], list[dict]]:
@@ -154,7 +161,7 @@ def edits_for_rules(plan, rules: list[str]) -> tuple[list[Edit], list[dict]]:
     known = load_rules()
     bad = [r for r in rules if r not in known]
     if bad:
-        raise UsageError(f"unknown rule(s): {', '.join(bad)} (see `attlens rules`)")
+        raise UsageError(f"unknown rule {', '.join(bad)}", hint="attlens rules lists them; attlens plan shows which fired")
     edits: list[Edit] = []
     skipped: list[dict] = []
     by_rule = {f.rule: f for f in plan.findings}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attlens.analysis.bandwidth import hbm_floor_ns
 from attlens.analysis.replay.calibrate import Calibration, Engine, engine_of
 from attlens.analysis.replay.edits import Edit, compile_edits
 from attlens.analysis.replay.model import replay_with
@@ -50,7 +51,8 @@ class WhatIf:
 
         return {**header(WHATIF_SCHEMA, WHATIF_SCHEMA_VERSION), "capture": self.capture, "kernel": self.kernel,
                 "edits": [e.to_dict() for e in self.edits], "unexpressible": self.unexpressible, "calibration": self.calibration.to_dict(),
-                "before": self.before, "after": self.after, "gain": self.gain, "bound": self.bound, "changed": self.changed}
+                "before": self.before, "after": self.after, "gain": self.gain, "bound": self.bound, "changed": self.changed,
+                "notes": list(self.notes)}
 
 
 def _facts(result, plan):
@@ -65,17 +67,6 @@ def _facts(result, plan):
         cached = (f, f.bandwidth)
         result._whatif_facts = cached
     return cached
-
-
-def bandwidth_floor_ns(bw) -> float | None:
-    """The time the dispatch's bytes need at the peak HBM bandwidth (bytes / GB/s
-    = ns), from the smaller byte count (workgroup-shared addresses counted once)."""
-    if bw is None or not getattr(bw, "peak_gbps", None):
-        return None
-    b = bw.bytes_moved_low if bw.bytes_moved_low is not None else getattr(bw, "bytes_moved", None)
-    if not b:
-        return None
-    return float(b) / float(bw.peak_gbps)
 
 
 def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | None = None, cap: float | None = None) -> WhatIf:
@@ -100,8 +91,7 @@ def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | Non
     res = abs(eng.calibration.span_residual)
     g = 1.0 - central
     lo, hi = 1.0 - float(ratios.max()) - res, 1.0 - float(ratios.min()) + res
-    bound_kind = "issue" if issue_binding else None
-    floor = bandwidth_floor_ns(bw)
+    floor = hbm_floor_ns(bw)
     after_ns = before_ns * central if before_ns else None
     bw_binding = False
     if floor is not None and before_ns and floor <= before_ns:
@@ -111,14 +101,13 @@ def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | Non
             after_ns = floor
         hi = min(hi, bw_cap)
         lo = min(lo, bw_cap)
-        if bw_binding:
-            bound_kind = "bandwidth"
+    stake_binding = stake_clips = False
     if cap is not None:  # never more than the wave-cycles the findings claim
+        stake_binding, stake_clips = cap < g - 1e-9, cap < hi - 1e-9
         g, lo, hi = min(g, cap), min(lo, cap), min(hi, cap)
         if after_ns is not None and before_ns:
             after_ns = max(after_ns, before_ns * (1.0 - cap))
-    bound = {"kind": bound_kind, "dispatch_ns": (floor if bound_kind == "bandwidth" else (before_ns * float(issue_u.sum() / max(base_u.sum(), 1.0)) if before_ns and bound_kind == "issue" else None)),
-             "binding": bool(bw_binding or issue_binding)}
+    bound = _bound(bw_binding, issue_binding, stake_binding, stake_clips, floor, before_ns, cap, issue_u, clamped, base_u)
     return WhatIf(
         capture=str(d.path), kernel=d.kernel_name, edits=list(edits), unexpressible=list(unexpressible or []), calibration=eng.calibration,
         before={"dispatch_ns": _r(before_ns), "source": (facts.duration.source if facts is not None and facts.duration.ns else "unavailable"),
@@ -127,6 +116,29 @@ def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | Non
         gain={"share": round(g, 4), "low": round(min(lo, g), 4), "high": round(max(hi, g), 4)},
         bound=bound, changed=eng.changed(rp), notes=notes,
     )
+
+
+def _bound(bw_binding: bool, issue_binding: bool, stake_binding: bool, stake_clips: bool, floor, before_ns, cap, issue_u, clamped,
+           base_u) -> dict:
+    """The ceiling that held the prediction (``binding``); else a known one
+    that did not (the findings' stake when it cut the interval's high end,
+    the bandwidth floor); else none. ``issue``: the slowest replayed CU's
+    busiest SIMD pipe; ``stake``: the findings' share of traced wave-cycles
+    at stake; ``bandwidth``: the bytes at peak HBM bandwidth."""
+    def at(ns):
+        return {"dispatch_ns": _r(ns) if ns is not None else None}
+
+    stake_ns = before_ns * (1.0 - cap) if before_ns and cap is not None else None
+    if bw_binding:
+        return {"kind": "bandwidth", **at(floor), "binding": True}
+    if issue_binding and len(clamped):
+        j = int(np.argmax(clamped))
+        return {"kind": "issue", **at(before_ns * float(issue_u[j] / max(base_u.max(), 1.0)) if before_ns else None), "binding": True}
+    if stake_binding or stake_clips:
+        return {"kind": "stake", **at(stake_ns), "binding": stake_binding}
+    if floor is not None:
+        return {"kind": "bandwidth", **at(floor), "binding": False}
+    return {"kind": None, "dispatch_ns": None, "binding": False}
 
 
 def _r(x):

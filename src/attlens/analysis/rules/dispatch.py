@@ -149,16 +149,11 @@ def grid_starvation(ctx):
 
 
 def _hbm_floor_ns(ctx) -> int | None:
-    """The bytes at the HBM peak: no dispatch of these bytes can be faster (lower bound bytes)."""
-    bw = ctx.bandwidth
-    if not bw.available or not bw.peak_gbps:
-        return None
-    b = bw.bytes_moved_low if bw.source == "trace" and bw.bytes_moved_low is not None else bw.bytes_moved
-    if b is None:
-        return None
-    if bw.source == "trace" and (bw.streaming_share or 0) < 0.9:
-        return None  # requested bytes of a looping kernel are re-read from L2: no HBM floor
-    return int(b / bw.peak_gbps)
+    """The bytes at the HBM peak (analysis/bandwidth.py ``hbm_floor_ns``), whole ns."""
+    from attlens.analysis.bandwidth import hbm_floor_ns
+
+    floor = hbm_floor_ns(ctx.bandwidth)
+    return None if floor is None else int(floor)
 
 
 @rule(
