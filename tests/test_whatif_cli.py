@@ -185,7 +185,7 @@ def test_unexpressible_findings_are_said_plainly(soft, soft_plan, capsys, monkey
 
 
 @pytest.mark.parametrize("case", ["unknown_rule", "pc_out_of_range", "address_not_an_instruction", "not_a_wait", "move_one_pc", "move_three",
-                                  "move_bad_pc", "waves_zero", "waves_huge"])
+                                  "move_bad_pc", "waves_zero", "waves_huge", "waves_past_the_targets_slots", "apply_names_no_rule"])
 def test_bad_input_is_one_line_and_exit_2(soft, capsys, case):
     path, d, _r = soft
     args = {
@@ -198,6 +198,9 @@ def test_bad_input_is_one_line_and_exit_2(soft, capsys, case):
         "move_bad_pc": ["--move", "5:zz"],
         "waves_zero": ["--waves-per-simd", "0"],
         "waves_huge": ["--waves-per-simd", "65"],
+        # gfx950 has 8 wave slots per SIMD (the architecture table): a ninth cannot be replayed as if it existed
+        "waves_past_the_targets_slots": ["--waves-per-simd", str(d.arch.facts["max_waves_per_simd"] + 1)],
+        "apply_names_no_rule": ["--apply", ","],
     }[case]
     rc, out, err = run(["whatif", path, *args], capsys)
     assert rc == 2 and out == "" and "Traceback" not in err
@@ -259,7 +262,8 @@ def test_api_move_forms_agree(soft):
 
 
 @pytest.mark.parametrize("kw", [{"apply": 5}, {"apply": ["ok", 3]}, {"hide_wait": 1.5}, {"hide_wait": True}, {"move": "5"}, {"move": [(1, 2, 3)]},
-                                {"waves_per_simd": 0}, {"waves_per_simd": 65}, {"waves_per_simd": "2"}, {"apply": "no-such-rule"}])
+                                {"waves_per_simd": 0}, {"waves_per_simd": 65}, {"waves_per_simd": "2"}, {"apply": "no-such-rule"},
+                                {"apply": ","}, {"apply": [" "]}])
 def test_api_bad_arguments_are_usage_errors(soft, kw):
     with pytest.raises(UsageError):
         attlens.whatif(soft[2], **kw)

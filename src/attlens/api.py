@@ -99,18 +99,8 @@ def _number(x, name: str, lo: float | None = None) -> float:
 
 
 def _ids(x, name: str) -> set[str]:
-    """Rule ids: one id as a string, or an iterable of them."""
-    if x is None:
-        return set()
-    if isinstance(x, str):
-        return {x}
-    try:
-        ids = set(x)
-    except TypeError:
-        raise _usage(f"{name}={x!r}: expected a rule id or several") from None
-    if not all(isinstance(i, str) for i in ids):
-        raise _usage(f"{name}: expected rule ids (strings)")
-    return ids
+    """Rule ids as a set (see :func:`_rule_list`)."""
+    return set(_rule_list(x, name))
 
 
 def load(path, rocprof_dir=None, cache=None):
@@ -383,7 +373,8 @@ def rules() -> dict:
 
 
 def _rule_list(x, name: str) -> list[str]:
-    """Rule ids in the order given (duplicates dropped): one id, "A,B" text, or an iterable of ids."""
+    """Rule ids in the order given (duplicates dropped): one id, "A,B" text, or an iterable of them;
+    given but naming none (``","``) is a usage error."""
     if x is None:
         return []
     if isinstance(x, str):
@@ -394,7 +385,10 @@ def _rule_list(x, name: str) -> list[str]:
         raise _usage(f"{name}={x!r}: expected a rule id or several") from None
     if not all(isinstance(i, str) for i in items):
         raise _usage(f"{name}: expected rule ids (strings)")
-    return list(dict.fromkeys(i.strip() for i in items if i.strip()))
+    ids = list(dict.fromkeys(p.strip() for i in items for p in i.split(",") if p.strip()))
+    if not ids and items:
+        raise _usage(f"{name}={x!r}: expected a rule id or several")
+    return ids
 
 
 def _pcs(x, name: str) -> list:

@@ -43,10 +43,6 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_whatif)
 
 
-def _rules(values: list[str]) -> list[str]:
-    return list(dict.fromkeys(x.strip() for v in values for x in v.split(",") if x.strip()))
-
-
 def cmd_whatif(args) -> int:
     from attlens.api import whatif
     from attlens.cli.common import emit_json, exit_code, load_analyzed
@@ -54,7 +50,7 @@ def cmd_whatif(args) -> int:
 
     d = resolve_capture_dirs(args.path)[0]
     r = load_analyzed(args, [d])[0]
-    w = whatif(r, apply=_rules(args.apply), hide_wait=args.hide_wait, move=args.move, waves_per_simd=args.waves_per_simd)
+    w = whatif(r, apply=args.apply, hide_wait=args.hide_wait, move=args.move, waves_per_simd=args.waves_per_simd)
     if args.json:
         emit_json(w.to_dict())
     else:
