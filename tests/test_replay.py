@@ -247,6 +247,32 @@ def test_more_waves_never_beat_the_issue_floor():
     assert w.gain["share"] < 1
 
 
+def test_removed_waves_issue_nothing():
+    """pa: 496 of 512 waves on the traced XCC exit at pc 11. Removing the traced early-exit waves takes their
+    issue cycles out of the issue floor too (they issue nowhere), recomputed from the records."""
+    from attlens.analysis.replay import Edit, whatif
+    from attlens.analysis.replay.calibrate import engine_of
+    from attlens.analysis.replay.edits import compile_edits
+
+    plan = plan_of(_capture("pa"))
+    r = plan.result
+    e = engine_of(r)
+    spec, _notes = compile_edits(e.s, r, [Edit("early-exit")], plan.dispatch_facts.populations.early_mask)
+    assert spec.removed is not None and spec.removed.any()
+    recs, wv = r.dispatch.records, r.dispatch.waves
+    simd = (wv.se.astype(np.int64) * 4096 + wv.cu) * 64 + wv.simd
+    pipe = np.full(256, 3)
+    pipe[6], pipe[[1, 2]], pipe[[3, 4, 5]] = 0, 1, 2
+    p = pipe[recs.category]
+    busy = np.maximum(recs.duration.astype(np.int64) - recs.stall, 0)
+    kept = ~spec.removed[recs.wave]
+    s_of = simd[recs.wave]
+    floor = max(int(busy[(s_of == s) & (p == k) & kept].sum()) for s in np.unique(simd) for k in range(3))
+    assert e.issue_floor_for(spec.removed).max() == floor <= e.issue_floor.max()
+    w = whatif(r, [Edit("early-exit")], plan)
+    assert w.after["replayed_span_cycles"] >= floor
+
+
 # --- edits and their errors --------------------------------------------------------------------
 
 

@@ -58,16 +58,19 @@ class Engine:
         s = self.s
         self.unit = s.simd_key // 64  # (se, cu): one traced CU
         self.units, self.unit_of_wave = np.unique(self.unit, return_inverse=True)
-        self.issue_floor = self._issue_floor()
+        self.issue_floor = self.issue_floor_for()
         self.calibration = self._calibrate()
 
-    def _issue_floor(self) -> np.ndarray:
+    def issue_floor_for(self, removed=None) -> np.ndarray:
         """Per traced CU: its busiest SIMD's busiest pipe, in issue cycles (no
-        replay of its waves can be shorter)."""
+        replay of its waves can be shorter); ``removed``: waves an edit takes
+        out, whose instructions then issue nowhere."""
         s = self.s
         simds, simd_of_wave = np.unique(s.simd_key, return_inverse=True)
         simd_of_rec = simd_of_wave[self.wave_of_rec]
         keep = s.pipe < 3
+        if removed is not None and removed.any():
+            keep = keep & ~removed[self.wave_of_rec]
         busy = np.bincount(simd_of_rec[keep] * 3 + s.pipe[keep], weights=s.busy[keep], minlength=len(simds) * 3).reshape(len(simds), 3).max(axis=1)
         unit_of_simd = np.searchsorted(self.units, simds // 64)
         out = np.zeros(len(self.units))

@@ -81,7 +81,9 @@ def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | Non
     spec, notes = compile_edits(eng.s, result, edits, early)
     rp = replay_with(eng.s, eng.lat, spec, eng.base)
     notes += rp.notes
-    base_u, edit_u, issue_u = eng.unit_spans(eng.base), eng.unit_spans(rp, spec.removed), eng.issue_floor
+    removed = spec.removed if spec.removed is not None and spec.removed.any() else None
+    issue_u = eng.issue_floor if removed is None else eng.issue_floor_for(removed)
+    base_u, edit_u = eng.unit_spans(eng.base), eng.unit_spans(rp, spec.removed)
     clamped = np.maximum(edit_u, issue_u)
     issue_binding = bool((clamped > edit_u + 0.5).any())
     # the slowest traced CU sets the time (as the calibration measures it); the CUs that could set it give the spread
