@@ -273,6 +273,27 @@ def test_removed_waves_issue_nothing():
     assert w.after["replayed_span_cycles"] >= floor
 
 
+def test_gain_applies_to_the_part_of_the_dispatch_the_traced_waves_span():
+    """layernorm: its traced waves span 2,452 ns (occupancy.json at the realtime clock) of a 4,740 ns dispatch
+    (kernel-trace median): a wave-level change shortens that part; launch and the untraced XCCs' tails are held
+    fixed in the central gain, and only the interval's high end lets them shrink alike."""
+    from attlens.analysis.replay import Edit, whatif
+
+    plan = plan_of(_capture("layernorm"))
+    r, dur = plan.result, plan.dispatch_facts.duration
+    assert dur.source == "kernel trace" and dur.capture_span["ns"] < dur.ns
+    share = dur.capture_span["ns"] / dur.ns
+    waits = [int(pc) for pc in np.flatnonzero(r.sums.stall > 0) if r.dispatch.static.cls[pc] == "wait"]
+    w = whatif(r, [Edit("hide-wait", pc=p) for p in waits], plan).to_dict()
+    assert w["before"]["traced_share"] == pytest.approx(share, abs=1e-4)
+    span_gain = 1 - w["after"]["replayed_span_cycles"] / w["before"]["replayed_span_cycles"]
+    assert span_gain > 0.05
+    if not w["bound"]["binding"]:
+        assert w["gain"]["share"] == pytest.approx(span_gain * share, abs=2e-4)
+        assert w["gain"]["high"] >= span_gain - 1e-4  # the high end: the time outside the span shrinks alike
+    assert any("of the measured dispatch time" in n for n in w["notes"])
+
+
 # --- edits and their errors --------------------------------------------------------------------
 
 

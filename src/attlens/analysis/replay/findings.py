@@ -149,7 +149,7 @@ def cached_predicted(f, result, plan=None) -> dict | None:
     return memo(result.dispatch, name, lambda: predicted_of(f, result, plan), _DictCodec())
 
 
-REPLAY_VERSION = "v5"  # bump when the model changes: digests keep predictions under this name
+REPLAY_VERSION = "v6"  # bump when the model changes: digests keep predictions under this name
 
 
 def edits_for_rules(plan, rules: list[str]) -> tuple[list[Edit], list[dict]]:

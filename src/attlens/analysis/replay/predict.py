@@ -93,8 +93,19 @@ def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | Non
     res = abs(eng.calibration.span_residual)
     g = 1.0 - central
     lo, hi = 1.0 - float(ratios.max()) - res, 1.0 - float(ratios.min()) + res
+    share = traced_share(facts, before_ns)
+    if share is not None:
+        # the dispatch time outside the traced XCC's span (launch, ramp, the other XCCs' tails) is held fixed
+        # in the prediction; the interval reaches the span's own gain (that time shrinking alike)
+        g, lo, hi = g * share, min(lo, lo * share), max(hi, hi * share)
+        if share < 0.9:
+            notes.append(f"the traced waves span {share:.0%} of the measured dispatch time: the gain applies to that part "
+                         "(the rest, launch and the untraced XCCs' tails, is held fixed; the interval's high end lets it shrink alike)")
+    elif edits:
+        notes.append("the traced span's share of the dispatch time is unknown (no measured duration or clock): "
+                     "the gain is the traced waves' span's")
     floor = hbm_floor_ns(bw)
-    after_ns = before_ns * central if before_ns else None
+    after_ns = before_ns * (1.0 - g) if before_ns else None
     bw_binding = False
     if floor is not None and before_ns and floor <= before_ns:
         bw_cap = 1.0 - floor / before_ns  # no gain beyond reaching the bandwidth floor
@@ -113,11 +124,25 @@ def whatif(result, edits: list[Edit], plan=None, unexpressible: list[dict] | Non
     return WhatIf(
         capture=str(d.path), kernel=d.kernel_name, edits=list(edits), unexpressible=list(unexpressible or []), calibration=eng.calibration,
         before={"dispatch_ns": _r(before_ns), "source": (facts.duration.source if facts is not None and facts.duration.ns else "unavailable"),
-                "replayed_span_cycles": int(round(float(base_u.max()))) if len(base_u) else 0},
+                "replayed_span_cycles": int(round(float(base_u.max()))) if len(base_u) else 0,
+                "traced_share": None if share is None else round(share, 4)},
         after={"dispatch_ns": _r(after_ns), "replayed_span_cycles": int(round(float(clamped.max()))) if len(clamped) else 0},
         gain={"share": round(g, 4), "low": round(min(lo, g), 4), "high": round(max(hi, g), 4)},
         bound=bound, changed=eng.changed(rp), notes=notes,
     )
+
+
+def traced_share(facts, before_ns) -> float | None:
+    """The share of the measured dispatch time the traced waves span: the
+    capture's span (occupancy.json, the traced SEs, SE clocks aligned, at the
+    known clock) over the dispatch time, at most 1; None when either is
+    unknown or the dispatch time is the capture's span itself."""
+    if facts is None or not before_ns or facts.duration.source != "kernel trace":
+        return None
+    span = facts.duration.capture_span or {}
+    if not span.get("ns"):
+        return None
+    return min(1.0, float(span["ns"]) / float(before_ns))
 
 
 def _bound(bw_binding: bool, issue_binding: bool, stake_binding: bool, stake_clips: bool, floor, before_ns, cap, issue_u, clamped,
