@@ -93,7 +93,6 @@ def replay(s, lat: np.ndarray, spec: Spec | None = None) -> Replay:
     return out
 
 
-
 def replay_with(s, lat: np.ndarray, spec: Spec, base: Replay) -> Replay:
     """One pass of ``spec`` over the slot order of the unedited replay ``base``
     (a wave that gets shorter lets the next wave of its slot in sooner); more
@@ -111,7 +110,6 @@ def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
     loc_l, kind_l, aux_l = loc.tolist(), kind.tolist(), aux.tolist()
     pc = s.pc
     stall_l = s.stall[recs].tolist()
-    lat_l = lat.tolist()
     prod_pc_prefetched = np.isin(pc[s.prod_rec], list(spec.prefetched_pcs)) if spec.prefetched_pcs else np.zeros(len(s.prod_rec), dtype=bool)
     lat_l = np.where(prod_pc_prefetched, 0.0, lat).tolist()
     ctr_l = s.prod_ctr.tolist()
