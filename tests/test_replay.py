@@ -225,6 +225,20 @@ def test_hiding_every_wait_stops_at_the_bandwidth_floor():
         assert w.bound["binding"] and w.after["dispatch_ns"] == pytest.approx(floor, abs=0.1)
 
 
+def _busiest_simd_pipe(r, kept_waves=None) -> int:
+    """The issue floor recomputed from the records: per SIMD, the largest per-pipe sum of issue cycles
+    (duration - stall; VALU+matrix, SALU+SMEM, VMEM+LDS), over the waves kept."""
+    recs, wv = r.dispatch.records, r.dispatch.waves
+    simd = (wv.se.astype(np.int64) * 4096 + wv.cu) * 64 + wv.simd
+    pipe = np.full(256, 3)
+    pipe[6], pipe[[1, 2]], pipe[[3, 4, 5]] = 0, 1, 2
+    p = pipe[recs.category]
+    busy = np.maximum(recs.duration.astype(np.int64) - recs.stall, 0)
+    kept = np.ones(len(p), dtype=bool) if kept_waves is None else kept_waves[recs.wave]
+    s_of = simd[recs.wave]
+    return max(int(busy[(s_of == s) & (p == k) & kept].sum()) for s in np.unique(simd) for k in range(3))
+
+
 def test_more_waves_never_beat_the_issue_floor():
     """64 waves per SIMD: each traced CU's span stays at or above its busiest SIMD pipe's issue cycles."""
     from attlens.analysis.replay import Edit, whatif
@@ -233,15 +247,7 @@ def test_more_waves_never_beat_the_issue_floor():
     _d, r = loaded(_capture("softmax"))
     w = whatif(r, [Edit("waves-per-simd", waves_per_simd=64)])
     e = engine_of(r)
-    # the floor recomputed: per SIMD, the largest per-pipe sum of issue cycles (duration - stall)
-    recs, wv = r.dispatch.records, r.dispatch.waves
-    simd = (wv.se.astype(np.int64) * 4096 + wv.cu) * 64 + wv.simd
-    pipe = np.full(256, 3)
-    pipe[6], pipe[[1, 2]], pipe[[3, 4, 5]] = 0, 1, 2
-    p = pipe[recs.category]
-    busy = np.maximum(recs.duration.astype(np.int64) - recs.stall, 0)
-    s_of = simd[recs.wave]
-    floor = max(int(busy[(s_of == s) & (p == k)].sum()) for s in np.unique(simd) for k in range(3))
+    floor = _busiest_simd_pipe(r)
     assert e.issue_floor.max() == floor
     assert w.after["replayed_span_cycles"] >= int(e.issue_floor.max())
     assert w.gain["share"] < 1
@@ -259,15 +265,7 @@ def test_removed_waves_issue_nothing():
     e = engine_of(r)
     spec, _notes = compile_edits(e.s, r, [Edit("early-exit")], plan.dispatch_facts.populations.early_mask)
     assert spec.removed is not None and spec.removed.any()
-    recs, wv = r.dispatch.records, r.dispatch.waves
-    simd = (wv.se.astype(np.int64) * 4096 + wv.cu) * 64 + wv.simd
-    pipe = np.full(256, 3)
-    pipe[6], pipe[[1, 2]], pipe[[3, 4, 5]] = 0, 1, 2
-    p = pipe[recs.category]
-    busy = np.maximum(recs.duration.astype(np.int64) - recs.stall, 0)
-    kept = ~spec.removed[recs.wave]
-    s_of = simd[recs.wave]
-    floor = max(int(busy[(s_of == s) & (p == k) & kept].sum()) for s in np.unique(simd) for k in range(3))
+    floor = _busiest_simd_pipe(r, ~spec.removed)
     assert e.issue_floor_for(spec.removed).max() == floor <= e.issue_floor.max()
     w = whatif(r, [Edit("early-exit")], plan)
     assert w.after["replayed_span_cycles"] >= floor
