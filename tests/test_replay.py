@@ -292,6 +292,27 @@ def test_gain_applies_to_the_part_of_the_dispatch_the_traced_waves_span():
     assert any("of the measured dispatch time" in n for n in w["notes"])
 
 
+def test_a_capture_too_large_for_the_plan_says_so_and_whatif_still_replays(monkeypatch):
+    """Above limits.MAX_REPLAY_RECORDS_IN_PLAN records the plan does not replay (30x softmax: report RSS
+    2.9 -> 6.3 GiB): every finding that would carry a prediction says why it has none and names the
+    command that replays it; the whatif command still does."""
+    from attlens import limits, schemas
+    from attlens.analysis.plan import make_plan
+    from attlens.analysis.replay import Edit, whatif
+
+    _d, r = loaded(_capture("layernorm"))
+    monkeypatch.setattr(limits, "MAX_REPLAY_RECORDS_IN_PLAN", r.dispatch.records.count - 1)
+    plan = make_plan(r)
+    doc = plan.to_dict()
+    schemas.validate(doc)
+    said = [f for f in plan.findings if f.predicted is not None]
+    assert said and all(f.predicted["expressible"] is False and f"--apply {f.rule}" in f.predicted["reason"]
+                        and f"{r.dispatch.records.count:,} records" in f.predicted["reason"] for f in said)
+    assert all(f.predicted is None for f in plan.findings if f.kind in ("note", "capture") and f.rule != "early-exit-waves")
+    waits = [int(pc) for pc in np.flatnonzero(r.sums.stall > 0) if r.dispatch.static.cls[pc] == "wait"]
+    assert whatif(r, [Edit("hide-wait", pc=waits[0])], plan).gain["share"] is not None
+
+
 # --- edits and their errors --------------------------------------------------------------------
 
 

@@ -434,8 +434,16 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
 def attach_predictions(plan: Plan) -> None:
     """``predicted`` on every finding (docs/whatif.md). A replay that fails
     never breaks the plan: the finding then says why it has no prediction."""
-    from attlens.analysis.replay.findings import cached_predicted
+    from attlens.analysis.replay.findings import CAPTURE_KINDS, cached_predicted
+    from attlens.limits import MAX_REPLAY_RECORDS_IN_PLAN
 
+    n = plan.result.dispatch.records.count
+    if n > MAX_REPLAY_RECORDS_IN_PLAN:  # memory and time: the replay is asked for by name on such captures
+        for f in plan.findings:
+            if f.kind not in CAPTURE_KINDS or f.rule == "early-exit-waves":
+                f.predicted = {"expressible": False, "reason": f"not replayed with the plan: {n:,} records (over {MAX_REPLAY_RECORDS_IN_PLAN:,}); "
+                                                               f"`attlens whatif CAPTURE --apply {f.rule}` replays it"}
+        return
     for f in plan.findings:
         try:
             f.predicted = cached_predicted(f, plan.result, plan)
