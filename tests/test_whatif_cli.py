@@ -290,17 +290,21 @@ def test_predicted_words():
 
 def _findings_with_predictions(plan) -> list:
     fs = [f for f in plan.findings if predicted_label(f)]
-    if not fs:
-        pytest.skip("no finding of this plan carries a prediction")
+    assert fs, "no finding of this plan carries a prediction: the test would check nothing"
     return fs
+
+
+def _flat_output(capsys, monkeypatch, *argv) -> str:
+    """A command's text at 400 columns, white space folded (a phrase never split by wrapping)."""
+    monkeypatch.setenv("COLUMNS", "400")
+    rc, out, _ = run([*argv, "--no-color"], capsys)
+    assert rc == 0
+    return re.sub(r"\s+", " ", out)
 
 
 def test_plan_text_shows_each_prediction(soft, soft_plan, capsys, monkeypatch):
     path, _d, _r = soft
-    monkeypatch.setenv("COLUMNS", "400")
-    rc, out, _ = run(["plan", path, "--no-color"], capsys)
-    assert rc == 0
-    flat = re.sub(r"\s+", " ", out)
+    flat = _flat_output(capsys, monkeypatch, "plan", path)
     doc = soft_plan.to_dict()
     for f in doc["findings"]:
         label = predicted_label(f)
@@ -313,10 +317,7 @@ def test_plan_text_shows_each_prediction(soft, soft_plan, capsys, monkeypatch):
 
 def test_analyze_top_findings_show_predictions(soft, soft_plan, capsys, monkeypatch):
     path, _d, _r = soft
-    monkeypatch.setenv("COLUMNS", "400")
-    rc, out, _ = run(["analyze", path, "--no-color"], capsys)
-    assert rc == 0
-    flat = re.sub(r"\s+", " ", out)
+    flat = _flat_output(capsys, monkeypatch, "analyze", path)
     for f in soft_plan.findings[:3]:
         if predicted_label(f):
             assert predicted_label(f) in flat
