@@ -146,15 +146,34 @@ def test_a_stored_text_answer_is_kept_per_terminal_width(tmp_path, monkeypatch):
     assert run_main("waves", cap, "--cache-dir", cache).out == texts["80"][0]
 
 
-def test_a_stored_report_writes_the_same_page(tmp_path):
+def test_a_stored_report_writes_the_same_page(tmp_path, monkeypatch):
+    import attlens.report.html as html
+
     cap = require_shared() / "traces" / VEC_ADD
     cache, a, b = tmp_path / "cache", tmp_path / "a.html", tmp_path / "b.html"
     ref = run_main("report", cap, "-o", a, "--no-cache", "--json")
     first = run_main("report", cap, "-o", b, "--cache-dir", cache, "--json")
     page = b.read_bytes()
     b.unlink()
+    # the repeat renders nothing: the stored page is written as it is
+    monkeypatch.setattr(html, "render_captures", lambda *a, **k: pytest.fail("rendered a report that was stored"))
     again = run_main("report", cap, "-o", b, "--cache-dir", cache, "--json")
+    assert "stored answer" not in again.err
     assert a.read_bytes() == page == b.read_bytes()
     assert first.out == again.out == ref.out.replace(os.fspath(a), os.fspath(b)) and first.code == again.code == ref.code
     shutil.rmtree(cache)
     assert Path(b).is_file()
+
+
+def test_a_plan_written_to_a_file_is_a_stored_answer(tmp_path, monkeypatch):
+    import attlens.cli.common as common
+
+    cap = require_shared() / "traces" / VEC_ADD
+    cache, out = tmp_path / "cache", tmp_path / "plan.md"
+    first = run_main("plan", cap, "-o", out, "--format", "md", "--cache-dir", cache)
+    page = out.read_bytes()
+    out.unlink()
+    monkeypatch.setattr(common, "load_analyzed", lambda *_, **__: pytest.fail("loaded a capture for a stored answer"))
+    again = run_main("plan", cap, "-o", out, "--format", "md", "--cache-dir", cache)
+    assert first.code == again.code == 0 and "stored answer" not in again.err
+    assert out.read_bytes() == page and page.startswith(b"# ")

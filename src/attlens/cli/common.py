@@ -345,12 +345,19 @@ def stored_answer(args, command: str, capture, make, exposed: bool = True, extra
     def build():
         r = load_analyzed(args, [capture], exposed=exposed)[0]
         computed.append(True)
-        return make(r), exit_code([r])
+        value = make(r)
+        # a value that is not text is kept under a schema like every stored document
+        # (cache.answers refuses one without: it would be computed again every time)
+        return value if isinstance(value, str) else {"schema": "attlens.stored-value", "value": value}, exit_code([r])
 
     question = ["text", command, str(capture), sorted((k, v) for k, v in vars(args).items() if k not in _NOT_IN_TEXT_QUESTION),
                 extra]
     add_sample_state(question, args, capture)
     value, code = answer(capture, getattr(args, "rocprof_dir", None), question, build)
+    if not isinstance(value, str):
+        if not (isinstance(value, dict) and value.get("schema") == "attlens.stored-value" and "value" in value):
+            value, code = build()  # a stored document of another kind under this question's name
+        value = value["value"]
     return value, code, bool(computed)
 
 

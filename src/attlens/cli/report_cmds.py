@@ -166,7 +166,8 @@ def _stored_report(args, capture, log: list) -> list:
             render_captures([capture], args.output, rocprof_dir=args.rocprof_dir, force=args.force, progress=step, log=entries,
                             analyze_kw=analyze_kwargs(args))
         computed.append(True)
-        return {"html": Path(args.output).read_text(encoding="utf-8"), "log": entries}, 0
+        # a schema like every stored answer (cache.answers._plausible refuses a document without one)
+        return {"schema": "attlens.report-page", "html": Path(args.output).read_text(encoding="utf-8"), "log": entries}, 0
 
     question = ["report-html", str(capture), os.path.abspath(args.output),
                 sorted((k, v) for k, v in vars(args).items() if k not in ("func", "cmd", "cache_dir", "no_cache", "json"))]
