@@ -256,6 +256,26 @@ def test_progress_only_on_a_terminal_stderr(toy):
     assert err == "", "--no-color: no progress animation either"
 
 
+def test_progress_on_a_terminal_starts_no_thread(monkeypatch):
+    """A second thread makes the loader parse in one process (io/wave_files._can_fork):
+    the progress line is drawn at each stage, never by a refresh thread."""
+    import threading
+
+    from attlens.report.console import progress
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    master, slave = pty.openpty()
+    with os.fdopen(slave, "w") as tty:
+        before = threading.active_count()
+        with progress(stream=tty) as step:
+            step("parsing wave files", 1, 4)
+            during = threading.active_count()
+    os.close(master)
+    assert step is not None and step.__name__ != "_no_progress", "a terminal gets the progress line"
+    assert during == before
+
+
 EVIL_NAME = "evil\x1b]0;pwned\x07\x1b[2J_kernel\x9b31m\u202e"
 EVIL_ISA = "v_add_f32 v1, v2, v3 ; \x1b[31mred\x1b[0m \x07"
 EVIL_SRC = "/tmp/\x1b]8;;http://x\x07link.py:3"
