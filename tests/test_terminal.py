@@ -257,7 +257,7 @@ def test_progress_only_on_a_terminal_stderr(toy):
 
 
 def test_progress_on_a_terminal_starts_no_thread(monkeypatch):
-    """A second thread makes the loader parse in one process (io/wave_files._can_fork):
+    """A second thread makes the loader parse in one process (attlens.forked.can_fork):
     the progress line is drawn at each stage, never by a refresh thread."""
     import threading
 

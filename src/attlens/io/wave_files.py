@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import orjson
 
+from attlens.forked import can_fork
 from attlens.io.filenames_json import WaveEntry
 from attlens.io.jsonfile import MAX_JSON_BYTES
 
@@ -569,19 +569,6 @@ def _file_sizes(root_real: str, entries: list[WaveEntry]) -> list[int]:
     return sizes
 
 
-def _can_fork() -> bool:
-    if sys.platform != "linux" or not hasattr(os, "fork"):
-        return False
-    import threading
-
-    if threading.active_count() > 1:
-        return False  # forking a threaded process (a server) is unsafe
-    try:
-        return len(os.sched_getaffinity(0)) >= 2
-    except (AttributeError, OSError):
-        return (os.cpu_count() or 1) >= 2
-
-
 def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None = None,
                     valid_pc: np.ndarray | None = None, workers: int | None = None,
                     per_half=None, extra_columns: dict | None = None, meanwhile=None, meanwhile_bytes: int = 0) -> WaveTable:
@@ -611,7 +598,7 @@ def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None 
     env = os.environ.get("ATTLENS_PARSE_WORKERS")
     if workers is None:
         workers = int(env) if env and env.isdigit() else (2 if total >= PARALLEL_MIN_BYTES else 1)
-    if workers >= 2 and len(entries) >= 2 and _can_fork():
+    if workers >= 2 and len(entries) >= 2 and can_fork():
         return _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half, extra_columns,
                                    meanwhile, meanwhile_bytes * MEANWHILE_WEIGHT)
     sink = _Sink(total // _MIN_RECORD_BYTES + 1, total // _MIN_STATE_BYTES + 1, shared=False, extra=extra_columns)

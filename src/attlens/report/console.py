@@ -312,7 +312,7 @@ def progress(no_color: bool = False, stream=None):
 
     console = make_console(file=stream, live=True)
     # No refresh thread (auto_refresh=False): each stage is drawn when it starts,
-    # and a process with a second thread never forks its parse (io/wave_files._can_fork).
+    # and a process with a second thread never forks its parse (attlens.forked.can_fork).
     bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    console=console, transient=True, auto_refresh=False)
     task = bar.add_task("", total=None)

@@ -448,18 +448,23 @@ def _shell_quote(s: str) -> str:
     return shlex.quote(str(s))
 
 
-def build_report_data(result, plan, waves, pmc=None, topk: int = 20) -> dict:
-    """Everything the page shows, as one JSON-able dict."""
+def build_report_data(result, plan, waves, pmc=None, topk: int = 20, parts: dict | None = None) -> dict:
+    """Everything the page shows, as one JSON-able dict. ``plan``: a Plan or
+    its ``to_dict()``; ``parts``: what
+    :func:`page_parts` made of the same capture (computed here if not given)."""
+    parts = page_parts(result, waves, pmc, topk) if parts is None else parts
+    return {"schema": REPORT_SCHEMA, "schema_version": 1, "attlens_version": __version__, "analysis": parts["analysis"],
+            "plan": plan if isinstance(plan, dict) else plan.to_dict(), **{k: v for k, v in parts.items() if k != "analysis"}}
+
+
+def page_parts(result, waves, pmc=None, topk: int = 20) -> dict:
+    """The page's data that does not depend on the plan (made while the plan's
+    replay runs beside it: :func:`render_captures`)."""
     d = result.dispatch
-    analysis = result.to_dict(topk)
     wd = waves.to_dict(per_wave=False)
     timeline = _timeline(result, waves)
     return {
-        "schema": REPORT_SCHEMA,
-        "schema_version": 1,
-        "attlens_version": __version__,
-        "analysis": analysis,
-        "plan": plan.to_dict(),
+        "analysis": result.to_dict(topk),
         "waves": {k: wd[k] for k in ("clock", "states", "pipes", "phases", "flags")},
         "headline": headline(result),
         "isa": _isa_table(result),
@@ -527,8 +532,8 @@ def report_script() -> str:
     return "\n".join(_template(name) for name in REPORT_SCRIPTS)
 
 
-def render_html_text(result, plan, waves, pmc=None) -> str:
-    data = build_report_data(result, plan, waves, pmc)
+def render_html_text(result, plan, waves, pmc=None, parts: dict | None = None) -> str:
+    data = build_report_data(result, plan, waves, pmc, parts=parts)
     script = report_script()
     if "</script" in script.lower():  # pragma: no cover - template invariant
         raise ValueError("the report's script must not contain </script")
@@ -545,14 +550,14 @@ def render_html_text(result, plan, waves, pmc=None) -> str:
     )
 
 
-def render_html(result, plan, waves, out_path, pmc=None) -> int:
+def render_html(result, plan, waves, out_path, pmc=None, parts: dict | None = None) -> int:
     """Write the self-contained HTML report of one capture atomically;
     returns its size in bytes.
 
-    ``result``: :func:`attlens.analyze`; ``plan``: :func:`attlens.analysis.plan.make_plan`;
+    ``result``: :func:`attlens.analyze`; ``plan``: :func:`attlens.analysis.plan.make_plan` (or its ``to_dict()``);
     ``waves``: :func:`attlens.analysis.waves.analyze_waves`; ``pmc``: optional
     ``PmcResult`` (or a list of them, or an ``attlens.pmc`` dict) for the L2/HBM block."""
-    return write_atomic(out_path, render_html_text(result, plan, waves, pmc))
+    return write_atomic(out_path, render_html_text(result, plan, waves, pmc, parts))
 
 
 def index_entry(result, plan, href: str) -> dict:
@@ -839,6 +844,17 @@ def _attach(pmc, result, force: bool, several: bool):
         raise
 
 
+def _plan_side(result, waves, pmc) -> tuple[dict, dict]:
+    """The plan's document and index row (what a forked child sends back:
+    attlens.forked.beside). Counters attached to the capture give the
+    bandwidth rule its bytes (not when attached only by --force over a
+    mismatch: see bandwidth._pmc_for)."""
+    from attlens.analysis.plan import make_plan
+
+    plan = make_plan(result, waves=waves, pmc=pmc)
+    return plan.to_dict(), index_entry(result, plan, "")
+
+
 def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = False, progress=None, log: list | None = None,
                     analyze_kw: dict | None = None) -> list[Path]:
     """Load, analyze and report capture directories. One directory: its
@@ -858,9 +874,9 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     ``warnings``: the analysis' warnings). ``analyze_kw``: extra arguments of
     :func:`attlens.analysis.analyze.analyze` (the PC samples to join)."""
     from attlens.analysis.analyze import analyze
-    from attlens.analysis.plan import make_plan
     from attlens.analysis.waves import analyze_waves
     from attlens.errors import AttlensError
+    from attlens.forked import beside
     from attlens.model.loader import load
 
     step = progress or (lambda stage, done=None, total=None: None)
@@ -883,15 +899,14 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         r = analyze(d, **(analyze_kw or {}))
         attached, refused = _attach(pmc, r, force, several)
         waves = analyze_waves(r)
-        # counters attached to this capture give the bandwidth rule its bytes
-        # (not when attached only by --force over a mismatch: see bandwidth._pmc_for)
-        plan = make_plan(r, waves=waves, pmc=attached)
+        # the plan and its replays on the other core while this one lays out the rest of the page
+        (plan_doc, entry), parts = beside(lambda: _plan_side(r, waves, attached), lambda: page_parts(r, waves, attached))
         target = out if not several else out.parent / report_name(r, used)
         step(f"writing {target.name}")
-        render_html(r, plan, waves, target, pmc=attached)
+        render_html(r, plan_doc, waves, target, pmc=attached, parts=parts)
         written.append(target)
         if several:
-            entries.append(index_entry(r, plan, target.name))
+            entries.append({**entry, "href": target.name})
         if log is not None:
             label = attached.label() if hasattr(attached, "label") else None
             log.append({"path": str(d.path), "kernel": d.kernel_name, "dispatch_id": d.resources.dispatch_id, "target": d.arch.target,

@@ -1,0 +1,69 @@
+"""Two independent pieces of work on two cores: one in a forked child, the
+other in this process, their results joined (the child's by pickle).
+
+Forking shares the loaded capture's arrays without copying them (copy on
+write), which a process pool could not. Used where a command has two
+independent passes over a loaded capture (the report: the plan's replay
+beside the page's timelines). Without fork, with one core, in a threaded
+process (a server), or when the child fails, the child's work runs here
+afterwards: the result is the same, only slower.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def can_fork() -> bool:
+    """Fork is possible and worth it: Linux, two cores for this process, no other thread."""
+    if sys.platform != "linux" or not hasattr(os, "fork"):
+        return False
+    import threading
+
+    if threading.active_count() > 1:
+        return False  # forking a threaded process (a server) is unsafe
+    try:
+        return len(os.sched_getaffinity(0)) >= 2
+    except (AttributeError, OSError):
+        return (os.cpu_count() or 1) >= 2
+
+
+def beside(work, meanwhile):
+    """``(work(), meanwhile())``, ``work`` in a forked child while this process
+    runs ``meanwhile``. ``work``'s result must pickle; its side effects
+    (files it writes) happen in the child. ``ATTLENS_PARSE_WORKERS=1`` keeps
+    everything in this process."""
+    if os.environ.get("ATTLENS_PARSE_WORKERS") == "1" or not can_fork():
+        return work(), meanwhile()
+    import pickle
+
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns
+        code = 0
+        try:
+            os.close(rfd)
+            payload = pickle.dumps(work(), protocol=5)
+            with os.fdopen(wfd, "wb") as f:
+                f.write(payload)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    try:
+        mine = meanwhile()
+    except BaseException:  # Ctrl-C, or an error of this side: the child's result is not wanted
+        import signal
+
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(rfd)
+        raise
+    with os.fdopen(rfd, "rb") as f:
+        payload = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not payload:
+        return work(), mine  # the child failed (killed, out of memory, an error work raises here too)
+    return pickle.loads(payload), mine

@@ -1,0 +1,68 @@
+"""attlens.forked.beside: two pieces of work on two cores, the same result as one after the other."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from attlens import forked
+
+pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="needs fork and two cores")
+
+
+def test_the_child_computes_on_the_parents_data():
+    data = np.arange(1_000_000, dtype=np.int64)
+    parent = os.getpid()
+    (total, pid), mine = forked.beside(lambda: (int(data.sum()), os.getpid()), lambda: int(data[::2].sum()))
+    assert total == 499999500000 and mine == int(data[::2].sum())
+    assert pid != parent, "the work ran in a child"
+
+
+def test_a_failing_child_is_done_again_here():
+    calls = []
+
+    def work():
+        calls.append(os.getpid())
+        if len(calls) == 1 and os.getpid() != parent:
+            os._exit(3)  # killed or out of memory
+        return "done"
+
+    parent = os.getpid()
+    assert forked.beside(work, lambda: 1) == ("done", 1)
+    assert calls == [parent], "only the retry here is seen by this process"
+
+
+def test_an_error_of_the_work_is_raised_here():
+    def work():
+        raise ValueError("bad capture")
+
+    with pytest.raises(ValueError, match="bad capture"):
+        forked.beside(work, lambda: 1)
+
+
+def test_an_error_beside_ends_the_child(tmp_path):
+    flag = tmp_path / "child-finished"
+
+    def work():
+        import time
+
+        time.sleep(1)
+        flag.write_text("x")
+        return 1
+
+    def meanwhile():
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        forked.beside(work, meanwhile)
+    import time
+
+    time.sleep(1.5)
+    assert not flag.exists(), "the child was ended, not left running"
+
+
+def test_one_worker_keeps_everything_here(monkeypatch):
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
+    assert forked.beside(os.getpid, os.getpid) == (os.getpid(), os.getpid())
