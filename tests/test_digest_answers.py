@@ -177,3 +177,19 @@ def test_a_plan_written_to_a_file_is_a_stored_answer(tmp_path, monkeypatch):
     again = run_main("plan", cap, "-o", out, "--format", "md", "--cache-dir", cache)
     assert first.code == again.code == 0 and "stored answer" not in again.err
     assert out.read_bytes() == page and page.startswith(b"# ")
+
+
+def test_a_stored_markdown_bundle_writes_the_same_files(tmp_path, monkeypatch):
+    import attlens.cli.report_cmds as report_cmds
+
+    cap = require_shared() / "traces" / VEC_ADD
+    cache, ref_dir, out = tmp_path / "cache", tmp_path / "ref", tmp_path / "bundle"
+    ref = run_main("report", cap, "--format", "md", "-o", ref_dir, "--no-cache", "--json")
+    first = run_main("report", cap, "--format", "md", "-o", out, "--cache-dir", cache, "--json")
+    files = {n: (out / n).read_bytes() for n in ("report.md", "analysis.json")}
+    shutil.rmtree(out)
+    monkeypatch.setattr(report_cmds, "load_analyzed", lambda *_, **__: pytest.fail("loaded a capture for a stored answer"))
+    again = run_main("report", cap, "--format", "md", "-o", out, "--cache-dir", cache, "--json")
+    assert "stored answer" not in again.err and first.code == again.code == ref.code == 0
+    assert files == {n: (out / n).read_bytes() for n in files} == {n: (ref_dir / n).read_bytes() for n in files}
+    assert first.out == again.out == ref.out.replace(os.fspath(ref_dir), os.fspath(out))

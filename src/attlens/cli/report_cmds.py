@@ -13,6 +13,7 @@ from attlens.cli.common import (
     analyze_kwargs,
     check_output,
     emit_json,
+    exit_code,
     load_analyzed,
     progress,
     say,
@@ -119,14 +120,8 @@ def cmd_report(args) -> int:
     if args.format == "md":
         if len(dirs) != 1:
             raise UsageError("--format md writes one capture's bundle: pass one capture")
-        from attlens.analysis.plan import make_plan
-        from attlens.analysis.waves import analyze_waves
-        from attlens.report.markdown import render_markdown_bundle
-
-        r = load_analyzed(args, dirs)[0]
-        waves = analyze_waves(r)
-        md, js = render_markdown_bundle(r, make_plan(r, waves=waves), waves, Path(args.output))
-        return _manifest(args, "md", [_written(md, "markdown"), _written(js, "analysis")], [_capture_entry(r, md)])
+        md, js, entry = _stored_bundle(args, dirs[0])
+        return _manifest(args, "md", [_written(md, "markdown"), _written(js, "analysis")], [entry])
     log: list[dict] = []
     if len(dirs) == 1 and counters is None:
         written = _stored_report(args, dirs[0], log)
@@ -177,6 +172,45 @@ def _stored_report(args, capture, log: list) -> list:
         write_atomic(args.output, doc["html"])
     log.extend(doc["log"])
     return [Path(args.output)]
+
+
+def _stored_bundle(args, capture):
+    """The Markdown bundle (report.md, analysis.json) of one capture written
+    into ``-o``: the files made before for the same capture state and folder,
+    or made now and kept (attlens.cache.answers). Returns both paths and the
+    capture's log entry."""
+    import os
+    from pathlib import Path
+
+    from attlens.cache.answers import answer
+    from attlens.report.markdown import render_markdown_bundle
+
+    out = Path(args.output)
+    computed = []
+
+    def build():
+        from attlens.analysis.plan import make_plan
+        from attlens.analysis.waves import analyze_waves
+
+        r = load_analyzed(args, [capture])[0]
+        waves = analyze_waves(r)
+        md, js = render_markdown_bundle(r, make_plan(r, waves=waves), waves, out)
+        computed.append(True)
+        return {"schema": "attlens.report-bundle", "report.md": md.read_text(encoding="utf-8"),
+                "analysis.json": js.read_text(encoding="utf-8"), "entry": _capture_entry(r, md)}, exit_code([r])
+
+    question = ["report-md", str(capture), os.path.abspath(out),
+                sorted((k, v) for k, v in vars(args).items() if k not in ("func", "cmd", "cache_dir", "no_cache", "json"))]
+    add_sample_state(question, args, capture)
+    doc, _ = answer(capture, args.rocprof_dir, question, build)
+    md, js = out / "report.md", out / "analysis.json"
+    if not computed:
+        from attlens.fsutil import make_dirs
+
+        make_dirs(out)
+        write_atomic(js, doc["analysis.json"])
+        write_atomic(md, doc["report.md"])
+    return md, js, doc["entry"]
 
 
 def cmd_demo(args) -> int:
