@@ -417,6 +417,38 @@ def test_to_pandas_and_html_carry_the_samples(softmax, fixtures):
     assert data["analysis"]["pc_sampling"]["samples"]["joined"] == sum(want.values())
 
 
+def test_markdown_report_lists_the_samples(softmax, fixtures, tmp_path):
+    cap, path = fixtures["cap"], fixtures["same"][0]
+    planted = planted_by_pc(fixtures["same"][1])
+    o = run_main("report", cap, "--format", "md", "-o", tmp_path / "md", "--pc-sampling", path, "--no-cache")
+    assert_clean(o)
+    md = (tmp_path / "md" / "report.md").read_text()
+    joined = [x for x in fixtures["same"][1] if x["kind"] == "joined"]
+    stalled = sum(1 for x in joined if not x["issued"])
+    section = md[md.index("## PC sampling"):md.index("## Wave states")]
+    assert "joined by code-object-id" in section and f"{len(joined)} of " in section
+    assert f"why waves stalled (of {stalled} stalled samples, {len(joined) - stalled} issued)" in section
+    top = md[md.index("## Top 10 instructions"):md.index("### 1.")]
+    head, _, *rows = [ln for ln in top.splitlines() if ln.startswith("|")]
+    cols = [c.strip() for c in head.strip("|").split("|")]
+    assert cols[-2:] == ["samples", "sampled stall reasons"]
+    for ln in rows:  # every listed instruction: the samples planted on its pc
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        pc, n = int(cells[1]), cells[-2]
+        assert n == f"{planted.get(pc, 0):,}" or (n == "-" and pc not in planted), pc
+    # every listed source line: the samples planted on its pcs (code.json's source column)
+    per_line: dict = {}
+    for r in F.code_rows(cap):
+        per_line[r[3]] = per_line.get(r[3], 0) + planted.get(r[2], 0)
+    top = md[md.index("## Top 8 source lines"):md.index("## Top 10 instructions")]  # softmax has 8 lines with cycles
+    head, _, *rows = [ln for ln in top.splitlines() if ln.startswith("|")]
+    assert [c.strip() for c in head.strip("|").split("|")][-2:] == ["samples", "sampled stall reasons"]
+    got = {c[1].strip("` "): c[-2] for c in ([x.strip() for x in ln.strip("|").split("|")] for ln in rows)}
+    assert got == {src: f"{per_line[src]:,}" for src in got} and any(per_line[src] for src in got)
+    plain = run_main("report", cap, "--format", "md", "-o", tmp_path / "plain", "--no-pc-sampling", "--no-cache")
+    assert "## PC sampling" not in (tmp_path / "plain" / "report.md").read_text() and plain.code == 0
+
+
 def test_sample_tables_are_kept_in_the_cache(fixtures, tmp_path, monkeypatch):
     from attlens.cache.pcsamples import cached_samples
 

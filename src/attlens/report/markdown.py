@@ -27,7 +27,8 @@ from pathlib import Path
 from attlens import __version__
 from attlens.report.controls import safe_text
 from attlens.report.html import reproduce_commands, write_atomic
-from attlens.report.text import evidence_lines, finding_detail, header_lines, n as _n, pct as _pct, predicted_label, short_source, stake_and_prediction, stake_label, verdict_sentence
+from attlens.report.text import (evidence_lines, finding_detail, header_lines, n as _n, pc_sampling_summary, pct as _pct, predicted_label, reason_mix,
+                                 short_source, stake_and_prediction, stake_label, verdict_sentence)
 
 TOP_LINES = 10
 TOP_INSTRUCTIONS = 10
@@ -114,6 +115,17 @@ def pc_ranges(result) -> list[dict]:
     return out
 
 
+_SAMPLE_COLS = ["samples", "sampled stall reasons"]
+
+
+def _sample_cells(row: dict, sampled: bool) -> list[str]:
+    """A ranking row's PC samples (``pc_samples``; "-" for a row no sample landed on)."""
+    if not sampled:
+        return []
+    ps = row.get("pc_samples")
+    return ["-", ""] if ps is None else [_n(ps["samples"]), _text(reason_mix(ps))]
+
+
 def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str:
     """The Markdown report as a string. ``analysis``: the ``attlens.analyze``
     object written beside it (``result.to_dict(20)``; computed when not given)."""
@@ -173,6 +185,13 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
           "stall column, summed in code.json). The wave state STALL below is another measure: the share of each wave's "
           "lifetime the decoder reports in state STALL (docs/analysis.md, \"Two kinds of stall\").", ""]
 
+    # PC samples joined to the trace: why instructions stalled (docs/pcsampling.md)
+    ps = a.get("pc_sampling")
+    sampled = ps is not None and ps["join"]["mode"] != "none"
+    if ps is not None:
+        L += ["## PC sampling", ""] + [f"- {'**' if kind == 'warn' else ''}{_text(text)}{'**' if kind == 'warn' else ''}"
+                                         for text, kind in pc_sampling_summary(ps)] + [""]
+
     # wave states
     st = waves.states
     L += ["## Wave states", "", "All traced waves, weighted by lifetime (from each wave's timeline; the decoder's states, "
@@ -211,21 +230,22 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
     lines = a["hotspots"][f"lines_by_{by}"][:TOP_LINES]
     L += [f"## Top {len(lines)} source lines by {by}", ""]
     L += _table(
-        ["#", "source", "stall", "stall share", "latency", "idle", "dominant class", "instructions (executed/listed)"],
-        [[str(i), _code(ln["source"], True), _sn(ln["stall"]), _sp(ln["stall_share"]), _n(ln["latency"]), _n(ln["idle"]), _code(ln["dominant_class"], True), f"{ln['executed']}/{ln['instructions']}"]
+        ["#", "source", "stall", "stall share", "latency", "idle", "dominant class", "instructions (executed/listed)", *_SAMPLE_COLS[:2 * sampled]],
+        [[str(i), _code(ln["source"], True), _sn(ln["stall"]), _sp(ln["stall_share"]), _n(ln["latency"]), _n(ln["idle"]), _code(ln["dominant_class"], True),
+          f"{ln['executed']}/{ln['instructions']}", *_sample_cells(ln, sampled)]
          for i, ln in enumerate(lines, 1)],
-        "rlrrrrlr",
+        "rlrrrrlr" + "rl" * sampled,
     ) + [""]
 
     # top instructions with disassembly context
     instrs = a["hotspots"][f"instructions_by_{by}"][:TOP_INSTRUCTIONS]
     L += [f"## Top {len(instrs)} instructions by {by}", ""]
     L += _table(
-        ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source", "vaddr"],
+        ["#", "pc", "instruction", "class", "hit", "latency", "stall", "stall share", "idle", "source", "vaddr", *_SAMPLE_COLS[:2 * sampled]],
         [[str(i), str(h["pc"]), _code(h["isa"], True), _code(h["class"], True), _n(h["hit"]), _n(h["latency"]), _sn(h["stall"]), _sp(h["stall_share"]), _n(h["idle"]),
-          _code(short_source(h["source"]), True), _hex(h["vaddr"])]
+          _code(short_source(h["source"]), True), _hex(h["vaddr"]), *_sample_cells(h, sampled)]
          for i, h in enumerate(instrs, 1)],
-        "rrllrrrrrlr",
+        "rrllrrrrrlr" + "rl" * sampled,
     ) + [""]
     listed = [p for p in range(d.code.size) if d.code.instruction_mask[p]]
     pos = {p: i for i, p in enumerate(listed)}

@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from attlens.analysis.taxonomy import CLASSES
 from attlens.report.console import Col, FitTable
-from attlens.report.text import finding_detail, header_lines, n as _n, pct as _pct, predicted_text, short_source as _short_source, stake_and_prediction
+from attlens.report.text import finding_detail, header_lines, n as _n, pc_sampling_summary, pct as _pct, predicted_text, reason_mix, short_source as _short_source, stake_and_prediction
 
 # --------------------------------------------------------------------------- columns
 #
@@ -398,19 +398,6 @@ def _sample_cols(sampled: bool) -> list:
     return [Col("samples"), Col("sampled stall reasons", "wrap", min_width=14, give_way=GIVE_WAY["list"])] if sampled else []
 
 
-def reason_mix(ps: dict | None, k: int = 3) -> str:
-    """``WAITCNT 89% · ALU_DEPENDENCY 11%`` of a ``pc_samples`` object (shares of its stalled samples)."""
-    if not ps or not ps.get("samples"):
-        return ""
-    if ps.get("stalled") is None:
-        return "(no issue bit: host-trap)"
-    if not ps["stalled"]:
-        return "issued only"
-    items = list(ps["reasons"].items())
-    text = " · ".join(f"{r} {v / ps['stalled']:.0%}" for r, v in items[:k]) + (f" · +{len(items) - k}" if len(items) > k else "")
-    return f"{text} (of {ps['stalled']:,} stalled)"
-
-
 def _sample_cells(ps: dict | None, sampled: bool) -> list[str]:
     if not sampled:
         return []
@@ -420,24 +407,15 @@ def _sample_cells(ps: dict | None, sampled: bool) -> list[str]:
 
 
 def pc_sampling_lines(join) -> list[str]:
-    """The PC-sampling lines of a capture header: source, join, counts, mix."""
-    d = join.to_dict()
-    j, smp = d["join"], d["samples"]
-    src = d["source"]
-    out = [f"samples  {escape(src['path'])} ({src['format']}, {', '.join(src['methods'])})"]
-    if j["mode"] == "none":
-        out.append(f"         [yellow]not joined[/yellow]: {escape(j['reason'])}")
-    else:
-        out.append(f"         joined by {j['mode']}, scope {j['scope']}, confidence {j['confidence']:.2f}: {escape(j['reason'])}")
-        left = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in smp["excluded"].items() if v)
-        out.append(f"         {smp['joined']:,} of {smp['in_file']:,} samples joined" + (f" (left out: {left})" if left else ""))
-        if d["stalled"] is not None and d["stalled"]:
-            mix = " · ".join(f"{k} {v:.0%}" for k, v in list(d["reason_shares"].items())[:4])
-            out.append(f"         why waves stalled (of {d['stalled']:,} stalled samples, {d['issued']:,} issued): {mix}")
-        elif d["stalled"] is None and smp["joined"]:
-            out.append("         host-trap samples: where waves were, not whether or why they stalled")
-    for n in d["notes"]:
-        out.append(f"         [dim]{escape(n)}[/dim]")
+    """The PC-sampling lines of a capture header: source, join, counts, mix (report/text.py)."""
+    out = []
+    for i, (text, kind) in enumerate(pc_sampling_summary(join.to_dict())):
+        text = escape(text)
+        if kind == "warn":
+            text = text.replace("not joined", "[yellow]not joined[/yellow]", 1)
+        elif kind == "note":
+            text = f"[dim]{text}[/dim]"
+        out.append(("samples  " if i == 0 else "         ") + text)
     return out
 
 

@@ -378,3 +378,37 @@ def verdict_sentence(plan) -> str:
     stake = f", {f.share_of_cycles:.1%} of traced wave-cycles at stake" if f.kind == "performance" else ""
     return f"{f.severity}: {f.title} [{f.rule}]{stake}."
 
+
+
+def reason_mix(ps: dict | None, k: int = 3) -> str:
+    """``WAITCNT 89% · ALU_DEPENDENCY 11%`` of a ``pc_samples`` object (shares of its stalled samples)."""
+    if not ps or not ps.get("samples"):
+        return ""
+    if ps.get("stalled") is None:
+        return "(no issue bit: host-trap)"
+    if not ps["stalled"]:
+        return "issued only"
+    items = list(ps["reasons"].items())
+    text = " · ".join(f"{r} {v / ps['stalled']:.0%}" for r, v in items[:k]) + (f" · +{len(items) - k}" if len(items) > k else "")
+    return f"{text} (of {ps['stalled']:,} stalled)"
+
+
+def pc_sampling_summary(d: dict) -> list[tuple[str, str]]:
+    """The PC samples of a capture in a few lines (``(text, kind)``, kind
+    ``line``, ``warn`` or ``note``) from the ``pc_sampling`` object of
+    ``attlens.analyze``: source, join, counts, why waves stalled."""
+    j, smp, src = d["join"], d["samples"], d["source"]
+    out = [(f"{src['path']} ({src['format']}, {', '.join(src['methods'])})", "line")]
+    if j["mode"] == "none":
+        out.append((f"not joined: {j['reason']}", "warn"))
+    else:
+        out.append((f"joined by {j['mode']}, scope {j['scope']}, confidence {j['confidence']:.2f}: {j['reason']}", "line"))
+        left = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in smp["excluded"].items() if v)
+        out.append((f"{smp['joined']:,} of {smp['in_file']:,} samples joined" + (f" (left out: {left})" if left else ""), "line"))
+        if d["stalled"] is not None and d["stalled"]:
+            mix = " · ".join(f"{k} {v:.0%}" for k, v in list(d["reason_shares"].items())[:4])
+            out.append((f"why waves stalled (of {d['stalled']:,} stalled samples, {d['issued']:,} issued): {mix}", "line"))
+        elif d["stalled"] is None and smp["joined"]:
+            out.append(("host-trap samples: where waves were, not whether or why they stalled", "line"))
+    out += [(x, "note") for x in d["notes"]]
+    return out
