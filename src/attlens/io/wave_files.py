@@ -348,6 +348,18 @@ def _cut_file(data: bytes, entry: WaveEntry) -> _Cut:
     return _reference_cut(data, entry)
 
 
+def _compacted(cut: _Cut) -> _Cut | None:
+    """``cut`` with its arrays re-serialized compactly, or None when that
+    changes nothing (then the file is judged as it is) or one is not JSON."""
+    try:
+        segs = [orjson.dumps(orjson.loads(s)) for s in (cut.instr, cut.timeline, cut.waitcnt)]
+    except orjson.JSONDecodeError:
+        return None
+    if segs == [cut.instr, cut.timeline, cut.waitcnt]:
+        return None
+    return _Cut(cut.entry, cut.scalars, *segs)
+
+
 def _reference_cut(data: bytes, entry: WaveEntry) -> _Cut:
     ref = reference_parse(data)
     return _Cut(entry, ref["scalars"], orjson.dumps(ref["instructions"]), orjson.dumps(ref["timeline"]), orjson.dumps(ref["waitcnt"]))
@@ -415,7 +427,11 @@ class _Sink:
         parsed = self._parse_batch(cuts)
         if parsed is None:  # isolate the bad file(s)
             if len(cuts) == 1:
-                self._fail(cuts[0])
+                compact = _compacted(cuts[0])
+                if compact is not None:  # valid JSON with spaces in an array: the same checks on its compact form
+                    self.add_batch([compact], n_pc, valid_pc)
+                else:
+                    self._fail(cuts[0])
                 return
             for c in cuts:
                 self.add_batch([c], n_pc, valid_pc)
