@@ -499,7 +499,9 @@ def test_choose_pc_sampling_falls_back():
     assert choose_pc_sampling("gfx950", "1.1.0", 1 << 16)["method"] == "stochastic"
     assert choose_pc_sampling("gfx940", "1.0.0", 1 << 16)["method"] == "stochastic"
     h = choose_pc_sampling("gfx90a", "1.1.0", 1 << 16)
-    assert h["method"] == "host_trap" and h["unit"] == "time" and "skid" in h["reason"]
+    assert h["method"] == "host_trap" and h["unit"] == "time" and "skid" in h["reason"] and h["interval"] == 100
+    h = choose_pc_sampling("gfx90a", "1.1.0", 1 << 16, host_trap_us=2500)
+    assert h["interval"] == 2500 and "every 2,500 µs" in h["reason"]
     assert choose_pc_sampling("gfx1151", "1.1.0", 1 << 16)["method"] is None
     assert choose_pc_sampling(None, "1.1.0", 1 << 16)["method"] is None
     old = choose_pc_sampling("gfx942", "0.6.0", 1 << 16)
@@ -509,14 +511,26 @@ def test_choose_pc_sampling_falls_back():
 def test_sweep_job_passes_the_options():
     from attlens.sweep.spec import Job
 
-    args = Job("j", ["true"], ".", profile={"pc_sampling": True, "pc_sampling_interval": 65536}).profile_args()
+    args = Job("j", ["true"], ".", profile={"pc_sampling": True, "pc_sampling_interval": 65536, "pc_sampling_host_trap_us": 250}).profile_args()
     assert "--pc-sampling" in args and args[args.index("--pc-sampling-interval") + 1] == "65536"
+    assert args[args.index("--pc-sampling-host-trap-us") + 1] == "250"
     assert "--pc-sampling" not in Job("j", ["true"], ".", profile={"pc_sampling": False}).profile_args()
 
 
 def test_profile_interval_must_be_a_power_of_two():
     o = run_main("profile", "--pc-sampling", "--pc-sampling-interval", "1000", "--", "true")
     assert o.code == 2 and "power of two" in o.err
+    for bad in ("0", "1000001", "1.5"):
+        o = run_main("profile", "--pc-sampling", "--pc-sampling-host-trap-us", bad, "--", "true")
+        assert o.code == 2 and "--pc-sampling-host-trap-us" in o.err, bad
+
+
+def test_host_trap_default_is_the_profiles():
+    from attlens.capture.profile import HOST_TRAP_INTERVAL_US, ProfileOptions
+    from attlens.cli import build_parser
+
+    args = build_parser().parse_args(["profile"])  # main() takes the program after "--" off argv first
+    assert args.pc_sampling_host_trap_us == HOST_TRAP_INTERVAL_US == ProfileOptions.pc_sampling_host_trap_us
 
 
 def test_profile_pc_sampling_with_the_fake_rocprofv3(env):  # noqa: F811
@@ -552,7 +566,8 @@ def test_profile_pc_sampling_with_the_fake_rocprofv3(env):  # noqa: F811
 def test_profile_pc_sampling_falls_back(env, target, method):  # noqa: F811
     env["write"](target=target)
     out = env["tmp"] / f"prof-{target}"
-    doc = json.loads(run_attlens(env, "profile", "--pc-sampling", "--no-noise-check", "--out", out, "--json", *app_args(env)).stdout)
+    doc = json.loads(run_attlens(env, "profile", "--pc-sampling", "--pc-sampling-host-trap-us", "250", "--no-noise-check", "--out", out,
+                                 "--json", *app_args(env)).stdout)
     pcs = doc["pc_sampling"]
     assert pcs["method"] == method
     step = next(s for s in doc["steps"] if s["step"] == "pc sampling")
@@ -563,7 +578,7 @@ def test_profile_pc_sampling_falls_back(env, target, method):  # noqa: F811
         assert step["status"] == "skipped" and "no PC sampling" in step["detail"] and "pc_sampling_method" not in job
         assert doc["analysis"]["pc_sampling"] is None
     else:
-        assert pcs["unit"] == "time" and job["pc_sampling_unit"] == "time"
+        assert pcs["unit"] == "time" and job["pc_sampling_unit"] == "time" and pcs["interval"] == job["pc_sampling_interval"] == 250
         ja = doc["analysis"]["pc_sampling"]
         assert ja["join"]["mode"] == "code-object-id" and ja["issued"] is None and ja["stalled"] is None and ja["samples"]["joined"] > 0
 

@@ -44,6 +44,7 @@ class ProfileOptions:
     source_env: bool = True
     pc_sampling: bool = False  # add PC sampling to the ATT run (docs/pcsampling.md)
     pc_sampling_interval: int = 1 << 20  # cycles between stochastic samples (a power of two >= 256)
+    pc_sampling_host_trap_us: int = 100  # microseconds between host-trap samples (HOST_TRAP_INTERVAL_US)
 
 
 @brief_repr("target", "att_available", ("kernel", lambda r: (r.kernel or {}).get("name")), "iterations",
@@ -227,17 +228,18 @@ def _source_env(opts: ProfileOptions, res: ProfileResult) -> dict:
     return env
 
 
-# Host-trap sampling counts time, not cycles: one sample per this many microseconds.
+# Host-trap sampling counts time, not cycles: one sample per this many microseconds by default.
 HOST_TRAP_INTERVAL_US = 100
 # rocprofiler-sdk 1.0 (ROCm 7.0) runs thread trace and PC sampling on one agent in one run.
 PC_SAMPLING_WITH_ATT_SDK = (1, 0)
 
 
-def choose_pc_sampling(target: str | None, version: str | None, interval: int) -> dict:
+def choose_pc_sampling(target: str | None, version: str | None, interval: int, host_trap_us: int = HOST_TRAP_INTERVAL_US) -> dict:
     """What PC sampling the ATT run gets on ``target``: ``{requested, method,
     unit, interval, reason, outputs}``; ``method`` None when it gets none
-    (the reason says why). Stochastic where the target has it, else
-    host-trap, else none (model/archdata.py ``pc_sampling``)."""
+    (the reason says why). Stochastic (every ``interval`` cycles) where the
+    target has it, else host-trap (every ``host_trap_us`` µs), else none
+    (model/archdata.py ``pc_sampling``)."""
     from attlens.model.archdata import ARCH_TABLE, resolve_target
 
     out = {"requested": True, "method": None, "unit": None, "interval": None, "reason": "", "outputs": []}
@@ -256,8 +258,8 @@ def choose_pc_sampling(target: str | None, version: str | None, interval: int) -
         out.update(method="stochastic", unit="cycles", interval=int(interval),
                    reason=f"stochastic (hardware) sampling on {target}, every {interval:,} cycles: stall reasons per sample")
     elif "host_trap" in methods:
-        out.update(method="host_trap", unit="time", interval=HOST_TRAP_INTERVAL_US,
-                   reason=(f"{target} has no stochastic sampling: host-trap sampling every {HOST_TRAP_INTERVAL_US} µs instead "
+        out.update(method="host_trap", unit="time", interval=int(host_trap_us),
+                   reason=(f"{target} has no stochastic sampling: host-trap sampling every {int(host_trap_us):,} µs instead "
                            "(where waves are, with up to two instructions of skid; no issue bit or stall reason)"))
     else:
         out["reason"] = f"rocprofv3 offers no PC sampling on {target}: no PC sampling"
@@ -280,7 +282,7 @@ def capture_known_kernel(exe: str, opts: ProfileOptions, res: ProfileResult) -> 
         opts.att_library_path,
     )
     if opts.pc_sampling:
-        res.pc_sampling = choose_pc_sampling(res.target, res.version, opts.pc_sampling_interval)
+        res.pc_sampling = choose_pc_sampling(res.target, res.version, opts.pc_sampling_interval, opts.pc_sampling_host_trap_us)
         if res.pc_sampling["method"]:
             job = add_pc_sampling(job, res.pc_sampling["method"], res.pc_sampling["interval"])
         res.step("pc sampling", "ok" if res.pc_sampling["method"] else "skipped", res.pc_sampling["reason"])

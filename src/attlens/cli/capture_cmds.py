@@ -6,6 +6,7 @@ from attlens.cli.common import (
     BUFFER_SIZE,
     COUNT,
     EPILOG,
+    HOST_TRAP_US,
     PC_SAMPLING_INTERVAL,
     POSITIVE,
     POSITIVE_NUMBER,
@@ -38,6 +39,10 @@ def _capture_opts(p) -> None:
     p.add_argument("--pc-sampling-interval", type=PC_SAMPLING_INTERVAL, default=1 << 20, metavar="CYCLES",
                    help="cycles between stochastic samples: a power of two, 256 to 2**31 (default 1048576; smaller = more samples "
                         "and a bigger results.json: sampling covers every kernel of the program)")
+    # the default is capture.profile.HOST_TRAP_INTERVAL_US (not imported at start-up; a test keeps them equal)
+    p.add_argument("--pc-sampling-host-trap-us", type=HOST_TRAP_US, default=100, metavar="US",
+                   help="microseconds between host-trap samples, where the target has no stochastic sampling (gfx90a): "
+                        "1 to 1000000 (default 100)")
     add_json(p, "attlens.profile")
     add_no_color(p)
 
@@ -100,6 +105,7 @@ def _profile_options(args):
         source_env=not args.no_source_env,
         pc_sampling=args.pc_sampling,
         pc_sampling_interval=args.pc_sampling_interval,
+        pc_sampling_host_trap_us=args.pc_sampling_host_trap_us,
     )
 
 

@@ -147,6 +147,9 @@ def power_of_two_cycles(text: str) -> int:
 
 
 PC_SAMPLING_INTERVAL = power_of_two_cycles
+# Host-trap sampling counts time: microseconds between samples, 1 µs to 1 s
+# (rocprofv3 judges the target's own limits; a longer interval samples nothing useful).
+HOST_TRAP_US = int_range(1, 1_000_000)
 
 
 # --------------------------------------------------------------------------- output options

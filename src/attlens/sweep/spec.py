@@ -41,6 +41,7 @@ PROFILE_FLAGS = {
     "noise_check": "--no-noise-check",
     "source_env": "--no-source-env",
     "pc_sampling_interval": "--pc-sampling-interval",
+    "pc_sampling_host_trap_us": "--pc-sampling-host-trap-us",
 }
 # profile switches given when the value is True
 PROFILE_SWITCHES = {"pc_sampling": "--pc-sampling"}
