@@ -159,6 +159,27 @@ def test_text_tells_the_story_of_the_json(cli, soft, capsys, monkeypatch):  # no
         assert x["instruction"] in row and f"{x['stall_before']:,}" in row and f"{x['stall_after'] - x['stall_before']:+,}" in row
 
 
+def test_changed_says_when_only_the_starts_moved(soft, capsys, monkeypatch):
+    """Fewer waves per SIMD on vec_add: every wave keeps its duration and starts
+    later; the Changed line says so instead of a bare "0 wave(s)"."""
+    vec = require_shared() / "traces/vec_add/big/ui_output_agent_14705_dispatch_25"
+    doc = main_json(["whatif", vec, "--waves-per-simd", "1", "--json"], capsys)
+    assert doc["changed"]["waves"] == 0 and doc["after"]["replayed_span_cycles"] > doc["before"]["replayed_span_cycles"]
+    out = _flat_output(capsys, monkeypatch, "whatif", vec, "--waves-per-simd", "1")
+    assert "0 wave(s) with a different duration" in out and "the span changed through when waves start" in out
+    path = soft[0]  # softmax with one wave per SIMD: its waves' own durations change too, the sentence is not there
+    doc = main_json(["whatif", path, "--waves-per-simd", "1", "--json"], capsys)
+    out = _flat_output(capsys, monkeypatch, "whatif", path, "--waves-per-simd", "1")
+    assert doc["changed"]["waves"] > 0 and f"{doc['changed']['waves']:,} wave(s) with a different duration" in out
+    assert "when waves start" not in out
+
+
+def main_json(args, capsys) -> dict:
+    rc, out, _ = run(args, capsys)
+    assert rc == 0
+    return json.loads(out)
+
+
 def test_text_never_cuts_an_instruction(soft, capsys, monkeypatch):
     path, d, r = soft
     monkeypatch.setenv("COLUMNS", "60")

@@ -266,7 +266,10 @@ def whatif_lines(doc: dict) -> list[tuple[str, str]]:
     for note in doc.get("notes") or []:
         out.append(("Note", note))
     ch = doc["changed"]
-    out.append(("Changed", f"{ch['waves']:,} wave(s), {len(ch['pcs']):,} pc(s) with a different stall"))
+    text = f"{ch['waves']:,} wave(s) with a different duration, {len(ch['pcs']):,} pc(s) with a different stall"
+    if not ch["waves"] and before["replayed_span_cycles"] != after["replayed_span_cycles"]:
+        text += "; the span changed through when waves start (each wave's own duration is unchanged)"
+    out.append(("Changed", text))
     return out
 
 
