@@ -193,3 +193,63 @@ def test_a_stored_markdown_bundle_writes_the_same_files(tmp_path, monkeypatch):
     assert "stored answer" not in again.err and first.code == again.code == ref.code == 0
     assert files == {n: (out / n).read_bytes() for n in files} == {n: (ref_dir / n).read_bytes() for n in files}
     assert first.out == again.out == ref.out.replace(os.fspath(ref_dir), os.fspath(out))
+
+
+# --------------------------------------------------------------------------- write-behind digests (cache/behind.py)
+
+
+@pytest.fixture
+def behind_always(monkeypatch):
+    from attlens.cache import behind
+    from attlens.forked import can_fork
+
+    if not can_fork():
+        pytest.skip("needs fork and two cores")
+    monkeypatch.setattr(behind, "MIN_RECORDS_BYTES", 0)
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    return forks
+
+
+def _derived(cache: Path) -> set[str]:
+    return {p.name for p in cache.rglob("derived-*.json")}
+
+
+@pytest.mark.parametrize("q", [["analyze", "--json"], ["plan"]])
+def test_a_digest_written_behind_gives_the_same_answers_and_keeps_the_derived_results(tmp_path, monkeypatch, behind_always, q):
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")  # the only fork is the digest's writer
+    monkeypatch.setenv("COLUMNS", "100")
+    cap = require_shared() / "traces" / VEC_ADD
+    ref = run_main(*q[:1], cap, *q[1:], "--no-cache")
+    sync = tmp_path / "sync"
+    from attlens.cache import behind
+
+    with monkeypatch.context() as m:
+        m.setattr(behind, "MIN_RECORDS_BYTES", 1 << 62)  # written in place: the reference digest
+        assert run_main(*q[:1], cap, *q[1:], "--cache-dir", sync).out == ref.out
+    assert not behind_always
+    cache = tmp_path / "cache"
+    first = run_main(*q[:1], cap, *q[1:], "--cache-dir", cache)
+    assert behind_always == [1], "the digest was written by a child"
+    assert (first.code, first.out, first.err) == (ref.code, ref.out, ref.err)
+    assert len(list(cache.rglob("capture.json"))) == 1 and len(list(cache.rglob("answer-*.json"))) == 1
+    assert _derived(cache) == _derived(sync) and _derived(cache), "every derived result reached the digest"
+    for a in cache.rglob("answer-*.json"):
+        a.unlink()
+    again = run_main(*q[:1], cap, *q[1:], "--cache-dir", cache)  # from the digest the child wrote
+    assert again.out == ref.out and behind_always == [1]
+
+
+def test_a_failed_digest_writer_costs_only_the_digest(tmp_path, monkeypatch, behind_always):
+    import attlens.cache.capture as capture
+
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
+    monkeypatch.setattr(capture, "write_digest", lambda *a, **k: os._exit(9))  # the child dies (killed, out of memory)
+    cap = require_shared() / "traces" / VEC_ADD
+    ref = run_main("analyze", cap, "--json", "--no-cache")
+    cache = tmp_path / "cache"
+    first = run_main("analyze", cap, "--json", "--cache-dir", cache)
+    assert behind_always == [1] and (first.code, first.out) == (ref.code, ref.out)
+    assert not list(cache.rglob("capture.json")) and not list(cache.rglob("answer-*.json"))
+    assert not [p for p in cache.rglob("*") if p.name.startswith(".tmp")]

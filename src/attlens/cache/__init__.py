@@ -104,10 +104,12 @@ def memo(dispatch, name: str, compute, codec):
     """``compute()``, or its result stored in the dispatch's digest (then kept
     there for the next command). Without a digest it is just ``compute()``.
     ``dispatch`` may also be the digest itself."""
+    from attlens.cache.behind import PendingDigest
     from attlens.cache.packing import PackedCodec
     from attlens.cache.store import Digest
 
-    digest = dispatch if isinstance(dispatch, Digest) else getattr(dispatch, "digest", None)
+    # a Digest, a digest being written (cache/behind.py), or a dispatch holding one
+    digest = dispatch if isinstance(dispatch, (Digest, PendingDigest)) else getattr(dispatch, "digest", None)
     if digest is None:
         return compute()
     codec = PackedCodec(codec)  # integer arrays stored narrow (cache/packing.py)

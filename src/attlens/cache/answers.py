@@ -110,6 +110,9 @@ def answer(capture: Path, rocprof_dir, question, build) -> tuple[dict, int]:
             note(f"{capture}: a stored answer is damaged ({why}); computing it again")
             private.remove_tree(path)
     doc, code = build()
+    from attlens.cache import behind
+
+    behind.settle()  # the digest build() parsed the capture into may still be being written
     try:
         # The answer belongs to the state the loader read: the digest it wrote
         # (or opened) for this key, if the capture did not change meanwhile.

@@ -409,7 +409,12 @@ class Digest:
     def put_derived(self, name: str, value, codec) -> None:
         if self.dead:
             return
-        arrays, meta = codec.encode(value)
+        self.put_encoded(name, *codec.encode(value))
+
+    def put_encoded(self, name: str, arrays: dict, meta) -> None:
+        """Store a derived result already encoded (``codec.encode``)."""
+        if self.dead:
+            return
         try:
             written = _write_record(self.folder, f"derived-{_safe(name)}", arrays, meta)
         except OSError as exc:

@@ -131,9 +131,10 @@ def _main(argv: list[str] | None) -> int:
     try:
         configure_cache(args)
         if getattr(args, "key_scope", False):
+            from attlens.cache import behind
             from attlens.cache.keys import command_scope
 
-            with command_scope():
+            with command_scope(), behind.scope():
                 return args.func(args)
         return args.func(args)
     except AttlensError as exc:

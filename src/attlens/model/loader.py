@@ -187,9 +187,9 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     if data is None:
         data = read_capture(d, progress, hidden)
         if store is not None:
-            from attlens.cache.capture import write_digest
+            from attlens.cache import behind
 
-            digest = write_digest(store, d, key, data)
+            digest = behind.write(store, d, key, data)  # by a forked child while the command goes on, within behind.scope()
     return _assemble(d, data, rocprof_dir, digest)
 
 
