@@ -10,6 +10,7 @@ constants of ``attlens.errors`` (docs/exit-codes.md).
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -584,6 +585,28 @@ def test_error_filenames_json_odd_keys_and_times(real):
         o = run_main("analyze", real)
         assert_clean(o)
         assert o.code == EXIT_CORRUPT and "filenames.json" in o.err, o.describe()
+
+
+def test_filenames_json_keys_are_checked_where_a_wave_is_listed(tmp_path):
+    from attlens.errors import CorruptCapture
+    from attlens.io.filenames_json import read_filenames_json
+
+    leaf = ["se3_sm0_sl0_wv0.json", 1, 5]
+    cases = {
+        "'wave_filenames' key 'x' is not a decimal index": {"3": {"0": {"x": {"0": leaf}}}},
+        "'wave_filenames' key '-1' is not a decimal index": {"-1": {"0": {"0": {"0": leaf}}}},
+        "wave SE 3 SIMD 0 slot 0 K 1: expected [file name, begin, end]": {"3": {"0": {"0": {"0": leaf, "1": ["f", 1]}}}},
+    }
+    for i, (msg, nested) in enumerate(cases.items()):
+        path = tmp_path / str(i) / "filenames.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({"wave_filenames": nested}))
+        with pytest.raises(CorruptCapture, match=re.escape(msg)):
+            read_filenames_json(path)
+    path = tmp_path / "empty" / "filenames.json"  # an odd key with no wave under it lists nothing: not an error
+    path.parent.mkdir()
+    path.write_text(json.dumps({"wave_filenames": {"x": {}, "3": {"y": {}}}}))
+    assert read_filenames_json(path).waves == []
 
 
 # --------------------------------------------------------------- errors: CSV files

@@ -62,18 +62,20 @@ class FilenamesIndex:
         return [w for w in self.waves if id(w) not in out]
 
 
+# The checks below build their message only when they fail (tens of thousands of entries).
 def _key(text, path: Path) -> int:
-    expect(isinstance(text, str) and _DECIMAL.fullmatch(text) is not None, path,
-           f"'wave_filenames' key {text!r} is not a decimal index")
-    return int(text)
+    if isinstance(text, str) and _DECIMAL.fullmatch(text) is not None:
+        return int(text)
+    expect(False, path, f"'wave_filenames' key {text!r} is not a decimal index")
 
 
 def _leaf(se: int, simd: int, slot: int, k: int, leaf, path: Path) -> WaveEntry:
     ok = isinstance(leaf, list) and len(leaf) >= 3 and isinstance(leaf[0], str)
     begin, end = (int64(leaf[1]), int64(leaf[2])) if ok else (None, None)
-    expect(ok and begin is not None and end is not None, path,
-           f"wave SE {se} SIMD {simd} slot {slot} K {k}: expected [file name, begin, end] with 64-bit integer times, got {str(leaf)[:80]}")
-    return WaveEntry(se, simd, slot, k, leaf[0], begin, end)
+    if ok and begin is not None and end is not None:
+        return WaveEntry(se, simd, slot, k, leaf[0], begin, end)
+    expect(False, path, f"wave SE {se} SIMD {simd} slot {slot} K {k}: expected [file name, begin, end] with 64-bit integer times, "
+                        f"got {str(leaf)[:80]}")
 
 
 def _walk_waves(nested, path: Path) -> list[WaveEntry]:
@@ -82,22 +84,29 @@ def _walk_waves(nested, path: Path) -> list[WaveEntry]:
     expect(isinstance(nested, dict), path, shape)
     for se, simds in nested.items():
         expect(isinstance(simds, dict), path, shape)
+        se_i = None  # each key checked once, at its first leaf (as often as before: never without one)
         for simd, slots in simds.items():
             expect(isinstance(slots, dict), path, shape)
+            simd_i = None
             for slot, instances in slots.items():
                 expect(isinstance(instances, dict), path, shape)
+                slot_i = None
                 for k, leaf in instances.items():
-                    waves.append(_leaf(_key(se, path), _key(simd, path), _key(slot, path), _key(k, path), leaf, path))
+                    if slot_i is None:
+                        se_i = _key(se, path) if se_i is None else se_i
+                        simd_i = _key(simd, path) if simd_i is None else simd_i
+                        slot_i = _key(slot, path)
+                    waves.append(_leaf(se_i, simd_i, slot_i, _key(k, path), leaf, path))
     return waves
 
 
-def _refusal(root: Path, name: str, seen: dict) -> tuple[str | None, tuple | None]:
+def _refusal(root: Path, name: str, seen: dict, root_text: str | None = None) -> tuple[str | None, tuple | None]:
     """Why ``name`` must not be read (None if it may), and the file identity
     used to find a second entry for the same file. A missing file is not
     refused here: the wave reader reports it."""
     plain = name not in ("", ".", "..") and "/" not in name and "\x00" not in name
     try:
-        st = os.lstat(root / name) if plain else None
+        st = os.lstat(os.path.join(root_text or str(root), name)) if plain else None
         if st is None or stat.S_ISLNK(st.st_mode):
             st = os.stat(resolve_inside(root, name))
     except RefusedPath as exc:
@@ -123,8 +132,9 @@ def read_filenames_json(path: Path) -> FilenamesIndex:
     waves = _walk_waves(nested, path) if nested is not None else []
     waves.sort(key=lambda w: (w.se, w.simd, w.slot, w.instance))
     refused, seen = [], {}
+    root, root_text = path.parent, str(path.parent)
     for w in waves:
-        why, ident = _refusal(path.parent, w.filename, seen)
+        why, ident = _refusal(root, w.filename, seen, root_text)
         if why is not None:
             refused.append((w, why))
         elif ident is not None:
