@@ -899,7 +899,11 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         r = analyze(d, **(analyze_kw or {}))
         attached, refused = _attach(pmc, r, force, several)
         waves = analyze_waves(r)
-        # the plan and its replays on the other core while this one lays out the rest of the page
+        # the plan and its replays on the other core while this one lays out the rest of the page;
+        # the digest first, so what the plan stores reaches it (a child's kept results would die with it)
+        from attlens.cache import behind
+
+        behind.settle()
         (plan_doc, entry), parts = beside(lambda: _plan_side(r, waves, attached), lambda: page_parts(r, waves, attached))
         target = out if not several else out.parent / report_name(r, used)
         step(f"writing {target.name}")
