@@ -74,7 +74,6 @@ class PendingDigest:
         self.kept: dict[str, tuple] = {}  # name -> (value, arrays, meta)
         self.settled = False
         self.digest = None
-        self.dead = False
 
     def get_derived(self, name: str, codec):
         if self.settled:
@@ -94,10 +93,13 @@ class PendingDigest:
         """Wait for the child; open what it wrote and store what was kept."""
         if self.settled:
             return self.digest
-        _, status = os.waitpid(self.pid, 0)
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:  # reaped elsewhere: what it left tells
+            status = 0
         self.settled = True
         if status == 0:
-            self.digest = self.store.open(self.capture, self.key)
+            self.digest = self.store.open(self.capture, self.key)  # None if it wrote nothing
         if self.digest is not None:
             for name, (_, arrays, meta) in self.kept.items():
                 self.digest.put_encoded(name, arrays, meta)
