@@ -134,7 +134,7 @@ class _Walk:
     for one set of slot chains."""
 
     def __init__(self, s, lat: np.ndarray, spec: Spec):
-        self.s, self.spec = s, spec
+        self.s = s
         lists = _traced_events(s) if spec.order is None else _event_lists(s, _events(s, lat, spec))
         kind, aux, self.loc_l, self.aux_l, self.st_l, self.e0l, self.e1l, self.lastl = lists
         pc = s.pc
