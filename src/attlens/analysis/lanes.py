@@ -72,8 +72,7 @@ def _result(text: str, m: str, reads, state, wave: int):
 def _successors(code) -> tuple[list[int], dict[int, list[int]]]:
     """Instruction pcs in listing order and each one's successors (fall-through
     and SOPP branch target; none after s_endpgm, s_setpc or an unconditional branch)."""
-    listed = code.instruction_mask  # a property: computed once here, not per pc
-    pcs = [pc for pc in range(code.size) if listed[pc]]
+    pcs = [pc for pc in range(code.size) if code.instruction_mask[pc]]
     vaddr_to_pc = {int(code.vaddr[pc]): pc for pc in pcs}
     succ: dict[int, list[int]] = {}
     for i, pc in enumerate(pcs):

@@ -17,10 +17,9 @@ def _next_instruction(code) -> np.ndarray:
     n = code.size
     nxt = np.full(n, n, dtype=np.int64)
     following = n
-    listed = code.instruction_mask  # a property: computed once here, not per pc
     for pc in range(n - 1, -1, -1):
         nxt[pc] = following
-        if listed[pc]:
+        if code.instruction_mask[pc]:
             following = pc
     return nxt
 
@@ -87,9 +86,8 @@ def _decisive_branch(ctx, waves: np.ndarray, covers) -> dict | None:
 def _ends_soon(ctx, pc: int, within: int = 12) -> bool:
     """The straight-line code from ``pc`` reaches s_endpgm within a few instructions."""
     n = 0
-    listed = ctx.d.code.instruction_mask
     for q in range(pc, ctx.d.code.size):
-        if not listed[q]:
+        if not ctx.d.code.instruction_mask[q]:
             continue
         m = ctx.d.static.mnemonic[q]
         if m.startswith("s_endpgm"):
