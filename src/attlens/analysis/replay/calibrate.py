@@ -67,15 +67,26 @@ class Engine:
         out, whose instructions then issue nowhere."""
         s = self.s
         simds, simd_of_wave = np.unique(s.simd_key, return_inverse=True)
-        simd_of_rec = simd_of_wave[self.wave_of_rec]
-        keep = s.pipe < 3
+        per_wave = self._busy_per_wave()
         if removed is not None and removed.any():
-            keep = keep & ~removed[self.wave_of_rec]
-        busy = np.bincount(simd_of_rec[keep] * 3 + s.pipe[keep], weights=s.busy[keep], minlength=len(simds) * 3).reshape(len(simds), 3).max(axis=1)
+            per_wave = np.where(removed[:, None], 0, per_wave)
+        busy = np.zeros((len(simds), 3), dtype=np.int64)
+        np.add.at(busy, simd_of_wave, per_wave)
+        busy = busy.astype(np.float64).max(axis=1)  # whole cycles: the sums are exact in any order
         unit_of_simd = np.searchsorted(self.units, simds // 64)
         out = np.zeros(len(self.units))
         np.maximum.at(out, unit_of_simd, busy)
         return out
+
+    def _busy_per_wave(self) -> np.ndarray:
+        """Per wave and issue pipe group (0..2): its instructions' issue cycles (one pass over the records)."""
+        got = self.__dict__.get("_busy_wave")
+        if got is None:
+            s = self.s
+            cell = self.wave_of_rec.astype(np.int64) * 4 + s.pipe  # pipe group 3 (other) is dropped below
+            got = np.bincount(cell, weights=s.busy, minlength=s.n_waves * 4).reshape(s.n_waves, 4)[:, :3].astype(np.int64)
+            self._busy_wave = got
+        return got
 
     def unit_spans(self, rp: Replay, removed=None) -> np.ndarray:
         """Per traced CU: the replayed span (first start to last end of its waves)."""

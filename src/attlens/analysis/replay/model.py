@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attlens.analysis.replay.streams import CTR_NONE, EV_BARRIER, EV_LOAD, EV_WAIT
+from attlens.analysis.replay.streams import CTR_LGKM, CTR_NONE, CTR_VM, EV_BARRIER, EV_LOAD, EV_WAIT
 
 
 @dataclass
@@ -85,10 +85,11 @@ def replay(s, lat: np.ndarray, spec: Spec | None = None) -> Replay:
     traced slot count, or ``spec.waves_per_simd``."""
     spec = spec or Spec()
     removed = spec.removed if spec.removed is not None else np.zeros(s.n_waves, dtype=bool)
-    first = _replay(s, lat, spec)
+    walk = _Walk(s, lat, spec)  # the same events for both passes
+    first = walk.run()
     slots = spec.waves_per_simd or None
     chains = list_schedule(s, first.duration, slots, removed)
-    out = _replay(s, lat, spec, chains)
+    out = walk.run(chains)
     out.notes = first.notes + out.notes
     return out
 
@@ -106,134 +107,213 @@ def replay_with(s, lat: np.ndarray, spec: Spec, base: Replay) -> Replay:
 
 
 def _replay(s, lat: np.ndarray, spec: Spec, chains=None) -> Replay:
-    loc, recs, kind, aux, (e0, e1), last = _events(s, lat, spec)
-    loc_l, kind_l, aux_l = loc.tolist(), kind.tolist(), aux.tolist()
-    pc = s.pc
-    stall_l = s.stall[recs].tolist()
-    prod_pc_prefetched = np.isin(pc[s.prod_rec], list(spec.prefetched_pcs)) if spec.prefetched_pcs else np.zeros(len(s.prod_rec), dtype=bool)
-    lat_l = np.where(prod_pc_prefetched, 0.0, lat).tolist()
-    ctr_l = s.prod_ctr.tolist()
-    hidden = np.isin(pc[s.wait_rec], list(spec.hidden_wait_pcs)).tolist() if spec.hidden_wait_pcs else [False] * len(s.wait_rec)
-    wlists = _wait_lists(s)
-    if spec.no_skew_barrier_pcs is None:
-        uncoupled = [True] * len(s.bar_rec)
-    elif spec.no_skew_barrier_pcs:
-        uncoupled = np.isin(pc[s.bar_rec], list(spec.no_skew_barrier_pcs)).tolist()
-    else:
-        uncoupled = [False] * len(s.bar_rec)
-    removed = spec.removed if spec.removed is not None else np.zeros(s.n_waves, dtype=bool)
-    inst_l = s.bar_inst.tolist()
-    own_l = s.inst_own.tolist()
-    # instance size counted over the waves that run
-    alive_bar = ~removed[np.searchsorted(s.rec_start, s.bar_rec, side="right") - 1] if len(s.bar_rec) else np.zeros(0, dtype=bool)
-    size_l = np.bincount(s.bar_inst[alive_bar], minlength=len(s.inst_size)).tolist()
-    e0l, e1l, lastl, taill = e0.tolist(), e1.tolist(), last.tolist(), s.tail.tolist()
-    ws_out = s.stall[s.wait_rec].astype(np.float64).tolist()  # replayed stalls, filled in place
-    bs_out = s.stall[s.bar_rec].astype(np.float64).tolist()
-    comp = [-1e300] * (len(s.prod_rec) + 1)  # completion of each producer (ops precede the waits that resolve them)
-    get = comp.__getitem__
+    return _Walk(s, lat, spec).run(chains)
 
-    def wave(w: int, start: float):
-        D = 0.0
-        lastc = [-1e300, -1e300]
-        for e in range(e0l[w], e1l[w]):
-            t = start + loc_l[e] + D
-            k = kind_l[e]
-            a = aux_l[e]
-            if k == EV_LOAD:
-                c = t + lat_l[a]
-                ctr = ctr_l[a]
-                if ctr != CTR_NONE:
-                    if c < lastc[ctr]:
-                        c = lastc[ctr]
-                    lastc[ctr] = c
-                comp[a] = c
-            elif k == EV_WAIT:
-                st = stall_l[e]
-                arrive = t - st
-                rel = arrive
-                if not hidden[a]:
-                    c = max(map(get, wlists[a]))
+
+# what the walk does at an event (one code per event, the spec applied): loads by the counter they
+# retire on in order, waits by how many ops they wait on, barriers by what releases them
+_LOAD_VM, _LOAD_LGKM, _LOAD_FREE, _WAIT_ONE, _WAIT_MANY, _WAIT_HIDDEN, _BAR_OWN, _BAR_TRACED, _BAR_COUPLED = range(9)
+
+
+def _traced_events(s):
+    """:func:`_events` in the traced order, with the walk's spec-free lists (built once per streams)."""
+    got = getattr(s, "_traced_events", None)
+    if got is None:
+        got = s._traced_events = _event_lists(s, _events(s, None, Spec()))
+    return got
+
+
+def _event_lists(s, events):
+    loc, recs, kind, aux, (e0, e1), last = events
+    return kind, aux, loc.tolist(), aux.tolist(), s.stall[recs].tolist(), e0.tolist(), e1.tolist(), last.tolist()
+
+
+class _Walk:
+    """The events of one spec, ready for the walk: per event its code,
+    position in its wave, row, operand and traced stall; ``run`` walks them
+    for one set of slot chains."""
+
+    def __init__(self, s, lat: np.ndarray, spec: Spec):
+        self.s = s
+        lists = _traced_events(s) if spec.order is None else _event_lists(s, _events(s, lat, spec))
+        kind, aux, self.loc_l, self.aux_l, self.st_l, self.e0l, self.e1l, self.lastl = lists
+        pc = s.pc
+        n_prod = len(s.prod_rec)
+        self.removed = removed = spec.removed if spec.removed is not None else np.zeros(s.n_waves, dtype=bool)
+        # instance size counted over the waves that run
+        alive_bar = ~removed[np.searchsorted(s.rec_start, s.bar_rec, side="right") - 1] if len(s.bar_rec) else np.zeros(0, dtype=bool)
+        self.size_l = np.bincount(s.bar_inst[alive_bar], minlength=len(s.inst_size)).tolist()
+        prefetched = np.isin(pc[s.prod_rec], list(spec.prefetched_pcs)) if spec.prefetched_pcs else np.zeros(n_prod, dtype=bool)
+        self.lat_l = np.where(prefetched, 0.0, lat).tolist()
+        if spec.no_skew_barrier_pcs is None:
+            uncoupled = np.ones(len(s.bar_rec), dtype=bool)
+        elif spec.no_skew_barrier_pcs:
+            uncoupled = np.isin(pc[s.bar_rec], list(spec.no_skew_barrier_pcs))
+        else:
+            uncoupled = np.zeros(len(s.bar_rec), dtype=bool)
+        hidden = np.isin(pc[s.wait_rec], list(spec.hidden_wait_pcs)) if spec.hidden_wait_pcs else np.zeros(len(s.wait_rec), dtype=bool)
+        wait_idx, wait_n = _wait_index(s)
+        code = np.empty(len(kind), dtype=np.int64)
+        x = np.zeros(len(kind), dtype=np.int64)
+        ld, wt, br = kind == EV_LOAD, kind == EV_WAIT, kind == EV_BARRIER
+        load_code = np.zeros(3, dtype=np.int64)
+        load_code[[CTR_VM, CTR_LGKM, CTR_NONE]] = _LOAD_VM, _LOAD_LGKM, _LOAD_FREE
+        code[ld] = load_code[s.prod_ctr[aux[ld]]]
+        wa = aux[wt]
+        code[wt] = np.where(hidden[wa], _WAIT_HIDDEN, np.where(wait_n[wa] == 1, _WAIT_ONE, _WAIT_MANY))
+        x[wt] = wait_idx[wa]  # the one op (or the never-written slot), unused for the others
+        ba = aux[br]
+        inst = s.bar_inst[ba]
+        size = np.asarray(self.size_l, dtype=np.int64)[inst] if len(ba) else np.zeros(0, dtype=np.int64)
+        code[br] = np.where(uncoupled[ba], _BAR_OWN, np.where(size <= 1, _BAR_TRACED, _BAR_COUPLED))
+        x[br] = np.where(uncoupled[ba], s.inst_own[inst], inst)
+        x_l = x.tolist()
+        if (code == _WAIT_MANY).any():
+            wl = _many_lists(s)
+            for e in np.flatnonzero(code == _WAIT_MANY).tolist():
+                x_l[e] = wl[self.aux_l[e]]
+        self.code_l, self.x_l = code.tolist(), x_l
+
+    def run(self, chains=None) -> Replay:
+        s, removed, size_l, lat_l = self.s, self.removed, self.size_l, self.lat_l
+        code_l, loc_l, aux_l, x_l, st_l = self.code_l, self.loc_l, self.aux_l, self.x_l, self.st_l
+        e0l, e1l, lastl, taill = self.e0l, self.e1l, self.lastl, s.tail.tolist()
+        own_l = s.inst_own.tolist()
+        ws_out = s.stall[s.wait_rec].astype(np.float64).tolist()  # replayed stalls, filled in place
+        bs_out = s.stall[s.bar_rec].astype(np.float64).tolist()
+        comp = [-1e300] * (len(s.prod_rec) + 1)  # completion of each producer (ops precede the waits that resolve them)
+        get = comp.__getitem__
+
+        def wave(w: int, start: float):
+            # the stall of every event but waits and barriers is the traced one: D is how far the
+            # re-derived stalls so far moved the wave's issue (as in the module docstring)
+            D = 0.0
+            vm = lgkm = -1e300  # the last completion on each in-order counter
+            b, e = e0l[w], e1l[w]
+            for k, loc, a, x, st in zip(code_l[b:e], loc_l[b:e], aux_l[b:e], x_l[b:e], st_l[b:e]):
+                t = start + loc + D
+                if k == _WAIT_ONE:
+                    arrive = t - st
+                    rel = arrive
+                    c = comp[x]
                     if c > rel:
                         rel = c
-                ws_out[a] = rel - arrive
-                D += rel - arrive - st
-            else:
-                st = stall_l[e]
-                arrive = t - st
-                i = inst_l[a]
-                if uncoupled[a]:
-                    rel = arrive + own_l[i]
-                elif size_l[i] <= 1:
-                    rel = arrive + st
+                    dd = rel - arrive
+                    ws_out[a] = dd
+                    D += dd - st
+                elif k == _LOAD_VM:
+                    c = t + lat_l[a]
+                    if c < vm:
+                        c = vm
+                    vm = comp[a] = c
+                elif k == _LOAD_LGKM:
+                    c = t + lat_l[a]
+                    if c < lgkm:
+                        c = lgkm
+                    lgkm = comp[a] = c
+                elif k == _LOAD_FREE:
+                    comp[a] = t + lat_l[a]
+                elif k == _WAIT_MANY:
+                    arrive = t - st
+                    rel = arrive
+                    c = max(map(get, x))
+                    if c > rel:
+                        rel = c
+                    dd = rel - arrive
+                    ws_out[a] = dd
+                    D += dd - st
+                elif k == _WAIT_HIDDEN:
+                    arrive = t - st
+                    dd = arrive - arrive
+                    ws_out[a] = dd
+                    D += dd - st
                 else:
-                    rel = yield (i, arrive)
-                    if rel < arrive:
-                        rel = arrive
-                bs_out[a] = rel - arrive
-                D += rel - arrive - st
-        return start + lastl[w] + D + taill[w]
+                    arrive = t - st
+                    if k == _BAR_OWN:
+                        rel = arrive + x
+                    elif k == _BAR_TRACED:
+                        rel = arrive + st
+                    else:
+                        rel = yield (x, arrive)
+                        if rel < arrive:
+                            rel = arrive
+                    dd = rel - arrive
+                    bs_out[a] = dd
+                    D += dd - st
+            return start + lastl[w] + D + taill[w]
 
-    pred, gap, head = chains if chains is not None else (*_traced_chains(s, removed), s.begin.astype(np.float64))
-    succ: dict[int, list[int]] = {}
-    for w_, p in enumerate(pred.tolist()):
-        if p >= 0 and not removed[w_]:
-            succ.setdefault(p, []).append(w_)
-    start = np.full(s.n_waves, np.nan)
-    end = np.full(s.n_waves, np.nan)
-    gap_l = gap.tolist()
-    ready: deque = deque()
-    for w_ in range(s.n_waves):
-        if not removed[w_] and pred[w_] < 0:
-            start[w_] = float(head[w_])
-            ready.append((w_, None))
-    gens: dict[int, object] = {}
-    arrivals: dict[int, list] = {}
-    forced = 0
+        pred, gap, head = chains if chains is not None else (*_traced_chains(s, removed), s.begin.astype(np.float64))
+        succ: dict[int, list[int]] = {}
+        for w_, p in enumerate(pred.tolist()):
+            if p >= 0 and not removed[w_]:
+                succ.setdefault(p, []).append(w_)
+        start = np.full(s.n_waves, np.nan)
+        end = np.full(s.n_waves, np.nan)
+        gap_l = gap.tolist()
+        ready: deque = deque()
+        for w_ in range(s.n_waves):
+            if not removed[w_] and pred[w_] < 0:
+                start[w_] = float(head[w_])
+                ready.append((w_, None))
+        gens: dict[int, object] = {}
+        arrivals: dict[int, list] = {}
+        forced = 0
 
-    def finish(w_, value):
-        end[w_] = value
-        for nx in succ.get(w_, ()):
-            start[nx] = value + gap_l[nx]
-            ready.append((nx, None))
+        def finish(w_, value):
+            end[w_] = value
+            for nx in succ.get(w_, ()):
+                start[nx] = value + gap_l[nx]
+                ready.append((nx, None))
 
-    while True:
-        while ready:
-            w_, send = ready.popleft()
-            g = gens.get(w_)
-            try:
-                if g is None:
-                    g = gens[w_] = wave(w_, float(start[w_]))
-                    i, arr = next(g)
-                else:
-                    i, arr = g.send(send)
-            except StopIteration as stop:
-                gens.pop(w_, None)
-                finish(w_, stop.value)
-                continue
-            lst = arrivals.setdefault(i, [])
-            lst.append((w_, arr))
-            if len(lst) >= size_l[i]:
-                _release(arrivals.pop(i), own_l[i], ready)
-        if not arrivals:
-            break
-        # a cycle (a member waits for a wave that starts after it): release the earliest instance as it stands
-        i = min(arrivals, key=lambda k: max(a for _, a in arrivals[k]))
-        _release(arrivals.pop(i), own_l[i], ready)
-        forced += 1
-    notes = [f"{forced} barrier instance(s) released before every member arrived (a member's start depends on the barrier)"] if forced else []
-    return Replay(start, end, np.array(ws_out), np.array(bs_out), forced_barriers=forced, chains=(pred, gap, head), notes=notes)
+        while True:
+            while ready:
+                w_, send = ready.popleft()
+                g = gens.get(w_)
+                try:
+                    if g is None:
+                        g = gens[w_] = wave(w_, float(start[w_]))
+                        i, arr = next(g)
+                    else:
+                        i, arr = g.send(send)
+                except StopIteration as stop:
+                    gens.pop(w_, None)
+                    finish(w_, stop.value)
+                    continue
+                lst = arrivals.setdefault(i, [])
+                lst.append((w_, arr))
+                if len(lst) >= size_l[i]:
+                    _release(arrivals.pop(i), own_l[i], ready)
+            if not arrivals:
+                break
+            # a cycle (a member waits for a wave that starts after it): release the earliest instance as it stands
+            i = min(arrivals, key=lambda k: max(a for _, a in arrivals[k]))
+            _release(arrivals.pop(i), own_l[i], ready)
+            forced += 1
+        notes = [f"{forced} barrier instance(s) released before every member arrived (a member's start depends on the barrier)"] if forced else []
+        return Replay(start, end, np.array(ws_out), np.array(bs_out), forced_barriers=forced, chains=(pred, gap, head), notes=notes)
 
 
-def _wait_lists(s) -> list[list[int]]:
-    """Per wait row: the producer indices (into ``s.prod_rec``) it waits on (built once per streams)."""
-    got = getattr(s, "_wait_lists", None)
+def _wait_index(s) -> tuple[np.ndarray, np.ndarray]:
+    """Per wait row: its first producer index (the never-written slot when it has none) and how many it has."""
+    got = getattr(s, "_wait_index", None)
     if got is None:
+        n = np.diff(s.wait_off)
+        idx = np.full(len(s.wait_rec), len(s.prod_rec), dtype=np.int64)
+        has = n > 0
+        idx[has] = np.searchsorted(s.prod_rec, s.wait_prod[s.wait_off[:-1][has]])
+        got = s._wait_index = (idx, np.maximum(n, 1))
+    return got
+
+
+def _many_lists(s) -> dict[int, list[int]]:
+    """Per wait row that waits on more than one op: the producer indices (into ``s.prod_rec``) it waits on (built once per streams)."""
+    got = getattr(s, "_many_lists", None)
+    if got is None:
+        n = np.diff(s.wait_off)
+        rows = np.flatnonzero(n > 1)
         idx = np.searchsorted(s.prod_rec, s.wait_prod).tolist()
-        off = s.wait_off.tolist()
-        none = [len(s.prod_rec)]  # the sentinel slot of the completions (never written)
-        got = [idx[a:b] or none for a, b in zip(off[:-1], off[1:])]
-        s._wait_lists = got
+        got = {a: idx[b:c] for a, b, c in zip(rows.tolist(), s.wait_off[rows].tolist(), s.wait_off[rows + 1].tolist())}
+        s._many_lists = got
     return got
 
 

@@ -53,29 +53,39 @@ def _resolved(ctx):
     first[pairs.first_of_wait] = True
     gid = np.cumsum(first) - 1
     wpc = recs.pc[pairs.wait_rec]
-    sets: dict[int, Counter] = defaultdict(Counter)
-    dist: dict[tuple[int, int], list] = defaultdict(list)
     rows = np.flatnonzero(is_vm)
     order = rows[np.lexsort((pairs.prod_rec[rows], gid[rows]))]
-    cur, members = None, []
-    for r in order.tolist() + [None]:
-        g = None if r is None else int(gid[r])
-        if g != cur and cur is not None and members:
-            w = int(wpc[members[0]])
-            sets[w][tuple(int(ppc[m]) for m in members)] += 1
-            for m in members:
-                dist[(w, int(ppc[m]))].append((int(pairs.distance_instr[m]), int(pairs.distance_cycles[m])))
-            members = []
-        if r is not None:
-            cur = g
-            members.append(r)
+    # one execution = the rows of one wait execution (gid), its ops oldest first
+    g = gid[order]
+    cut = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True]) if len(g) else np.zeros(1, dtype=np.int64)
+    pcs = ppc[order].tolist()
+    lo, hi = cut[:-1].tolist(), cut[1:].tolist()
+    # Counter keeps first-seen order: per wait pc, its sets in the order they first occur (most_common's ties)
+    seen = Counter(zip(wpc[order[cut[:-1]]].tolist(), (tuple(pcs[a:b]) for a, b in zip(lo, hi))))
+    sets: dict[int, Counter] = defaultdict(Counter)
+    for (w, resolved), n in seen.items():
+        sets[w][resolved] = n
+    dist = _distances(pairs, order, wpc, ppc)
     out = {}
     for w, c in sets.items():
         if "vmcnt" not in (waitcnt_fields(ctx.d.code.isa[w]) or {}) and "loadcnt" not in (waitcnt_fields(ctx.d.code.isa[w]) or {}):
             continue
         resolved, n = c.most_common(1)[0]
-        out[w] = (list(resolved), n, sum(c.values()), {p: dist[(w, p)] for p in resolved})
+        out[w] = (list(resolved), n, sum(c.values()), {p: dist.get((w, p), []) for p in resolved})
     return out
+
+
+def _distances(pairs, order, wpc, ppc) -> dict[tuple[int, int], list]:
+    """{(wait pc, op pc): [(instructions, cycles) from the op to the wait]}, in
+    the order of ``order`` (executions, then ops oldest first)."""
+    key = wpc[order].astype(np.int64) * (int(ppc.max()) + 1 if len(ppc) else 1) + ppc[order]
+    o = np.argsort(key, kind="stable")
+    ks = key[o]
+    cut = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True]) if len(ks) else np.zeros(1, dtype=np.int64)
+    rows = order[o]
+    pairs_l = list(zip(pairs.distance_instr[rows].tolist(), pairs.distance_cycles[rows].tolist()))
+    firsts = rows[cut[:-1]]
+    return {(w, p): pairs_l[a:b] for w, p, a, b in zip(wpc[firsts].tolist(), ppc[firsts].tolist(), cut[:-1].tolist(), cut[1:].tolist())}
 
 
 def _consumer(ctx, wpc: int, resolved: list[int]):
