@@ -237,7 +237,8 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     ``[start, end)``; int64 array (n_lanes, n_bins, n_cat). Callers pass one
     bounded chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`)."""
     m = end > start
-    lane, start, end, cat = lane[m], start[m], end[m], cat[m]
+    if not m.all():  # records always last a cycle: most calls keep everything and copy nothing
+        lane, start, end, cat = lane[m], start[m], end[m], cat[m]
     size = n_lanes * n_bins * n_cat
     if len(start) == 0:
         return np.zeros((n_lanes, n_bins, n_cat), dtype=np.int64)
@@ -247,19 +248,23 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     b1 = np.clip((rel_e - 1) // width, 0, n_bins - 1)
 
     base = (lane * n_bins) * n_cat + cat
-    same = b0 == b1
-    sp = ~same
-    # direct contributions: whole interval inside one bin, or the partial
+    # direct contributions: whole interval inside one bin (most), or the partial
     # first and last bins of a spanning interval (bincount sums exact
     # integers in float64, converted back at once)
-    idx = np.concatenate([base[same] + b0[same] * n_cat, base[sp] + b0[sp] * n_cat, base[sp] + b1[sp] * n_cat])
-    wts = np.concatenate([(rel_e - rel_s)[same], (b0[sp] + 1) * width - rel_s[sp], rel_e[sp] - b1[sp] * width])
-    out = np.bincount(idx, weights=wts, minlength=size).astype(np.int64)
+    first = base + b0 * n_cat
+    sp = np.flatnonzero(b0 != b1)
+    wts = rel_e - rel_s
+    if len(sp):
+        wts[sp] = (b0[sp] + 1) * width - rel_s[sp]  # the spanning ones' first bin
+    out = np.bincount(first, weights=wts, minlength=size)
+    if len(sp):
+        out += np.bincount(base[sp] + b1[sp] * n_cat, weights=rel_e[sp] - b1[sp] * width, minlength=size)
+    out = out.astype(np.int64)
     # full bins b0+1 .. b1-1 of spanning intervals: a difference array along the bin axis
-    full = sp & (b1 - b0 > 1)
-    if full.any():
+    full = sp[b1[sp] - b0[sp] > 1]
+    if len(full):
         didx = np.concatenate([base[full] + (b0[full] + 1) * n_cat, base[full] + b1[full] * n_cat])
-        k = int(full.sum())
+        k = len(full)
         dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
         diff = np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(n_lanes, n_bins, n_cat)
         out += np.cumsum(diff, axis=1).reshape(-1)
