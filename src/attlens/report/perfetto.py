@@ -91,41 +91,67 @@ class _Chunk:
     events: int
 
 
-def _wave_rows(d, waves, shift, begin, end, ns, instr_head, instr_args, state_head) -> _Chunk:
+@dataclass(frozen=True)
+class _Inputs:
+    """What the formatting threads read, as plain arrays: a digest's columns
+    load on first access, which two threads must not do at once."""
+
+    pid: np.ndarray
+    tid: np.ndarray
+    rec_start: np.ndarray
+    rec_stop: np.ndarray
+    tl_start: np.ndarray
+    tl_stop: np.ndarray
+    time: np.ndarray
+    duration: np.ndarray
+    pc: np.ndarray
+    stall: np.ndarray
+    state: np.ndarray
+    state_cycles: np.ndarray
+    shift: np.ndarray
+    begin: np.ndarray
+    end: np.ndarray
+    ns: object  # cycles -> integer ns from the first wave's start
+    instr_head: Table
+    instr_args: Table
+    state_head: Table
+
+
+def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
     """The rows of ``waves``: per record a slice from its issue to the next
     record's (at most its duration, never past the wave's end); per timeline
     segment a state slice; the wave's own slice ends at its last record."""
-    w, recs, tl = d.waves, d.records, d.timeline
-    n_w = len(waves)
-    ids = Table([b',"pid":%d,"tid":%d,"ts":' % (int(w.se[wi]) + 1, _tid(w, wi)) for wi in waves.tolist()])
-    state_ids = Table([b',"pid":%d,"tid":%d,"ts":' % (int(w.se[wi]) + 1, _tid(w, wi) + 5000) for wi in waves.tolist()])
-    r, r_at = _ranges(w.rec_start[waves], w.rec_stop[waves])
+    ns, n_w = x.ns, len(waves)
+    pid, tid = x.pid[waves].tolist(), x.tid[waves].tolist()
+    ids = Table([b',"pid":%d,"tid":%d,"ts":' % pt for pt in zip(pid, tid)])
+    state_ids = Table([b',"pid":%d,"tid":%d,"ts":' % (p, t + 5000) for p, t in zip(pid, tid)])
+    r, r_at = _ranges(x.rec_start[waves], x.rec_stop[waves])
     of_rec = np.repeat(np.arange(n_w), np.diff(r_at))
-    wave_shift, wave_end_c = shift[waves], end[waves]
-    t0 = recs.time[r] + wave_shift[of_rec]
+    wave_end_c = x.end[waves]
+    t0 = x.time[r] + x.shift[waves][of_rec]
     nxt = np.empty_like(t0)
     nxt[:-1] = t0[1:]
-    last = r_at[1:][np.diff(r_at) > 0] - 1
-    nxt[last] = wave_end_c[of_rec[last]]
-    t1 = np.minimum(nxt, t0 + recs.duration[r])
+    has = np.diff(r_at) > 0
+    last = r_at[1:][has] - 1
+    nxt[last] = wave_end_c[has]
+    t1 = np.minimum(nxt, t0 + x.duration[r])
     t1 = np.minimum(np.maximum(t1, t0), wave_end_c[of_rec])
     s_ns, e_ns = ns(t0), ns(t1)
-    wave_ts, wave_end = ns(begin[waves]), ns(wave_end_c)
-    has = np.diff(r_at) > 0
+    wave_ts, wave_end = ns(x.begin[waves]), ns(wave_end_c)
     if has.any():
         wave_end[has] = np.maximum(wave_end[has], np.maximum.reduceat(e_ns, r_at[:-1][has]))
-    pcs = recs.pc[r]
-    instr = (Rows(len(r)).table(instr_head, pcs).table(ids, of_rec).thousandths(s_ns).const(b',"dur":').thousandths(e_ns - s_ns)
-             .table(instr_args, pcs).integer(recs.stall[r]).const(b"}}"))
+    pcs = x.pc[r]
+    instr = (Rows(len(r)).table(x.instr_head, pcs).table(ids, of_rec).thousandths(s_ns).const(b',"dur":').thousandths(e_ns - s_ns)
+             .table(x.instr_args, pcs).integer(x.stall[r]).const(b"}}"))
     instr, instr_at = squeeze(instr.matrix(), r_at)
-    s, s_at = _ranges(w.tl_start[waves], w.tl_stop[waves])
+    s, s_at = _ranges(x.tl_start[waves], x.tl_stop[waves])
     of_seg = np.repeat(np.arange(n_w), np.diff(s_at))
-    tdur = tl.duration[s].astype(np.int64)
-    run = np.cumsum(tdur)
+    cycles = x.state_cycles[s].astype(np.int64)
+    run = np.cumsum(cycles)
     before = np.concatenate([[0], run])[s_at[:-1]]
-    seg_end = begin[waves][of_seg] + (run - before[of_seg])
-    a, b = ns(seg_end - tdur), ns(seg_end)
-    state = (Rows(len(s)).table(state_head, tl.state[s]).table(state_ids, of_seg).thousandths(a).const(b',"dur":').thousandths(b - a)
+    seg_end = x.begin[waves][of_seg] + (run - before[of_seg])
+    a, b = ns(seg_end - cycles), ns(seg_end)
+    state = (Rows(len(s)).table(x.state_head, x.state[s]).table(state_ids, of_seg).thousandths(a).const(b',"dur":').thousandths(b - a)
              .const(b"}"))
     state, state_at = squeeze(state.matrix(), s_at)
     return _Chunk(instr, instr_at, state, state_at, wave_ts, wave_end, pcs, len(r) + len(s))
@@ -156,10 +182,6 @@ def _in_order(work, items, ahead: int = 4):
             yield item0, fut.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _tid(w, wi: int) -> int:
-    return int(w.cu[wi]) * 10000 + int(w.simd[wi]) * 100 + int(w.slot[wi]) + 1
 
 
 def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple[int, int] | None = None,
@@ -198,15 +220,18 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
         return np.rint((np.asarray(c, dtype=np.float64) - origin) * scale).astype(np.int64)
 
     st = d.static
-    instr_head = Table.of_json(b',{"ph":"X","name":', st.mnemonic)
-    instr_args = Table([b',"args":{"pc":%d,"source":' % pc + dumps_json(str(o) if o else None) + b',"stall":'
-                        for pc, o in enumerate(st.own_source)])
-    state_head = Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)])
-    # Columns of a digest load on first use: here, not in two threads at once.
-    _ = (recs.time, recs.duration, recs.pc, recs.stall, tl.duration, tl.state, w.filenames)
+    inputs = _Inputs(
+        pid=w.se.astype(np.int64) + 1, tid=w.cu.astype(np.int64) * 10000 + w.simd.astype(np.int64) * 100 + w.slot + 1,
+        rec_start=w.rec_start, rec_stop=w.rec_stop, tl_start=w.tl_start, tl_stop=w.tl_stop,
+        time=recs.time, duration=recs.duration, pc=recs.pc, stall=recs.stall, state=tl.state, state_cycles=tl.duration,
+        shift=shift, begin=begin, end=end, ns=ns,
+        instr_head=Table.of_json(b',{"ph":"X","name":', st.mnemonic),
+        instr_args=Table([b',"args":{"pc":%d,"source":' % pc + dumps_json(str(o) if o else None) + b',"stall":'
+                          for pc, o in enumerate(st.own_source)]),
+        state_head=Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)]))
 
     def rows_of(waves):
-        return _wave_rows(d, waves, shift, begin, end, ns, instr_head, instr_args, state_head)
+        return _wave_rows(inputs, waves)
 
     seen_proc, seen_thread = set(), set()
     used_pc = np.zeros(d.code.size, dtype=bool)
