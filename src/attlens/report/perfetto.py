@@ -157,6 +157,49 @@ def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
     return _Chunk(instr, instr_at, state, state_at, wave_ts, wave_end, pcs, len(r) + len(s))
 
 
+def _inputs(d, shift, begin, end, ns) -> _Inputs:
+    w, recs, tl, st = d.waves, d.records, d.timeline, d.static
+    return _Inputs(
+        pid=w.se.astype(np.int64) + 1, tid=w.cu.astype(np.int64) * 10000 + w.simd.astype(np.int64) * 100 + w.slot + 1,
+        rec_start=w.rec_start, rec_stop=w.rec_stop, tl_start=w.tl_start, tl_stop=w.tl_stop,
+        time=recs.time, duration=recs.duration, pc=recs.pc, stall=recs.stall, state=tl.state, state_cycles=tl.duration,
+        shift=shift, begin=begin, end=end, ns=ns,
+        instr_head=Table.of_json(b',{"ph":"X","name":', st.mnemonic),
+        instr_args=Table([b',"args":{"pc":%d,"source":' % pc + dumps_json(str(o) if o else None) + b',"stall":'
+                          for pc, o in enumerate(st.own_source)]),
+        state_head=Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)]))
+
+
+def _wave_events(w, wi: int, wb: int, wave_end: int, seen_proc: set, seen_thread: set) -> list[dict]:
+    """The wave's slice (``wb``..``wave_end`` ns), after the names of its
+    process and tracks the first time they appear."""
+    se, cu, simd, slot = int(w.se[wi]), int(w.cu[wi]), int(w.simd[wi]), int(w.slot[wi])
+    pid, tid = se + 1, cu * 10000 + simd * 100 + slot + 1
+    events: list[dict] = []
+    if pid not in seen_proc:
+        seen_proc.add(pid)
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"SE{se}"}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": se}})
+    if (pid, tid) not in seen_thread:
+        seen_thread.add((pid, tid))
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"CU{cu} SIMD{simd} slot{slot}"}})
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + 5000, "args": {"name": f"CU{cu} SIMD{simd} slot{slot} states"}})
+    events.append({"ph": "X", "name": f"wave {w.filenames[wi][:-5]}", "pid": pid, "tid": tid, "ts": wb / 1000, "dur": (wave_end - wb) / 1000,
+                   "args": {"file": w.filenames[wi], "records": int(w.rec_stop[wi] - w.rec_start[wi])}})
+    return events
+
+
+def _counter_rows(se: int, ev: np.ndarray, offset: int, ns) -> Rows:
+    """The SE's waves resident after each time its occupancy changes (ends
+    before starts at one time; the level after the time's last change)."""
+    ev = ev[np.lexsort((ev[:, 5], ev[:, 1]))]
+    t = ev[:, 1] + offset
+    level = np.cumsum(np.where(ev[:, 5] == 1, 1, -1))
+    last = np.r_[t[1:] != t[:-1], True]
+    return (Rows(int(last.sum())).const(b',{"ph":"C","name":"waves resident (all CUs)","pid":%d,"tid":0,"ts":' % (se + 1))
+            .thousandths(ns(t[last])).const(b',"args":{"waves":').integer(level[last]).const(b"}}"))
+
+
 def _distinct(a: np.ndarray) -> int:
     """How many distinct values ``a`` holds (np.unique's count, without its hashing)."""
     return int(np.count_nonzero(np.diff(np.sort(a)))) + 1 if len(a) else 0
@@ -191,7 +234,7 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
     from attlens.fsutil import atomic_writer, reserve
 
     d = result.dispatch
-    w, recs, tl = d.waves, d.records, d.timeline
+    w = d.waves
     offsets = clock.se_offsets_cycles or {}
     chosen, shift, begin, end, origin = _chosen_waves(d, clock, max_waves, window)
     freq = clock.frequency_hz
@@ -219,16 +262,7 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
     def ns(c):
         return np.rint((np.asarray(c, dtype=np.float64) - origin) * scale).astype(np.int64)
 
-    st = d.static
-    inputs = _Inputs(
-        pid=w.se.astype(np.int64) + 1, tid=w.cu.astype(np.int64) * 10000 + w.simd.astype(np.int64) * 100 + w.slot + 1,
-        rec_start=w.rec_start, rec_stop=w.rec_stop, tl_start=w.tl_start, tl_stop=w.tl_stop,
-        time=recs.time, duration=recs.duration, pc=recs.pc, stall=recs.stall, state=tl.state, state_cycles=tl.duration,
-        shift=shift, begin=begin, end=end, ns=ns,
-        instr_head=Table.of_json(b',{"ph":"X","name":', st.mnemonic),
-        instr_args=Table([b',"args":{"pc":%d,"source":' % pc + dumps_json(str(o) if o else None) + b',"stall":'
-                          for pc, o in enumerate(st.own_source)]),
-        state_head=Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)]))
+    inputs = _inputs(d, shift, begin, end, ns)
 
     def rows_of(waves):
         return _wave_rows(inputs, waves)
@@ -259,38 +293,17 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
             used_pc[chunk.pcs] = True
             pieces = []
             for j, wi in enumerate(waves.tolist()):
-                events: list[dict] = []
-                se, cu, simd, slot = int(w.se[wi]), int(w.cu[wi]), int(w.simd[wi]), int(w.slot[wi])
-                pid = se + 1
-                tid = cu * 10000 + simd * 100 + slot + 1
-                if pid not in seen_proc:
-                    seen_proc.add(pid)
-                    events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"SE{se}"}})
-                    events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": se}})
-                if (pid, tid) not in seen_thread:
-                    seen_thread.add((pid, tid))
-                    events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"CU{cu} SIMD{simd} slot{slot}"}})
-                    events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + 5000, "args": {"name": f"CU{cu} SIMD{simd} slot{slot} states"}})
-                wb, wave_end = int(chunk.wave_ts[j]), int(chunk.wave_end[j])
-                events.append({"ph": "X", "name": f"wave {w.filenames[wi][:-5]}", "pid": pid, "tid": tid, "ts": wb / 1000, "dur": (wave_end - wb) / 1000,
-                               "args": {"file": w.filenames[wi], "records": int(w.rec_stop[wi] - w.rec_start[wi])}})
+                events = _wave_events(w, wi, int(chunk.wave_ts[j]), int(chunk.wave_end[j]), seen_proc, seen_thread)
                 n_events += len(events)
                 pieces += [b"," + dumps_json(events)[1:-1], chunk.instr[chunk.instr_at[j]:chunk.instr_at[j + 1]],
                            chunk.state[chunk.state_at[j]:chunk.state_at[j + 1]]]
             put(pieces)
             n_events += chunk.events
         for se, ev in counter_events.items():
-            if se + 1 not in seen_proc:
-                continue
-            order = np.lexsort((ev[:, 5], ev[:, 1]))
-            ev = ev[order]
-            t = ev[:, 1] + offsets.get(int(se), 0)
-            level = np.cumsum(np.where(ev[:, 5] == 1, 1, -1))
-            last = np.r_[t[1:] != t[:-1], True]
-            rows = (Rows(int(last.sum())).const(b',{"ph":"C","name":"waves resident (all CUs)","pid":%d,"tid":0,"ts":' % (se + 1))
-                    .thousandths(ns(t[last])).const(b',"args":{"waves":').integer(level[last]).const(b"}}"))
-            put([squeeze(rows.matrix())[0]])
-            n_events += rows.n
+            if se + 1 in seen_proc:
+                rows = _counter_rows(se, ev, offsets.get(int(se), 0), ns)
+                put([squeeze(rows.matrix())[0]])
+                n_events += rows.n
         meta = {
             "generator": "attlens",
             "kernel": d.kernel_name,
