@@ -68,11 +68,12 @@ class Table:
 
 
 def _digit_groups(v: np.ndarray) -> list[np.ndarray]:
-    """Decimal digits of ``v`` (>= 0, int64) in groups of three, one word
-    each, most significant first (NUL where ``v`` has fewer digits)."""
+    """Decimal digits of ``v`` (>= 0: int64, or uint64 magnitudes) in groups
+    of three, one word each, most significant first (NUL where ``v`` has
+    fewer digits)."""
     top = int(v.max()) if len(v) else 0
     if top < 1000:  # the common case: one group, the leading one
-        return [np.take(_GROUPS, v + 1000)[:, None]]
+        return [np.take(_GROUPS, (v + 1000).astype(np.intp, copy=False))[:, None]]
     groups, q = [], v
     while True:  # q = v // 1000**k for group k, least significant first
         above = q // 1000
@@ -80,7 +81,7 @@ def _digit_groups(v: np.ndarray) -> list[np.ndarray]:
         idx[above == 0] += 1000
         if groups:  # a group before the leading one is empty
             idx[q == 0] = 2000
-        groups.append(np.take(_GROUPS, idx)[:, None])
+        groups.append(np.take(_GROUPS, idx.astype(np.intp, copy=False))[:, None])
         if not int(above.max()):
             return groups[::-1]
         q = above
@@ -103,9 +104,11 @@ class Rows:
         return self
 
     def _sign(self, v: np.ndarray) -> np.ndarray:
+        """A ``-`` block when some value is negative; the magnitudes (as
+        uint64 then: |int64 min| does not fit an int64)."""
         if len(v) and int(v.min()) < 0:
             self._blocks.append(np.where(v < 0, _MINUS, 0).astype(np.uint32)[:, None])
-            return np.abs(v)
+            return np.abs(v).view(np.uint64)
         return v
 
     def integer(self, v: np.ndarray) -> Rows:
@@ -117,7 +120,7 @@ class Rows:
         v = self._sign(np.asarray(v, dtype=np.int64))
         whole = v // 1000
         self._blocks.extend(_digit_groups(whole))
-        self._blocks.append(np.take(_FRACTION, v - whole * 1000)[:, None])
+        self._blocks.append(np.take(_FRACTION, (v - whole * 1000).astype(np.intp, copy=False))[:, None])
         return self
 
     def matrix(self) -> np.ndarray:
