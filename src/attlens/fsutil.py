@@ -58,6 +58,24 @@ def atomic_writer(path: str | os.PathLike):
             pass
 
 
+def reserve(f, size: int) -> None:
+    """Allocate the next ``size`` bytes of ``f`` (an :func:`atomic_writer`
+    file) before writing them; the caller truncates at the end
+    (``f.truncate()``). Why: ext4 flushes a file's not-yet-allocated blocks
+    when it is renamed over another (``auto_da_alloc``), so ``os.replace`` of a
+    fresh 138 MB file over an older one took 0.05-0.1 s; blocks allocated
+    beforehand need no flush. Where the file system cannot allocate
+    (``posix_fallocate`` unsupported), nothing is reserved."""
+    if size <= 0 or not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(f.fileno(), f.tell(), size)
+    except OSError as exc:
+        if exc.errno in _WRITE_ERRNOS:
+            raise
+        # EINVAL/EOPNOTSUPP and the like: write without reserving
+
+
 def make_dirs(path: str | os.PathLike) -> Path:
     """Create an output folder (and its parents); one that cannot be created
     (a read-only parent, a file in the way, a full disk) is an

@@ -11,8 +11,12 @@ alignment when available, converted to nanoseconds with the realtime clock
 instruction slice is cut at the next instruction's start and at the wave end
 so slices nest exactly, as the trace-event format requires.
 
-The file is streamed to disk wave by wave (never held whole in memory) and
-capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
+The instruction and wave-state slices, nearly all of the file, are formatted
+by NumPy (:mod:`attlens.report.jsonrows`: per-pc byte templates, digits from
+integer arithmetic; ts/dur as ``ns / 1000`` with three decimals), a few
+thousand events at a time on two threads; the other events are dicts
+written by orjson. The file is streamed to disk in that order, chunk by
+chunk (never held whole in memory), and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
 140 MB of JSON): waves are exported in start order until the next one would pass the
 cap; the metadata and the command's summary say how many waves and events
 were left out (``--max-events 0`` exports everything).
@@ -20,12 +24,17 @@ were left out (``--max-events 0`` exports everything).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from attlens.model.dispatch import STATE_NAMES
+from attlens.report.jsonrows import Rows, Table, squeeze
 from attlens.textsafe import dumps_json  # non-UTF-8 paths as \xNN, not a TypeError
 
 DEFAULT_MAX_EVENTS = 1_000_000
+# Events formatted at once: bounds the memory of the formatting (about 200 bytes each).
+CHUNK_EVENTS = 8192
 
 
 def _chosen_waves(d, clock, max_waves, window):
@@ -45,14 +54,187 @@ def _chosen_waves(d, clock, max_waves, window):
     return chosen, shift, begin, end, origin
 
 
+def _chunks(chosen, per_wave, limit: int):
+    """``chosen`` (ascending) cut into runs of waves of about ``limit`` events."""
+    if not len(chosen):
+        return
+    ends = np.cumsum(per_wave[chosen])
+    start = 0
+    while start < len(chosen):
+        stop = int(np.searchsorted(ends, ends[start] - per_wave[chosen[start]] + limit, side="right"))
+        stop = max(stop, start + 1)
+        yield chosen[start:stop]
+        start = stop
+
+
+def _ranges(starts, stops):
+    """Indices ``starts[i] .. stops[i] - 1`` of every i, back to back, and
+    where each range begins in that array (length n + 1)."""
+    lens = (stops - starts).astype(np.int64)
+    at = np.concatenate([[0], np.cumsum(lens)])
+    idx = np.arange(at[-1], dtype=np.int64) + np.repeat(starts.astype(np.int64) - at[:-1], lens)
+    return idx, at
+
+
+@dataclass
+class _Chunk:
+    """The instruction and wave-state rows of some waves, as bytes, and
+    where each wave's rows start in them."""
+
+    instr: np.ndarray
+    instr_at: np.ndarray
+    state: np.ndarray
+    state_at: np.ndarray
+    wave_ts: np.ndarray
+    wave_end: np.ndarray
+    pcs: np.ndarray
+    events: int
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What the formatting threads read, as plain arrays: a digest's columns
+    load on first access, which two threads must not do at once."""
+
+    pid: np.ndarray
+    tid: np.ndarray
+    rec_start: np.ndarray
+    rec_stop: np.ndarray
+    tl_start: np.ndarray
+    tl_stop: np.ndarray
+    time: np.ndarray
+    duration: np.ndarray
+    pc: np.ndarray
+    stall: np.ndarray
+    state: np.ndarray
+    state_cycles: np.ndarray
+    shift: np.ndarray
+    begin: np.ndarray
+    end: np.ndarray
+    ns: object  # cycles -> integer ns from the first wave's start
+    instr_head: Table
+    instr_args: Table
+    state_head: Table
+
+
+def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
+    """The rows of ``waves``: per record a slice from its issue to the next
+    record's (at most its duration, never past the wave's end); per timeline
+    segment a state slice; the wave's own slice ends at its last record."""
+    ns, n_w = x.ns, len(waves)
+    pid, tid = x.pid[waves].tolist(), x.tid[waves].tolist()
+    ids = Table([b',"pid":%d,"tid":%d,"ts":' % pt for pt in zip(pid, tid)])
+    state_ids = Table([b',"pid":%d,"tid":%d,"ts":' % (p, t + 5000) for p, t in zip(pid, tid)])
+    r, r_at = _ranges(x.rec_start[waves], x.rec_stop[waves])
+    of_rec = np.repeat(np.arange(n_w), np.diff(r_at))
+    wave_end_c = x.end[waves]
+    t0 = x.time[r] + x.shift[waves][of_rec]
+    nxt = np.empty_like(t0)
+    nxt[:-1] = t0[1:]
+    has = np.diff(r_at) > 0
+    last = r_at[1:][has] - 1
+    nxt[last] = wave_end_c[has]
+    t1 = np.minimum(nxt, t0 + x.duration[r])
+    t1 = np.minimum(np.maximum(t1, t0), wave_end_c[of_rec])
+    s_ns, e_ns = ns(t0), ns(t1)
+    wave_ts, wave_end = ns(x.begin[waves]), ns(wave_end_c)
+    if has.any():
+        wave_end[has] = np.maximum(wave_end[has], np.maximum.reduceat(e_ns, r_at[:-1][has]))
+    pcs = x.pc[r]
+    instr = (Rows(len(r)).table(x.instr_head, pcs).table(ids, of_rec).thousandths(s_ns).const(b',"dur":').thousandths(e_ns - s_ns)
+             .table(x.instr_args, pcs).integer(x.stall[r]).const(b"}}"))
+    instr, instr_at = squeeze(instr.matrix(), r_at)
+    s, s_at = _ranges(x.tl_start[waves], x.tl_stop[waves])
+    of_seg = np.repeat(np.arange(n_w), np.diff(s_at))
+    cycles = x.state_cycles[s].astype(np.int64)
+    run = np.cumsum(cycles)
+    before = np.concatenate([[0], run])[s_at[:-1]]
+    seg_end = x.begin[waves][of_seg] + (run - before[of_seg])
+    a, b = ns(seg_end - cycles), ns(seg_end)
+    state = (Rows(len(s)).table(x.state_head, x.state[s]).table(state_ids, of_seg).thousandths(a).const(b',"dur":').thousandths(b - a)
+             .const(b"}"))
+    state, state_at = squeeze(state.matrix(), s_at)
+    return _Chunk(instr, instr_at, state, state_at, wave_ts, wave_end, pcs, len(r) + len(s))
+
+
+def _inputs(d, shift, begin, end, ns) -> _Inputs:
+    w, recs, tl, st = d.waves, d.records, d.timeline, d.static
+    return _Inputs(
+        pid=w.se.astype(np.int64) + 1, tid=w.cu.astype(np.int64) * 10000 + w.simd.astype(np.int64) * 100 + w.slot + 1,
+        rec_start=w.rec_start, rec_stop=w.rec_stop, tl_start=w.tl_start, tl_stop=w.tl_stop,
+        time=recs.time, duration=recs.duration, pc=recs.pc, stall=recs.stall, state=tl.state, state_cycles=tl.duration,
+        shift=shift, begin=begin, end=end, ns=ns,
+        instr_head=Table.of_json(b',{"ph":"X","name":', st.mnemonic),
+        instr_args=Table([b',"args":{"pc":%d,"source":' % pc + dumps_json(str(o) if o else None) + b',"stall":'
+                          for pc, o in enumerate(st.own_source)]),
+        state_head=Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)]))
+
+
+def _wave_events(w, wi: int, wb: int, wave_end: int, seen_proc: set, seen_thread: set) -> list[dict]:
+    """The wave's slice (``wb``..``wave_end`` ns), after the names of its
+    process and tracks the first time they appear."""
+    se, cu, simd, slot = int(w.se[wi]), int(w.cu[wi]), int(w.simd[wi]), int(w.slot[wi])
+    pid, tid = se + 1, cu * 10000 + simd * 100 + slot + 1
+    events: list[dict] = []
+    if pid not in seen_proc:
+        seen_proc.add(pid)
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"SE{se}"}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": se}})
+    if (pid, tid) not in seen_thread:
+        seen_thread.add((pid, tid))
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"CU{cu} SIMD{simd} slot{slot}"}})
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + 5000, "args": {"name": f"CU{cu} SIMD{simd} slot{slot} states"}})
+    events.append({"ph": "X", "name": f"wave {w.filenames[wi][:-5]}", "pid": pid, "tid": tid, "ts": wb / 1000, "dur": (wave_end - wb) / 1000,
+                   "args": {"file": w.filenames[wi], "records": int(w.rec_stop[wi] - w.rec_start[wi])}})
+    return events
+
+
+def _counter_rows(se: int, ev: np.ndarray, offset: int, ns) -> Rows:
+    """The SE's waves resident after each time its occupancy changes (ends
+    before starts at one time; the level after the time's last change)."""
+    ev = ev[np.lexsort((ev[:, 5], ev[:, 1]))]
+    t = ev[:, 1] + offset
+    level = np.cumsum(np.where(ev[:, 5] == 1, 1, -1))
+    last = np.r_[t[1:] != t[:-1], True]
+    return (Rows(int(last.sum())).const(b',{"ph":"C","name":"waves resident (all CUs)","pid":%d,"tid":0,"ts":' % (se + 1))
+            .thousandths(ns(t[last])).const(b',"args":{"waves":').integer(level[last]).const(b"}}"))
+
+
+def _distinct(a: np.ndarray) -> int:
+    """How many distinct values ``a`` holds (np.unique's count, without its hashing)."""
+    return int(np.count_nonzero(np.diff(np.sort(a)))) + 1 if len(a) else 0
+
+
+def _in_order(work, items, ahead: int = 4):
+    """``(item, work(item))`` for each item, in order, ``work`` running on two
+    threads up to ``ahead`` items ahead (NumPy releases the GIL: formatting
+    the next waves overlaps writing these)."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(2, thread_name_prefix="attlens-export")
+    pending: deque = deque()
+    try:
+        for item in items:
+            pending.append((item, pool.submit(work, item)))
+            if len(pending) >= ahead:
+                item0, fut = pending.popleft()
+                yield item0, fut.result()
+        while pending:
+            item0, fut = pending.popleft()
+            yield item0, fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple[int, int] | None = None,
                  max_events: int | None = DEFAULT_MAX_EVENTS) -> dict:
     """Write the trace to ``out`` (atomically, streamed); returns a summary:
     events and waves written, and what the event cap left out."""
-    from attlens.fsutil import atomic_writer
+    from attlens.fsutil import atomic_writer, reserve
 
     d = result.dispatch
-    w, recs, tl = d.waves, d.records, d.timeline
+    w = d.waves
     offsets = clock.se_offsets_cycles or {}
     chosen, shift, begin, end, origin = _chosen_waves(d, clock, max_waves, window)
     freq = clock.frequency_hz
@@ -67,7 +249,7 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
     per_wave = (w.rec_stop - w.rec_start) + (w.tl_stop - w.tl_start) + 1
     cap = None if not max_events else int(max_events)
     if cap is not None:
-        budget = cap - 2 * len(set(w.se.tolist())) - sum(len(np.unique(v[:, 1])) for v in counter_events.values())
+        budget = cap - 2 * len(set(w.se.tolist())) - sum(_distinct(v[:, 1]) for v in counter_events.values())
         fits = np.cumsum(per_wave[chosen] + 4) <= max(budget, 0)
         cut = int((~fits).sum())
         chosen_all = chosen
@@ -80,70 +262,48 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
     def ns(c):
         return np.rint((np.asarray(c, dtype=np.float64) - origin) * scale).astype(np.int64)
 
-    st = d.static
-    names = st.mnemonic
-    sources = [str(o) if o else None for o in st.own_source]
+    inputs = _inputs(d, shift, begin, end, ns)
+
+    def rows_of(waves):
+        return _wave_rows(inputs, waves)
+
     seen_proc, seen_thread = set(), set()
     used_pc = np.zeros(d.code.size, dtype=bool)
     n_events = 0
     with atomic_writer(out) as f:
-        f.write(b'{"traceEvents":[')
         first = True
 
-        def emit(events: list) -> None:
-            nonlocal first, n_events
-            if not events:
-                return
-            body = dumps_json(events)[1:-1]
-            f.write(body if first else b"," + body)
-            first = False
-            n_events += len(events)
+        def write(pieces: list) -> None:
+            reserve(f, sum(len(p) for p in pieces))  # no block left to allocate when renamed: fsutil.reserve
+            for p in pieces:
+                f.write(p)
 
-        for wi in chosen.tolist():
-            events: list[dict] = []
-            se, cu, simd, slot = int(w.se[wi]), int(w.cu[wi]), int(w.simd[wi]), int(w.slot[wi])
-            pid = se + 1
-            tid = cu * 10000 + simd * 100 + slot + 1
-            state_tid = tid + 5000
-            if pid not in seen_proc:
-                seen_proc.add(pid)
-                events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"SE{se}"}})
-                events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": se}})
-            if (pid, tid) not in seen_thread:
-                seen_thread.add((pid, tid))
-                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"CU{cu} SIMD{simd} slot{slot}"}})
-                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": state_tid, "args": {"name": f"CU{cu} SIMD{simd} slot{slot} states"}})
-            wb, we = int(ns(begin[wi])), int(ns(end[wi]))
-            a, b = int(w.rec_start[wi]), int(w.rec_stop[wi])
-            t0 = recs.time[a:b] + shift[wi]
-            t1 = np.minimum(np.r_[t0[1:], end[wi]], t0 + recs.duration[a:b])
-            t1 = np.minimum(np.maximum(t1, t0), end[wi])
-            s_ns, e_ns = ns(t0), ns(t1)
-            wave_end = max(we, int(e_ns.max()) if len(e_ns) else we)
-            events.append({"ph": "X", "name": f"wave {w.filenames[wi][:-5]}", "pid": pid, "tid": tid, "ts": wb / 1000, "dur": (wave_end - wb) / 1000,
-                           "args": {"file": w.filenames[wi], "records": b - a}})
-            pcs = recs.pc[a:b]
-            used_pc[pcs] = True
-            for s0, e0, pc, stall in zip(s_ns.tolist(), e_ns.tolist(), pcs.tolist(), recs.stall[a:b].tolist()):
-                events.append({"ph": "X", "name": names[pc], "pid": pid, "tid": tid, "ts": s0 / 1000, "dur": (e0 - s0) / 1000,
-                               "args": {"pc": pc, "source": sources[pc], "stall": stall}})
-            ta, tb = int(w.tl_start[wi]), int(w.tl_stop[wi])
-            tdur = tl.duration[ta:tb].astype(np.int64)
-            seg_end = begin[wi] + np.cumsum(tdur)
-            seg_start = seg_end - tdur
-            for s0, e0, state in zip(ns(seg_start).tolist(), ns(seg_end).tolist(), tl.state[ta:tb].tolist()):
-                events.append({"ph": "X", "name": STATE_NAMES.get(int(state), str(state)), "pid": pid, "tid": state_tid, "ts": s0 / 1000, "dur": (e0 - s0) / 1000})
-            emit(events)
+        write([b'{"traceEvents":['])
+
+        def put(pieces: list) -> None:
+            """Write pieces of rows that each start with a comma (the file's first drops it)."""
+            nonlocal first
+            pieces = [p for p in pieces if len(p)]
+            if first and pieces:
+                pieces[0] = memoryview(pieces[0])[1:]
+                first = False
+            write(pieces)
+
+        for waves, chunk in _in_order(rows_of, _chunks(chosen, per_wave, CHUNK_EVENTS)):
+            used_pc[chunk.pcs] = True
+            pieces = []
+            for j, wi in enumerate(waves.tolist()):
+                events = _wave_events(w, wi, int(chunk.wave_ts[j]), int(chunk.wave_end[j]), seen_proc, seen_thread)
+                n_events += len(events)
+                pieces += [b"," + dumps_json(events)[1:-1], chunk.instr[chunk.instr_at[j]:chunk.instr_at[j + 1]],
+                           chunk.state[chunk.state_at[j]:chunk.state_at[j + 1]]]
+            put(pieces)
+            n_events += chunk.events
         for se, ev in counter_events.items():
-            if se + 1 not in seen_proc:
-                continue
-            order = np.lexsort((ev[:, 5], ev[:, 1]))
-            ev = ev[order]
-            t = ev[:, 1] + offsets.get(int(se), 0)
-            level = np.cumsum(np.where(ev[:, 5] == 1, 1, -1))
-            last = np.r_[t[1:] != t[:-1], True]
-            emit([{"ph": "C", "name": "waves resident (all CUs)", "pid": se + 1, "tid": 0, "ts": tt / 1000, "args": {"waves": lv}}
-                  for tt, lv in zip(ns(t[last]).tolist(), level[last].tolist())])
+            if se + 1 in seen_proc:
+                rows = _counter_rows(se, ev, offsets.get(int(se), 0), ns)
+                put([squeeze(rows.matrix())[0]])
+                n_events += rows.n
         meta = {
             "generator": "attlens",
             "kernel": d.kernel_name,
@@ -159,7 +319,8 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
             "events": n_events,
             "instructions": {str(pc): d.code.isa[pc] for pc in np.flatnonzero(used_pc).tolist()},
         }
-        f.write(b'],"displayTimeUnit":"ns","metadata":' + dumps_json(meta) + b"}")
+        write([b'],"displayTimeUnit":"ns","metadata":' + dumps_json(meta) + b"}"])
         size = f.tell()
+        f.truncate()  # what reserve() allocated past the end
     meta["bytes"] = size
     return meta

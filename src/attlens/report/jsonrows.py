@@ -1,0 +1,150 @@
+"""Many JSON objects of one shape, formatted by NumPy instead of one dict each.
+
+:class:`Rows` builds ``n`` rows block by block in an ``(n, width)`` byte
+matrix: constant bytes, bytes picked per row from a :class:`Table` (strings
+JSON-encoded once, by :func:`~attlens.textsafe.dumps_json`), and numbers whose
+digits come from integer arithmetic. Every block is padded with NUL bytes to
+its widest row (and to whole 4-byte words, so blocks are copied a word at a
+time); JSON text never holds a raw NUL (orjson escapes control characters),
+so :func:`squeeze`, dropping every NUL byte of the matrix, leaves the rows
+exactly, back to back.
+
+Numbers: :meth:`Rows.integer` writes an integer as JSON does;
+:meth:`Rows.thousandths` writes ``v / 1000`` with three decimals
+(``1234.500``): the exact decimal value of the quotient, so a JSON reader gets
+the same double as from the shortest form of ``v / 1000``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attlens.textsafe import dumps_json
+
+
+def _words(b: np.ndarray) -> np.ndarray:
+    """``(k, w)`` uint8 as ``(k, ceil(w / 4))`` uint32, NUL-padded on the right."""
+    k, w = b.shape
+    padded = np.zeros((k, -(-w // 4) * 4), dtype=np.uint8)
+    padded[:, :w] = b
+    return padded.view(np.uint32)
+
+
+def _groups_table() -> np.ndarray:
+    """Digit groups of three as 4-byte words, NUL first: rows 0..999 zero-padded
+    ("007"), rows 1000..1999 a leading group (no leading zeros: "7"), row
+    2000 nothing (a group before the leading one)."""
+    t = np.zeros((2001, 4), dtype=np.uint8)
+    v = np.arange(1000)
+    for col, p in zip((1, 2, 3), (100, 10, 1)):
+        digit = ord("0") + (v // p) % 10
+        t[:1000, col] = digit
+        t[1000:2000, col] = np.where((v >= p) | (p == 1), digit, 0)
+    return t.view(np.uint32)[:, 0].copy()
+
+
+_GROUPS = _groups_table()
+_FRACTION = np.concatenate([np.full((1000, 1), ord("."), dtype=np.uint8),
+                            _groups_table().view(np.uint8).reshape(2001, 4)[:1000, 1:]], axis=1).view(np.uint32)[:, 0].copy()
+_MINUS = np.array([[0, 0, 0, ord("-")]], dtype=np.uint8).view(np.uint32)[0, 0]
+
+
+class Table:
+    """Byte strings to pick from per row (a NUL-padded matrix of words)."""
+
+    def __init__(self, strings: list[bytes]):
+        width = max((len(s) for s in strings), default=0)
+        m = np.zeros((len(strings), width), dtype=np.uint8)
+        for i, s in enumerate(strings):
+            if b"\0" in s:  # would vanish with the padding
+                raise ValueError("a table string holds a NUL byte")
+            m[i, : len(s)] = np.frombuffer(s, dtype=np.uint8)
+        self.words = _words(m)
+
+    @classmethod
+    def of_json(cls, prefix: bytes, values: list, suffix: bytes = b"") -> Table:
+        """``prefix + JSON(value) + suffix`` for each value."""
+        return cls([prefix + dumps_json(v) + suffix for v in values])
+
+
+def _digit_groups(v: np.ndarray) -> list[np.ndarray]:
+    """Decimal digits of ``v`` (>= 0: int64, or uint64 magnitudes) in groups
+    of three, one word each, most significant first (NUL where ``v`` has
+    fewer digits)."""
+    top = int(v.max()) if len(v) else 0
+    if top < 1000:  # the common case: one group, the leading one
+        return [np.take(_GROUPS, (v + 1000).astype(np.intp, copy=False))[:, None]]
+    groups, q = [], v
+    while True:  # q = v // 1000**k for group k, least significant first
+        above = q // 1000
+        idx = q - above * 1000
+        idx[above == 0] += 1000
+        if groups:  # a group before the leading one is empty
+            idx[q == 0] = 2000
+        groups.append(np.take(_GROUPS, idx.astype(np.intp, copy=False))[:, None])
+        if not int(above.max()):
+            return groups[::-1]
+        q = above
+
+
+class Rows:
+    """``n`` JSON rows assembled from blocks, left to right."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self._blocks: list[np.ndarray] = []  # uint32 words, (n, k) or (1, k): the same in every row
+
+    def const(self, b: bytes) -> Rows:
+        if b:
+            self._blocks.append(_words(np.frombuffer(b, dtype=np.uint8)[None, :]))
+        return self
+
+    def table(self, table: Table, idx: np.ndarray) -> Rows:
+        self._blocks.append(np.take(table.words, idx, axis=0))
+        return self
+
+    def _sign(self, v: np.ndarray) -> np.ndarray:
+        """A ``-`` block when some value is negative; the magnitudes (as
+        uint64 then: |int64 min| does not fit an int64)."""
+        if len(v) and int(v.min()) < 0:
+            self._blocks.append(np.where(v < 0, _MINUS, 0).astype(np.uint32)[:, None])
+            return np.abs(v).view(np.uint64)
+        return v
+
+    def integer(self, v: np.ndarray) -> Rows:
+        self._blocks.extend(_digit_groups(self._sign(np.asarray(v, dtype=np.int64))))
+        return self
+
+    def thousandths(self, v: np.ndarray) -> Rows:
+        """``v / 1000`` as ``int.ddd`` (``-`` first when negative)."""
+        v = self._sign(np.asarray(v, dtype=np.int64))
+        whole = v // 1000
+        self._blocks.extend(_digit_groups(whole))
+        self._blocks.append(np.take(_FRACTION, (v - whole * 1000).astype(np.intp, copy=False))[:, None])
+        return self
+
+    def matrix(self) -> np.ndarray:
+        """The NUL-padded ``(n, width)`` uint8 matrix of the rows."""
+        words = np.empty((self.n, sum(b.shape[1] for b in self._blocks)), dtype=np.uint32)
+        col = 0
+        for b in self._blocks:
+            words[:, col : col + b.shape[1]] = b
+            col += b.shape[1]
+        return words.view(np.uint8)
+
+
+def squeeze(m: np.ndarray, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows of ``m`` back to back without their NUL padding (a uint8
+    array), and, given row offsets ``groups`` (ascending, ``0 .. n``), the byte
+    offset where each group of rows starts."""
+    flat = m.reshape(-1)
+    keep = flat != 0
+    out = flat[keep]
+    if groups is None:
+        return out, None
+    width = m.shape[1]
+    bounds = groups.tolist()
+    at = [0]
+    for a, b in zip(bounds, bounds[1:]):
+        at.append(at[-1] + int(np.count_nonzero(keep[a * width : b * width])))
+    return out, np.array(at, dtype=np.int64)
