@@ -22,6 +22,29 @@ if "ATTLENS_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["ATTLENS_CACHE_DIR"], True)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The browser tests last: Playwright leaves asyncio threads running for
+    the rest of the session, and a process with a second thread never forks
+    (attlens.forked.can_fork), so every test after them would run the
+    two-process paths (parse halves, report, write-behind digests) in one."""
+    browser = REPO / "tests" / "browser"
+    items.sort(key=lambda item: Path(str(item.fspath)).is_relative_to(browser))
+
+
+def require_fork() -> None:
+    """Tests of the two-process paths: under CI (Linux, 2 cores) fork must be
+    possible here, else the test fails; elsewhere it skips."""
+    from attlens.forked import can_fork
+
+    if not can_fork():
+        import threading
+
+        why = f"needs fork, two cores and no other thread (threads: {[t.name for t in threading.enumerate()]})"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+
+
 def shared_dir() -> Path | None:
     env = os.environ.get("ATTLENS_SHARED")
     cand = Path(env) if env else REPO.parent / "shared"

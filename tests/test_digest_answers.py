@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from clirun import run_main
-from conftest import require_shared
+from conftest import require_fork, require_shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -81,6 +81,7 @@ def test_parse_halves_add_up_to_the_serial_analysis(monkeypatch):
     from attlens.io.wave_files import _split_point, read_wave_files
     from attlens.model.loader import load
 
+    require_fork()  # else both "halves" are read in one process
     cap = require_shared() / "traces" / FLASH
     entries = read_filenames_json(cap / "filenames.json").waves
     split = _split_point(entries, [1] * len(entries))
@@ -112,6 +113,8 @@ QUESTIONS = [
 def test_cold_digest_and_stored_answers_print_the_same_bytes(tmp_path, monkeypatch, workers):
     """Each question: --no-cache (the reference), the first run (digest written),
     the digest alone (stored answers removed) and the stored answer."""
+    if workers == "2":
+        require_fork()
     monkeypatch.setenv("ATTLENS_PARSE_WORKERS", workers)
     monkeypatch.setenv("COLUMNS", "100")
     cap = require_shared() / "traces" / (FLASH if workers == "2" else VEC_ADD)
@@ -201,10 +204,8 @@ def test_a_stored_markdown_bundle_writes_the_same_files(tmp_path, monkeypatch):
 @pytest.fixture
 def behind_always(monkeypatch):
     from attlens.cache import behind
-    from attlens.forked import can_fork
 
-    if not can_fork():
-        pytest.skip("needs fork and two cores")
+    require_fork()
     monkeypatch.setattr(behind, "MIN_RECORDS_BYTES", 0)
     forks = []
     real_fork = os.fork

@@ -8,8 +8,12 @@ import numpy as np
 import pytest
 
 from attlens import forked
+from conftest import require_fork
 
-pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="needs fork and two cores")
+
+@pytest.fixture(autouse=True)
+def _fork_possible():
+    require_fork()
 
 
 def test_the_child_computes_on_the_parents_data():

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from conftest import loaded, require_shared, trace_dirs, trace_id
+from conftest import loaded, require_fork, require_shared, trace_dirs, trace_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -209,6 +209,7 @@ def test_two_processes_read_the_same_columns_as_one(shared, monkeypatch):
     from attlens.io.filenames_json import read_filenames_json
     from attlens.io.wave_files import read_wave_files
 
+    require_fork()  # else "two" is read in one process too
     cap = shared / "traces" / VEC_ADD
     entries = read_filenames_json(cap / "filenames.json").waves
     one = read_wave_files(cap, entries, workers=1)
