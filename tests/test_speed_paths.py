@@ -223,6 +223,26 @@ def test_two_processes_read_the_same_columns_as_one(shared, monkeypatch):
     assert np.array_equal(one.begin, two.begin) and np.array_equal(one.rec_count, two.rec_count)
 
 
+def test_a_failed_parse_child_is_parsed_again_here(shared):
+    """The child dies after filling its half of the shared columns (killed,
+    out of memory): the parent parses that half itself, to the same columns."""
+    from attlens.io.filenames_json import read_filenames_json
+    from attlens.io.wave_files import read_wave_files
+
+    require_fork()
+    cap = shared / "traces" / VEC_ADD
+    entries = read_filenames_json(cap / "filenames.json").waves
+    parent = os.getpid()
+    one = read_wave_files(cap, entries, workers=1)
+    two = read_wave_files(cap, entries, workers=2, per_half=lambda t: len(t.entries) if os.getpid() == parent else os._exit(5))
+    assert sum(two.derived) == len(one.entries) and len(two.derived) == 2, "both halves were parsed here"
+    for k in one.records:
+        assert np.array_equal(one.records[k], two.records[k])
+    for k in one.states:
+        assert np.array_equal(one.states[k], two.states[k])
+    assert np.array_equal(one.waitcnt_blob, two.waitcnt_blob) and np.array_equal(one.rec_count, two.rec_count)
+
+
 def test_record_columns_have_the_decoder_dtypes(shared):
     d, _ = loaded(shared / "traces" / VEC_ADD)
     r = d.records

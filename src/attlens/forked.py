@@ -29,13 +29,9 @@ def can_fork() -> bool:
         return (os.cpu_count() or 1) >= 2
 
 
-def beside(work, meanwhile):
-    """``(work(), meanwhile())``, ``work`` in a forked child while this process
-    runs ``meanwhile``. ``work``'s result must pickle; its side effects
-    (files it writes) happen in the child. ``ATTLENS_PARSE_WORKERS=1`` keeps
-    everything in this process."""
-    if os.environ.get("ATTLENS_PARSE_WORKERS") == "1" or not can_fork():
-        return work(), meanwhile()
+def start(work) -> tuple[int, int]:
+    """Fork a child that runs ``work()`` and sends its pickled result down a
+    pipe; returns ``(pid, read end)`` for :func:`join` or :func:`end`."""
     import pickle
 
     rfd, wfd = os.pipe()
@@ -52,18 +48,43 @@ def beside(work, meanwhile):
         finally:
             os._exit(code)
     os.close(wfd)
-    try:
-        mine = meanwhile()
-    except BaseException:  # Ctrl-C, or an error of this side: the child's result is not wanted
-        import signal
+    return pid, rfd
 
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(rfd)
-        raise
+
+def join(pid: int, rfd: int) -> tuple[bool, object]:
+    """``(True, result)`` of a child of :func:`start`, or ``(False, None)``
+    when it failed (killed, out of memory, an error in its work)."""
+    import pickle
+
     with os.fdopen(rfd, "rb") as f:
         payload = f.read()
     _, status = os.waitpid(pid, 0)
     if status != 0 or not payload:
-        return work(), mine  # the child failed (killed, out of memory, an error work raises here too)
-    return pickle.loads(payload), mine
+        return False, None
+    return True, pickle.loads(payload)
+
+
+def end(pid: int, rfd: int) -> None:
+    """Stop a child of :func:`start` whose result is not wanted (Ctrl-C, an error beside it)."""
+    import signal
+
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(rfd)
+
+
+def beside(work, meanwhile):
+    """``(work(), meanwhile())``, ``work`` in a forked child while this process
+    runs ``meanwhile``. ``work``'s result must pickle; its side effects
+    (files it writes) happen in the child. ``ATTLENS_PARSE_WORKERS=1`` keeps
+    everything in this process."""
+    if os.environ.get("ATTLENS_PARSE_WORKERS") == "1" or not can_fork():
+        return work(), meanwhile()
+    pid, rfd = start(work)
+    try:
+        mine = meanwhile()
+    except BaseException:
+        end(pid, rfd)
+        raise
+    ok, theirs = join(pid, rfd)
+    return (theirs if ok else work()), mine  # a failed child's work (an error it raised too) runs here

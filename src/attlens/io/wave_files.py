@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from attlens.forked import can_fork
+from attlens import forked
 from attlens.io.filenames_json import WaveEntry
 from attlens.io.jsonfile import MAX_JSON_BYTES
 
@@ -614,7 +614,7 @@ def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None 
     env = os.environ.get("ATTLENS_PARSE_WORKERS")
     if workers is None:
         workers = int(env) if env and env.isdigit() else (2 if total >= PARALLEL_MIN_BYTES else 1)
-    if workers >= 2 and len(entries) >= 2 and can_fork():
+    if workers >= 2 and len(entries) >= 2 and forked.can_fork():
         return _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half, extra_columns,
                                    meanwhile, meanwhile_bytes * MEANWHILE_WEIGHT)
     sink = _Sink(total // _MIN_RECORD_BYTES + 1, total // _MIN_STATE_BYTES + 1, shared=False, extra=extra_columns)
@@ -652,46 +652,34 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half=None
     """Parent parses the first part, a forked child the second, each into its
     own region of shared columns (and runs ``per_half`` on it); the child's
     rows are then moved down to follow the parent's, in place."""
-    import pickle
-
     cum = np.cumsum(sizes)
     split = _split_point(entries, sizes, handicap)
     b1, b2 = int(cum[split - 1]), int(cum[-1] - cum[split - 1])
     rcap1, rcap2 = b1 // _MIN_RECORD_BYTES + 1, b2 // _MIN_RECORD_BYTES + 1
     tcap1, tcap2 = b1 // _MIN_STATE_BYTES + 1, b2 // _MIN_STATE_BYTES + 1
     sink = _Sink(rcap1 + rcap2, tcap1 + tcap2, shared=True, extra=extra)
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: never returns
-        code = 0
-        try:
-            os.close(rfd)
-            child = _Sink.__new__(_Sink)
-            child.rec = {k: v[rcap1:] for k, v in sink.rec.items()}
-            child.tl = {k: v[tcap1:] for k, v in sink.tl.items()}
-            child.n_rec = child.n_tl = 0
-            child.meta, child.waitcnt, child.problems, child.notes = [], [], [], []
-            child.parser = new_parser()
-            _read_files(root_real, entries[split:], child, n_pc, valid_pc)
-            derived = per_half(_table([child])) if per_half is not None else None
-            payload = pickle.dumps((child.n_rec, child.n_tl, child.meta, child.waitcnt, child.problems, child.notes,
-                                    derived), protocol=5)
-            with os.fdopen(wfd, "wb") as f:
-                f.write(payload)
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(wfd)
+
+    def second_half():  # in the child: its rows go to the shared columns' second region
+        child = _Sink.__new__(_Sink)
+        child.rec = {k: v[rcap1:] for k, v in sink.rec.items()}
+        child.tl = {k: v[tcap1:] for k, v in sink.tl.items()}
+        child.n_rec = child.n_tl = 0
+        child.meta, child.waitcnt, child.problems, child.notes = [], [], [], []
+        child.parser = new_parser()
+        _read_files(root_real, entries[split:], child, n_pc, valid_pc)
+        derived = per_half(_table([child])) if per_half is not None else None
+        return child.n_rec, child.n_tl, child.meta, child.waitcnt, child.problems, child.notes, derived
+
+    pid, rfd = forked.start(second_half)
     try:
         _read_files(root_real, entries[:split], sink, n_pc, valid_pc)
         mine = per_half(_table([sink])) if per_half is not None else None
         side = meanwhile() if meanwhile is not None else None
-    finally:
-        with os.fdopen(rfd, "rb") as f:
-            payload = f.read()
-        _, status = os.waitpid(pid, 0)
-    if status != 0 or not payload:
+    except BaseException:
+        forked.end(pid, rfd)
+        raise
+    ok, theirs_all = forked.join(pid, rfd)
+    if not ok:
         # The child failed (killed, out of memory): parse its half here.
         second = _Sink(rcap2, tcap2, shared=False, extra=extra)
         _read_files(root_real, entries[split:], second, n_pc, valid_pc)
@@ -700,7 +688,7 @@ def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half=None
             table.derived = [mine, per_half(_table([second]))]
         table.meanwhile = side
         return table
-    n_rec, n_tl, meta, waitcnt, problems, notes, theirs = pickle.loads(payload)
+    n_rec, n_tl, meta, waitcnt, problems, notes, theirs = theirs_all
     _move_down(sink.rec, rcap1, sink.n_rec, n_rec)
     _move_down(sink.tl, tcap1, sink.n_tl, n_tl)
     sink.n_rec += n_rec
