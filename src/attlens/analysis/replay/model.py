@@ -190,6 +190,8 @@ class _Walk:
             D = 0.0
             vm = lgkm = -1e300  # the last completion on each in-order counter
             b, e = e0l[w], e1l[w]
+            # every kind written out in full, the waits' release too: this is the replay's hot loop
+            # (a helper call per event cost more than the rest of an event's work)
             for k, loc, a, x, st in zip(code_l[b:e], loc_l[b:e], aux_l[b:e], x_l[b:e], st_l[b:e]):
                 t = start + loc + D
                 if k == _WAIT_ONE:
