@@ -254,3 +254,28 @@ def test_a_failed_digest_writer_costs_only_the_digest(tmp_path, monkeypatch, beh
     assert behind_always == [1] and (first.code, first.out) == (ref.code, ref.out)
     assert not list(cache.rglob("capture.json")) and not list(cache.rglob("answer-*.json"))
     assert not [p for p in cache.rglob("*") if p.name.startswith(".tmp")]
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_a_stored_page_of_another_shape_is_made_again(tmp_path, fmt):
+    """A stored answer with a valid CRC and an attlens schema but not the shape
+    report keeps (written by hand in the user's own cache): the page is made
+    again, never a traceback."""
+    import zlib
+
+    import orjson
+
+    cap = require_shared() / "traces" / VEC_ADD
+    cache = tmp_path / "cache"
+    out = tmp_path / ("r.html" if fmt == "html" else "bundle")
+    args = ["report", cap, "-o", out, "--cache-dir", cache] + (["--format", "md"] if fmt == "md" else [])
+    first = run_main(*args)
+    good = out.read_bytes() if fmt == "html" else (out / "report.md").read_bytes()
+    (path,) = cache.rglob("answer-*.json")
+    body = orjson.loads(path.read_bytes().partition(b"\n")[2])
+    body["document"] = {"schema": body["document"]["schema"], "log": [1], "entry": 3}
+    raw = orjson.dumps(body)
+    path.write_bytes(b"%08x\n" % zlib.crc32(raw) + raw)
+    again = run_main(*args)
+    assert again.code == first.code == 0 and "Traceback" not in again.err and "internal error" not in again.err
+    assert (out.read_bytes() if fmt == "html" else (out / "report.md").read_bytes()) == good
