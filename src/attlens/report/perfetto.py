@@ -68,12 +68,13 @@ def _chunks(chosen, per_wave, limit: int):
 
 
 def _ranges(starts, stops):
-    """Indices ``starts[i] .. stops[i] - 1`` of every i, back to back, and
-    where each range begins in that array (length n + 1)."""
+    """Indices ``starts[i] .. stops[i] - 1`` of every i, back to back
+    (analysis.waitdeps._ranges), and where each range begins in that array
+    (length n + 1)."""
+    from attlens.analysis.waitdeps import _ranges as ranges
+
     lens = (stops - starts).astype(np.int64)
-    at = np.concatenate([[0], np.cumsum(lens)])
-    idx = np.arange(at[-1], dtype=np.int64) + np.repeat(starts.astype(np.int64) - at[:-1], lens)
-    return idx, at
+    return ranges(starts, lens), np.concatenate([[0], np.cumsum(lens)])
 
 
 @dataclass
