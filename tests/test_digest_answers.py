@@ -78,19 +78,21 @@ def test_parse_halves_add_up_to_the_serial_analysis(monkeypatch):
     from attlens.analysis.hidden import _compute_hidden
     from attlens.analysis.stalls import basic_pc_sums, compute_pc_sums
     from attlens.io.filenames_json import read_filenames_json
-    from attlens.io.wave_files import _split_point, read_wave_files
+    from attlens.io.wave_files import _parts, read_wave_files
     from attlens.model.loader import load
 
     require_fork()  # else both "halves" are read in one process
     cap = require_shared() / "traces" / FLASH
     entries = read_filenames_json(cap / "filenames.json").waves
-    split = _split_point(entries, [1] * len(entries))
-    assert (entries[split].se, entries[split].simd) != (entries[split - 1].se, entries[split - 1].simd)
-    seen = []
-    read_wave_files(cap, entries, workers=2, per_half=lambda t: seen.append(len(t.entries)) or len(t.entries))
+    parts = _parts(entries, [1] * len(entries))
+    assert len(parts) >= 2
+    for (_, stop), (first, _) in zip(parts, parts[1:]):  # parts end at a change of (SE, SIMD)
+        assert stop == first and (entries[first].se, entries[first].simd) != (entries[first - 1].se, entries[first - 1].simd)
+    table = read_wave_files(cap, entries, workers=2, per_part=lambda t: len(t.entries), fold=sum)
+    assert len(table.derived) == 2 and sum(table.derived) == len(entries)  # both processes parsed parts, every wave once
     monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "2")
     two = load(cap, cache=False)
-    assert len(two.prepared["hidden_acc"]) == 3  # both halves' scopes were disjoint
+    assert len(two.prepared["hidden_acc"]) == 3  # the parts' scopes were disjoint
     sums = compute_pc_sums(two)[0]
     serial = basic_pc_sums(two.records, two.code.size)
     for x, y in zip(two.prepared["pc_basic"], serial):

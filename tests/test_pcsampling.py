@@ -615,3 +615,27 @@ def test_bad_sample_files_get_one_line_and_a_documented_code(tmp_path, shared):
     doc = o.json()
     assert o.code == 8 and doc["totals"]["stalled"] == 5 and doc["totals"]["reasons"] == {"WAITCNT": 3}
     assert any("do not sum to PC_Stalled" in w for w in doc["warnings"])
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_sample_files_beside_a_capture_are_read_once_per_command(shared, monkeypatch, prefetch):
+    """The loader reads the PC-sample candidates while the wave files are
+    parsed (load(samples=True)); the analysis' lookup then reuses them: each
+    file is parsed once either way, and the result is the same."""
+    import attlens.io.pcsampling as io_pcs
+    from attlens.model import pcsampling
+    from attlens.model.loader import load
+
+    monkeypatch.setattr(pcsampling, "_RECENT", {})
+    monkeypatch.setenv("ATTLENS_NO_CACHE", "1")  # no stored table: every read parses
+    calls = []
+    real = io_pcs.read_pc_sampling
+    monkeypatch.setattr(io_pcs, "read_pc_sampling", lambda p: calls.append(str(p)) or real(p))
+    cap = shared / SOFTMAX
+    candidates = pcsampling.candidate_files(cap)
+    assert candidates, "softmax has a results.json beside it (without samples)"
+    d = load(cap, cache=False, samples=prefetch)
+    assert sorted(calls) == (sorted(candidates) if prefetch else [])
+    r = analyze(d, exposed=False)
+    assert sorted(calls) == sorted(candidates)
+    assert r.pc_sampling is None

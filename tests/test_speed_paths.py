@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections import deque
 from pathlib import Path
 
@@ -234,13 +235,80 @@ def test_a_failed_parse_child_is_parsed_again_here(shared):
     entries = read_filenames_json(cap / "filenames.json").waves
     parent = os.getpid()
     one = read_wave_files(cap, entries, workers=1)
-    two = read_wave_files(cap, entries, workers=2, per_half=lambda t: len(t.entries) if os.getpid() == parent else os._exit(5))
-    assert sum(two.derived) == len(one.entries) and len(two.derived) == 2, "both halves were parsed here"
+    def per_part(t):  # the child dies on its first part; the parent is slow enough for the child to take one
+        if os.getpid() != parent:
+            os._exit(5)
+        time.sleep(0.05)
+        return len(t.entries)
+
+    two = read_wave_files(cap, entries, workers=2, per_part=per_part, fold=sum)
+    assert sum(two.derived) == len(one.entries) and len(two.derived) == 2, "every part was parsed here"
+    assert two.derived[1] > 0, "the child had taken a part before it died"
     for k in one.records:
         assert np.array_equal(one.records[k], two.records[k])
     for k in one.states:
         assert np.array_equal(one.states[k], two.states[k])
     assert np.array_equal(one.waitcnt_blob, two.waitcnt_blob) and np.array_equal(one.rec_count, two.rec_count)
+
+
+def _same_columns(one, two):
+    assert [e.filename for e in one.entries] == [e.filename for e in two.entries]
+    for k in one.records:
+        assert np.array_equal(one.records[k], two.records[k]), k
+    for k in one.states:
+        assert np.array_equal(one.states[k], two.states[k]), k
+    assert np.array_equal(one.waitcnt_blob, two.waitcnt_blob) and np.array_equal(one.rec_count, two.rec_count)
+
+
+@pytest.mark.parametrize("slow", ["parent", "child"])
+def test_the_faster_process_takes_more_parts(shared, slow):
+    """Parts are claimed from both ends: when one process is slowed (the
+    parent's other work, or a busy core under the child), the other takes
+    more of them, and the columns are still those of one process."""
+    from attlens.io.filenames_json import read_filenames_json
+    from attlens.io.wave_files import read_wave_files
+
+    require_fork()
+    cap = shared / "traces" / VEC_ADD
+    entries = read_filenames_json(cap / "filenames.json").waves
+    parent = os.getpid()
+
+    def per_part(t):
+        if (os.getpid() == parent) == (slow == "parent"):
+            time.sleep(0.1)
+        return 1
+
+    one = read_wave_files(cap, entries, workers=1)
+    two = read_wave_files(cap, entries, workers=2, per_part=per_part, fold=sum)
+    _same_columns(one, two)
+    mine, theirs = two.derived
+    assert mine + theirs >= 4
+    assert (theirs > mine) if slow == "parent" else (mine > theirs), two.derived
+
+
+def test_a_wave_file_that_grew_while_read_is_refused_not_overflowed(shared, monkeypatch):
+    """The columns are sized by the files' sizes before reading; a file that
+    is larger when read (written meanwhile) is skipped with a warning."""
+    from attlens.io import wave_files
+    from attlens.io.filenames_json import read_filenames_json
+
+    cap = shared / "traces" / VEC_ADD
+    entries = read_filenames_json(cap / "filenames.json").waves
+    sizes = wave_files._file_sizes
+    monkeypatch.setattr(wave_files, "_file_sizes", lambda root, es: [s // 2 if e is es[-1] else s for e, s in zip(es, sizes(root, es))])
+    table = wave_files.read_wave_files(cap, entries, workers=1)
+    assert [(e.filename, msg) for e, msg in table.problems] == [(entries[-1].filename, "the file grew while the capture was read")]
+    assert len(table.entries) == len(entries) - 1
+
+
+def test_rows_move_down_over_their_own_place():
+    """_move_down with source and destination one row apart (a part whose
+    rows nearly filled the room its bytes allowed) and steps shorter than the move."""
+    from attlens.io.wave_files import _move_down
+
+    col = np.arange(40, dtype=np.int64)
+    _move_down({"c": col}, 11, 10, 25, step=4)
+    assert col[10:35].tolist() == list(range(11, 36)) and col[:10].tolist() == list(range(10))
 
 
 def test_record_columns_have_the_decoder_dtypes(shared):

@@ -460,7 +460,7 @@ def cmd_export(args) -> int:
     d = resolve_capture_dirs(args.path)[0]
     check_output(args.output, [d])
     # The trace needs the dispatch (and, for the flows, the wait pairs), not the other analyses.
-    r = SimpleNamespace(dispatch=load(d, rocprof_dir=args.rocprof_dir))
+    r = SimpleNamespace(dispatch=load(d, rocprof_dir=args.rocprof_dir, samples=False))
     check_output(args.output, [d, *input_files([r])])
     clock = compute_clock(r.dispatch)
     if fmt == "proto":

@@ -259,7 +259,8 @@ def load_analyzed(args, dirs, exposed: bool = True) -> list:
     kw = analyze_kwargs(args)
     with progress(args) as step:
         for d in dirs:
-            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step, hidden=exposed)
+            dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step, hidden=exposed,
+                            samples="pc_sampling" not in kw)
             step(f"analyzing {d.name}")
             out.append(analyze(dispatch, exposed=exposed, **kw))
     return out

@@ -58,7 +58,8 @@ def _load(args, exposed: bool = True):
     from attlens.model.locate import resolve_capture_dirs
 
     d = resolve_capture_dirs(args.path)[0]
-    return analyze(load(d, rocprof_dir=args.rocprof_dir), exposed=exposed, **analyze_kwargs(args))
+    kw = analyze_kwargs(args)
+    return analyze(load(d, rocprof_dir=args.rocprof_dir, hidden=exposed, samples="pc_sampling" not in kw), exposed=exposed, **kw)
 
 
 def _print(obj) -> None:

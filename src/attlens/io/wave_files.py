@@ -26,10 +26,11 @@ with a warning naming the file and the first bad value.
 
 Files are opened only inside the capture and only if regular
 (:mod:`attlens.io.confine`). Large captures are parsed by two processes
-(``fork``; the columns live in shared memory), each also running the caller's
-per-half analysis on what it parsed (``per_half``); on an idle 2-core machine
-that about halves the wall time, on a loaded one it gains nothing (both
-processes share the same cores as everything else): docs/design.md.
+(``fork``; the columns live in shared memory) that claim parts of the listing
+from its two ends until they meet, each also running the caller's per-part
+analysis on what it parsed (``per_part``); on an idle 2-core machine that
+about halves the wall time, and when one core is busy with other work the
+other process simply takes more parts: docs/design.md.
 """
 
 from __future__ import annotations
@@ -404,7 +405,7 @@ class WaveTable:
     waitcnt_off: np.ndarray  # int64, len(entries) + 1 offsets into the blob
     problems: list[tuple[WaveEntry, str]] = field(default_factory=list)  # waves skipped
     notes: list[tuple[WaveEntry, str]] = field(default_factory=list)  # waves kept with records dropped
-    # what ``per_half`` returned for each part parsed on its own (one or two; read_wave_files)
+    # per process that parsed (one or two, in file order): ``fold`` of what ``per_part`` returned (read_wave_files)
     derived: list = field(default_factory=list)
     meanwhile: object = None  # what read_wave_files' ``meanwhile`` returned
 
@@ -543,7 +544,10 @@ class _Sink:
         self.n_tl = b
 
 
-def _read_files(root_real: str, entries: list[WaveEntry], sink: _Sink, n_pc, valid_pc) -> None:
+def _read_files(root_real: str, entries: list[WaveEntry], sink: _Sink, n_pc, valid_pc, budget: int) -> None:
+    """Parse ``entries`` into ``sink``. ``budget``: the bytes the files had
+    when the columns were sized (:func:`_file_sizes`); a file that makes them
+    more (it grew since) is refused, so the rows always fit."""
     from attlens.io.confine import RefusedPath, read_inside
 
     batch: list[_Cut] = []
@@ -560,6 +564,10 @@ def _read_files(root_real: str, entries: list[WaveEntry], sink: _Sink, n_pc, val
         except OSError as exc:
             sink.problems.append((entry, f"cannot read ({exc.strerror or exc})"))
             continue
+        if len(data) > budget:
+            sink.problems.append((entry, "the file grew while the capture was read"))
+            continue
+        budget -= len(data)
         try:
             cut = _cut_file(data, entry)
         except WaveFileError as exc:
@@ -587,27 +595,31 @@ def _file_sizes(root_real: str, entries: list[WaveEntry]) -> list[int]:
 
 def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None = None,
                     valid_pc: np.ndarray | None = None, workers: int | None = None,
-                    per_half=None, extra_columns: dict | None = None, meanwhile=None, meanwhile_bytes: int = 0) -> WaveTable:
+                    per_part=None, fold=list, extra_columns: dict | None = None, meanwhile=None) -> WaveTable:
     """Read every listed wave file into columns. Files that cannot be used are
     listed in ``problems``; with ``n_pc`` a file with a pc outside the listing
     is one of them, and with ``valid_pc`` records at label rows or absent pcs
     are dropped (``notes``). ``workers``: 1 or 2 processes (default: 2 when
     the files are large enough to gain from it).
 
-    ``per_half(table)``, if given, runs in each process on the part it parsed
-    (a :class:`WaveTable` of those waves, records numbered from 0), while the
-    other process still works; what it returns (picklable) is in ``derived``,
-    in file order. It may fill ``extra_columns`` (``{name: dtype}`` record
-    columns the reader allocates beside its own, in the same shared memory).
-    With two processes the files are split at a change of (SE, SIMD) of the
-    listing nearest to half the bytes, so no scope of waves is cut in two
-    (unless the capture has only one).
+    ``per_part(table)``, if given, runs on each part of the files as soon as
+    it is parsed, in the process that parsed it (a :class:`WaveTable` of those
+    waves, records numbered from 0); it may fill ``extra_columns`` (``{name:
+    dtype}`` record columns the reader allocates beside its own, in the same
+    shared memory). Each process combines what it returned with ``fold`` (a
+    list of part results, in file order -> one picklable value); ``derived``
+    holds one folded value per process, in file order. A part is a run of
+    whole (SE, SIMD) scopes of the listing (a scope is cut only when the
+    capture has a single one).
 
     ``meanwhile()``, if given, is other work of the caller (the capture's
-    other files): the parent runs it after its own part while the child still
-    parses, its result is in ``meanwhile``. The parent's part is made smaller
-    by ``meanwhile_bytes`` (the size of what it reads) times
-    :data:`MEANWHILE_WEIGHT` so both finish together."""
+    other files): the parent runs it first, while the child already parses;
+    its result is in ``meanwhile``.
+
+    With two processes the parts are claimed from both ends of the listing,
+    the parent from the front, the child from the back, until they meet, so
+    both finish together whatever the parent's other work costs and however
+    busy either core is (:class:`_Claims`)."""
     root_real = os.path.realpath(directory)
     sizes = _file_sizes(root_real, entries)
     total = sum(sizes)
@@ -615,95 +627,183 @@ def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None 
     if workers is None:
         workers = int(env) if env and env.isdigit() else (2 if total >= PARALLEL_MIN_BYTES else 1)
     if workers >= 2 and len(entries) >= 2 and forked.can_fork():
-        return _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half, extra_columns,
-                                   meanwhile, meanwhile_bytes * MEANWHILE_WEIGHT)
-    sink = _Sink(total // _MIN_RECORD_BYTES + 1, total // _MIN_STATE_BYTES + 1, shared=False, extra=extra_columns)
-    _read_files(root_real, entries, sink, n_pc, valid_pc)
+        claims = _Claims.new(_parts(entries, sizes))
+        if claims is not None:
+            return _read_two_processes(root_real, entries, sizes, claims, n_pc, valid_pc, per_part, fold, extra_columns, meanwhile)
+    sink = _Sink(*_caps(sizes), shared=False, extra=extra_columns)
+    _read_files(root_real, entries, sink, n_pc, valid_pc, total)
     table = _table([sink])
-    if per_half is not None:
-        table.derived = [per_half(table)]
+    if per_part is not None:
+        table.derived = [fold([per_part(table)])]
     if meanwhile is not None:
         table.meanwhile = meanwhile()
     return table
 
 
-# Seconds per byte of the caller's other files (Python-level readers) over
-# seconds per byte of wave files (measured on softmax x30: occupancy.json
-# 110 ns/B, wave files ~20 ns/B in each process).
-MEANWHILE_WEIGHT = 5
+PART_MIN_BYTES = 1 << 20  # parts of a capture this large or larger: smaller ones cost more in per-part calls than they balance
+PARTS = 64  # about this many parts in a large capture: the last one claimed is ~1/64 of the work
 
 
-def _split_point(entries: list[WaveEntry], sizes: list[int], handicap: int = 0) -> int:
-    """Index splitting ``entries`` in two: at a change of (SE, SIMD) nearest
-    to half the bytes less ``handicap`` (the parent's other work, in wave-file
-    bytes), else (one scope) there."""
+def _parts(entries: list[WaveEntry], sizes: list[int]) -> list[tuple[int, int]]:
+    """``entries`` cut into runs ``(first, stop)`` of about
+    max(PART_MIN_BYTES, total / PARTS) bytes (a small capture, read by two
+    processes on request: total / 8), each of whole (SE, SIMD) scopes of the
+    listing (per-part work such as the hidden-latency model needs a scope
+    whole), or by bytes alone when the listing has a single scope."""
     cum = np.cumsum(sizes)
-    half = max(cum[-1] - handicap, 0) / 2
+    total = int(cum[-1])
+    target = max(total // PARTS, min(PART_MIN_BYTES, total // 8), 1)
     scope = np.array([e.se * 64 + e.simd for e in entries], dtype=np.int64)
     cuts = np.flatnonzero(scope[1:] != scope[:-1]) + 1
-    if len(cuts):
-        return int(cuts[np.argmin(np.abs(cum[cuts - 1] - half))])
-    split = int(np.searchsorted(cum, half)) + 1
-    return min(max(split, 1), len(entries) - 1)
+    if not len(cuts):
+        cuts = np.arange(1, len(entries))
+    parts, first, before = [], 0, 0
+    for c in cuts.tolist():
+        if cum[c - 1] - before >= target:
+            parts.append((first, c))
+            first, before = c, int(cum[c - 1])
+    parts.append((first, len(entries)))
+    return parts
 
 
-def _read_two_processes(root_real, entries, sizes, n_pc, valid_pc, per_half=None, extra=None, meanwhile=None,
-                        handicap: int = 0) -> WaveTable:
-    """Parent parses the first part, a forked child the second, each into its
-    own region of shared columns (and runs ``per_half`` on it); the child's
-    rows are then moved down to follow the parent's, in place."""
-    cum = np.cumsum(sizes)
-    split = _split_point(entries, sizes, handicap)
-    b1, b2 = int(cum[split - 1]), int(cum[-1] - cum[split - 1])
-    rcap1, rcap2 = b1 // _MIN_RECORD_BYTES + 1, b2 // _MIN_RECORD_BYTES + 1
-    tcap1, tcap2 = b1 // _MIN_STATE_BYTES + 1, b2 // _MIN_STATE_BYTES + 1
-    sink = _Sink(rcap1 + rcap2, tcap1 + tcap2, shared=True, extra=extra)
+class _Claims:
+    """Which process parses which part: the parent takes parts from the
+    front, the child from the back, one at a time under a lock, until they
+    meet. The lock is a POSIX record lock on a memfd: the kernel drops it when
+    its holder dies, so a killed child cannot leave the parent waiting."""
 
-    def second_half():  # in the child: its rows go to the shared columns' second region
-        child = _Sink.__new__(_Sink)
-        child.rec = {k: v[rcap1:] for k, v in sink.rec.items()}
-        child.tl = {k: v[tcap1:] for k, v in sink.tl.items()}
-        child.n_rec = child.n_tl = 0
-        child.meta, child.waitcnt, child.problems, child.notes = [], [], [], []
-        child.parser = new_parser()
-        _read_files(root_real, entries[split:], child, n_pc, valid_pc)
-        derived = per_half(_table([child])) if per_half is not None else None
-        return child.n_rec, child.n_tl, child.meta, child.waitcnt, child.problems, child.notes, derived
+    def __init__(self, parts, fd, cursor):
+        self.parts, self.fd, self.cursor = parts, fd, cursor  # cursor: [next front part, first part the child took]
 
-    pid, rfd = forked.start(second_half)
+    @classmethod
+    def new(cls, parts: list[tuple[int, int]]):
+        """The claims of ``parts``, or None (one part, or no memfd: read in one process)."""
+        if len(parts) < 2 or not hasattr(os, "memfd_create"):
+            return None
+        try:
+            fd = os.memfd_create("attlens-claims", getattr(os, "MFD_CLOEXEC", 1))
+        except OSError:
+            return None
+        cursor = np.frombuffer(mmap.mmap(-1, 16, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_ANONYMOUS", 0x20)), dtype=np.int64)
+        cursor[:] = 0, len(parts)
+        return cls(parts, fd, cursor)
+
+    def take(self, front: bool) -> int | None:
+        import fcntl
+
+        fcntl.lockf(self.fd, fcntl.LOCK_EX)
+        try:
+            lo, hi = self.cursor.tolist()
+            if lo >= hi:
+                return None
+            if front:
+                self.cursor[0] = lo + 1
+                return lo
+            self.cursor[1] = hi - 1
+            return hi - 1
+        finally:
+            fcntl.lockf(self.fd, fcntl.LOCK_UN)
+
+    def taken_by_child(self) -> range:
+        return range(int(self.cursor[1]), len(self.parts))
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _read_part(root_real, entries, sizes, sink: _Sink, n_pc, valid_pc, per_part, at: int | None = None, t_at: int | None = None):
+    """Parse ``entries`` (of ``sizes`` bytes) into ``sink``'s columns from row
+    ``at``/``t_at`` (default: where it stands), into no more rows than their
+    bytes can hold, and run ``per_part`` on them; returns (first row, first
+    state row, the part's own sink, what per_part returned)."""
+    at = sink.n_rec if at is None else at
+    t_at = sink.n_tl if t_at is None else t_at
+    r_cap, t_cap = _caps(sizes)
+    part = _Sink.__new__(_Sink)
+    part.rec = {k: v[at : at + r_cap] for k, v in sink.rec.items()}
+    part.tl = {k: v[t_at : t_at + t_cap] for k, v in sink.tl.items()}
+    part.n_rec = part.n_tl = 0
+    part.meta, part.waitcnt, part.problems, part.notes = [], [], [], []
+    part.parser = sink.parser
+    _read_files(root_real, entries, part, n_pc, valid_pc, sum(sizes))
+    derived = per_part(_table([part])) if per_part is not None else None
+    return at, t_at, part, derived
+
+
+def _caps(sizes) -> tuple[int, int]:
+    b = sum(sizes)
+    return b // _MIN_RECORD_BYTES + 1, b // _MIN_STATE_BYTES + 1
+
+
+def _read_two_processes(root_real, entries, sizes, claims: _Claims, n_pc, valid_pc, per_part=None, fold=list, extra=None,
+                        meanwhile=None) -> WaveTable:
+    """Parent and forked child parse parts (:class:`_Claims`) into one block
+    of shared columns sized for every part: the parent's rows grow from the
+    start, each of the child's parts is parsed below the one before it from
+    the end, so they never meet. The child's parts are then moved down to
+    follow the parent's, in file order, in place."""
+    caps = [_caps(sizes[a:b]) for a, b in claims.parts]
+    sink = _Sink(sum(c[0] for c in caps), sum(c[1] for c in caps), shared=True, extra=extra)
+
+    def child_parts():  # in the child: its parts, last first, each below the one before
+        got, r_top, t_top = [], len(sink.rec["time"]), len(sink.tl["state"])
+        sink.parser = new_parser()
+        while (k := claims.take(front=False)) is not None:
+            r_top, t_top = r_top - caps[k][0], t_top - caps[k][1]
+            a, b = claims.parts[k]
+            at, t_at, part, derived = _read_part(root_real, entries[a:b], sizes[a:b], sink, n_pc, valid_pc, per_part, r_top, t_top)
+            got.append((at, t_at, part.n_rec, part.n_tl, part.meta, part.waitcnt, part.problems, part.notes, derived))
+        got.reverse()
+        return [g[:-1] for g in got], fold([g[-1] for g in got])
+
+    def read_part(k: int):  # in the parent: part k after its rows so far
+        a, b = claims.parts[k]
+        return _read_part(root_real, entries[a:b], sizes[a:b], sink, n_pc, valid_pc, per_part)
+
+    pid, rfd = forked.start(child_parts)
     try:
-        _read_files(root_real, entries[:split], sink, n_pc, valid_pc)
-        mine = per_half(_table([sink])) if per_half is not None else None
         side = meanwhile() if meanwhile is not None else None
+        mine = [_add_part(sink, read_part(k)) for k in iter(lambda: claims.take(front=True), None)]
     except BaseException:
         forked.end(pid, rfd)
+        claims.close()
         raise
-    ok, theirs_all = forked.join(pid, rfd)
-    if not ok:
-        # The child failed (killed, out of memory): parse its half here.
-        second = _Sink(rcap2, tcap2, shared=False, extra=extra)
-        _read_files(root_real, entries[split:], second, n_pc, valid_pc)
-        table = _table([sink, second])
-        if per_half is not None:
-            table.derived = [mine, per_half(_table([second]))]
-        table.meanwhile = side
-        return table
-    n_rec, n_tl, meta, waitcnt, problems, notes, theirs = theirs_all
-    _move_down(sink.rec, rcap1, sink.n_rec, n_rec)
-    _move_down(sink.tl, tcap1, sink.n_tl, n_tl)
-    sink.n_rec += n_rec
-    sink.n_tl += n_tl
+    ok, theirs = forked.join(pid, rfd)
+    derived = [fold(mine)]
+    if ok:
+        placed, folded = theirs
+        for at, t_at, n_rec, n_tl, meta, waitcnt, problems, notes in placed:
+            _move_down(sink.rec, at, sink.n_rec, n_rec)
+            _move_down(sink.tl, t_at, sink.n_tl, n_tl)
+            sink.n_rec += n_rec
+            sink.n_tl += n_tl
+            sink.meta += meta
+            sink.waitcnt += waitcnt
+            sink.problems += problems
+            sink.notes += notes
+        derived.append(folded)
+    else:  # the child failed (killed, out of memory): parse what it took here, after the parent's rows
+        again = [_add_part(sink, read_part(k)) for k in claims.taken_by_child()]
+        derived.append(fold(again))
+    claims.close()
     _release_tail(sink.rec, sink.n_rec)
     _release_tail(sink.tl, sink.n_tl)
-    sink.meta += meta
-    sink.waitcnt += waitcnt
-    sink.problems += problems
-    sink.notes += notes
     table = _table([sink])
-    if per_half is not None:
-        table.derived = [mine, theirs]
+    table.derived = derived if per_part is not None else []
     table.meanwhile = side
     return table
+
+
+def _add_part(sink: _Sink, read) -> object:
+    """Count a part :func:`_read_part` parsed at ``sink``'s end as the sink's own; returns what per_part returned."""
+    _at, _t_at, part, derived = read
+    sink.n_rec += part.n_rec
+    sink.n_tl += part.n_tl
+    sink.meta += part.meta
+    sink.waitcnt += part.waitcnt
+    sink.problems += part.problems
+    sink.notes += part.notes
+    return derived
 
 
 def _release_tail(cols: dict, used: int) -> None:
@@ -727,7 +827,8 @@ def _move_down(cols: dict, src: int, dst: int, n: int, step: int = 1 << 20) -> N
     never overlap, so no full-size temporary exists."""
     if n == 0 or src == dst:
         return
-    step = max(1, min(step, src - dst))
+    # a step whose source and destination overlap is copied through a temporary of the step's size by NumPy;
+    # the steps go upwards, so none writes over source rows a later step has still to move
     for a in range(0, n, step):
         b = min(a + step, n)
         for col in cols.values():

@@ -255,7 +255,7 @@ class Dispatch:
     layout: str = "rocprofv3"  # the profiler generation that wrote the capture (model/layouts.py)
     stall_recorded: bool = True  # False: the records carry no stall cycles (rocprofv2); stall is unavailable
     digest: object | None = field(default=None, repr=False, compare=False)  # attlens.cache.store.Digest
-    # per-pc partial sums the loader's parse processes computed (model/loader.py _half_pass)
+    # per-pc partial sums the loader's parse processes computed (model/loader.py _part_pass)
     prepared: dict = field(default_factory=dict, repr=False, compare=False)
     # source copies read so far (a report asks for one file per hot line): read each once
     _sources: dict = field(default_factory=dict, repr=False, compare=False)

@@ -141,11 +141,15 @@ class CaptureData:
     warnings: list[str]  # warnings about the capture's own files, in order
     skipped_waves: bool  # some wave file was unusable
     # per-pc partial results the parse processes computed on their halves
-    # (:func:`_half_pass`); empty when read from a digest
+    # (:func:`_part_pass`); empty when read from a digest
     prepared: dict = field(default_factory=dict)
+    # the target and resources (:func:`_resolve_context`), resolved while the
+    # wave files were parsed; None when read from a digest
+    context: tuple | None = None
 
 
-def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None, hidden: bool = True) -> Dispatch:
+def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None, hidden: bool = True,
+         samples: bool = True) -> Dispatch:
     """Load one decoded ATT directory (``ui_output_agent_*_dispatch_*``).
 
     ``progress``: optional ``callback(stage, done, total)`` told about the
@@ -163,6 +167,10 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     the hidden-latency model's per-pc cycles on their halves (both cores);
     False when no hidden latency will be asked for (it is then computed on
     first use, as always).
+
+    ``samples``: when the capture is parsed, the PC-sample files beside it
+    that the analysis looks for (:func:`attlens.model.pcsampling.find_samples`)
+    are read meanwhile; False when the caller will not look for them.
     """
     caps = resolve_capture_dirs(path)
     d = caps[0]
@@ -183,9 +191,9 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
         else:
             digest = store.open(d, key)
             if digest is not None:
-                data = read_digest(digest, lambda: read_capture(d, progress, hidden))
+                data = read_digest(digest, lambda: read_capture(d, progress, hidden, rocprof_dir, samples))
     if data is None:
-        data = read_capture(d, progress, hidden)
+        data = read_capture(d, progress, hidden, rocprof_dir, samples)
         if store is not None:
             from attlens.cache import behind
 
@@ -193,9 +201,11 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     return _assemble(d, data, rocprof_dir, digest)
 
 
-def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
-    """Read every file of one capture directory (no cache); ``progress``
-    and ``hidden`` as in :func:`load`."""
+def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, samples: bool = False) -> CaptureData:
+    """Read every file of one capture directory (no cache); ``progress``,
+    ``hidden`` and ``samples`` as in :func:`load`. While the wave files are
+    parsed, the target and resources are resolved too (``rocprof_dir`` as in
+    :func:`load`)."""
     warnings: list[str] = []
 
     index = read_filenames_json(d / "filenames.json")
@@ -229,8 +239,8 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
     with _no_gc():
         table = read_wave_files(d, index.readable, n_pc=n_pc, valid_pc=code.instruction_mask,
-                                per_half=_half_pass(code, hidden), extra_columns={"idle": np.int64},
-                                meanwhile=lambda: _read_side_files(d), meanwhile_bytes=_side_bytes(d))
+                                per_part=_part_pass(code, hidden), fold=_merge_parts, extra_columns={"idle": np.int64},
+                                meanwhile=lambda: _side_work(d, rocprof_dir, code, index, samples))
     if progress is not None:
         progress(f"read {len(index.waves):,} wave files of {d.name}", len(index.waves), len(index.waves))
     for entry, msg in table.problems:
@@ -257,7 +267,7 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
         duration=rc["duration"],
         pc=rc["pc"],
         wave=wave_of,
-        idle=rc["idle"],  # filled by _half_pass in the parse processes
+        idle=rc["idle"],  # filled by _part_pass in the parse processes
     )
     waves = Waves(
         se=np.array([e.se for e in table.entries], dtype=np.int32),
@@ -282,7 +292,7 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
     )
     problems = table.problems
 
-    occupancy, realtime, snapshots, side_warnings = table.meanwhile
+    (occupancy, realtime, snapshots, side_warnings), context = table.meanwhile
     warnings.extend(side_warnings)
     if occupancy is not None and (waves.cu < 0).all():
         warnings.extend(_cu_from_occupancy(waves, occupancy))
@@ -292,7 +302,7 @@ def read_capture(d: Path, progress=None, hidden: bool = True) -> CaptureData:
         warnings.append(STALL_NOT_RECORDED)
 
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
-                       _merge_halves(table.derived))
+                       _merge_parts(table.derived), context)
 
 
 STALL_NOT_RECORDED = (
@@ -411,22 +421,41 @@ def _stats_cross_check(d: Path, code) -> list[str]:
             + "); attlens reports the wave-file sums"]
 
 
-_SIDE_FILES = ("occupancy.json", "realtime.json", "snapshots.json")
+def _side_work(d: Path, rocprof_dir, code, index, samples: bool):
+    """What the parent process does first while the other already parses wave
+    files (it then takes fewer of them): the optional files, then the target
+    and resources, which need only them, the listing and the files beside,
+    and with ``samples`` the PC-sample files the analysis will look for."""
+    side = _read_side_files(d)
+    kernel_name, handle, dispatch_id = _context_keys(d, code)
+    context = _context_now(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, side[0])
+    if samples:
+        from attlens.model.pcsampling import prefetch_samples
+
+        prefetch_samples(d)
+    return side, context
 
 
-def _side_bytes(d: Path) -> int:
-    total = 0
-    for name in _SIDE_FILES:
-        try:
-            total += os.stat(d / name).st_size
-        except OSError:
-            pass
-    return total
+def _context_keys(d: Path, code) -> tuple[str, int | None, int | None]:
+    """The kernel's name (the listing's label) and the handle and dispatch id the folder's name gives."""
+    m = _DIR_NAME.search(d.name)
+    return (code.labels[0][1] if code.labels else ""), (int(m.group(1)) if m else None), (int(m.group(2)) if m else None)
+
+
+def _context_now(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, occupancy) -> tuple:
+    """(arch, resources, files used, warnings) resolved from the files."""
+    from attlens.model.context import resolve_arch_and_resources
+
+    added: list[str] = []
+    arch, resources, used = resolve_arch_and_resources(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, added,
+                                                       occupancy=occupancy)
+    return arch, resources, used, added
 
 
 def _read_side_files(d: Path):
     """(occupancy, realtime, snapshots, warnings) of the capture's optional
-    files; the parent process reads them while the other parses wave files."""
+    files; the parent process reads them first while the other already parses
+    wave files (it then takes fewer of them)."""
     warnings: list[str] = []
     occupancy = realtime = None
     snapshots: dict = {}
@@ -453,12 +482,13 @@ def _read_side_files(d: Path):
     return occupancy, realtime, snapshots, warnings
 
 
-def _half_pass(code, hidden: bool):
-    """What each parse process computes on the waves it parsed, while the other
-    still works (io/wave_files.py ``per_half``): the idle column (in place), the
-    per-pc sums of executions, latency, stall and idle, and with ``hidden`` the
-    hidden-latency model's per-pc cycles. All are sums over waves (the latter
-    over whole (SE, SIMD) scopes), so the two halves add up exactly."""
+def _part_pass(code, hidden: bool):
+    """What the parse processes compute on each part of the wave files as soon
+    as they parsed it (io/wave_files.py ``per_part``): the idle column (in
+    place), the per-pc sums of executions, latency, stall and idle, and with
+    ``hidden`` the hidden-latency model's per-pc cycles. All are sums over
+    waves (the latter over whole (SE, SIMD) scopes), so the parts add up
+    exactly (:func:`_merge_parts`)."""
     from attlens.analysis.hidden import hidden_cycles, matrix_pcs, scope_keys
     from attlens.analysis.stalls import basic_pc_sums
 
@@ -487,9 +517,10 @@ def _half_pass(code, hidden: bool):
     return run
 
 
-def _merge_halves(parts: list) -> dict:
-    """The sum of what :func:`_half_pass` returned in each process; the hidden
-    cycles only when no (SE, SIMD) scope was split between the two."""
+def _merge_parts(parts: list) -> dict:
+    """The sum of what :func:`_part_pass` returned for several parts (in each
+    process, then over the processes); the hidden cycles only when no (SE,
+    SIMD) scope was split between two parts."""
     parts = [p for p in parts if p]
     if not parts:
         return {}
@@ -498,6 +529,7 @@ def _merge_halves(parts: list) -> dict:
         scopes = np.concatenate([p["scopes"] for p in parts])
         if len(np.unique(scopes)) == len(scopes):
             out["hidden_acc"] = sum(p["hidden_acc"] for p in parts)
+            out["scopes"] = scopes
     return out
 
 
@@ -526,16 +558,13 @@ class _ContextCodec:
                 list(added))
 
 
-def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest, occupancy=None):
+def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest, occupancy=None, ready=None):
     """Target and resources (kept in the digest, keyed by the files beside the
-    capture, when there is one). Returns (arch, resources, files used, warnings)."""
-    from attlens.model.context import resolve_arch_and_resources
+    capture, when there is one). Returns (arch, resources, files used,
+    warnings). ``ready``: the same, already resolved (:func:`_side_work`)."""
 
     def compute():
-        added: list[str] = []
-        arch, resources, used = resolve_arch_and_resources(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, added,
-                                                           occupancy=occupancy)
-        return arch, resources, used, added
+        return ready if ready is not None else _context_now(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, occupancy)
 
     if digest is None:
         return compute()
@@ -556,14 +585,10 @@ def _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_
 def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
     code, index = data.code, data.index
     warnings = list(data.warnings)
-    kernel_name = code.labels[0][1] if code.labels else ""
+    kernel_name, handle, dispatch_id = _context_keys(d, code)
     static = _build_static(code)
-
-    m = _DIR_NAME.search(d.name)
-    handle = int(m.group(1)) if m else None
-    dispatch_id = int(m.group(2)) if m else None
     arch, resources, used, added = _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest,
-                                                    data.occupancy)
+                                                    data.occupancy, data.context)
     warnings += added
     n_missing = len(index.waves) - data.waves.count
     partial = data.skipped_waves or n_missing > 0 or any("ignored" in w or "dropped" in w for w in warnings)

@@ -54,13 +54,50 @@ def sources_state(capture, rocprof_dir=None, source=None) -> list:
     return out
 
 
+# The last few tables (or refusals) read in this process, by the source's
+# state: the loader reads the capture's candidates while its wave files are
+# parsed (prefetch_samples), the analysis then finds them here.
+_RECENT: dict = {}
+_RECENT_MAX = 4
+
+
 def read_samples(path, cache=None):
     """A :class:`~attlens.io.pcsampling.PcSampleTable` of ``path`` (any format),
-    kept in the digest store between commands."""
-    from attlens.cache.pcsamples import cached_samples
+    kept in the digest store between commands and, for the same state of the
+    file, in this process."""
+    from attlens.cache.pcsamples import cached_samples, source_state
+    from attlens.errors import AttlensError
     from attlens.io.pcsampling import read_pc_sampling
 
-    return cached_samples(path, read_pc_sampling, cache)
+    try:
+        key = repr(source_state(path))
+    except OSError:
+        return cached_samples(path, read_pc_sampling, cache)  # the reader says what is wrong with it
+    got = _RECENT.get(key)
+    if got is None:
+        try:
+            got = cached_samples(path, read_pc_sampling, cache)
+        except AttlensError as exc:
+            got = exc
+        while len(_RECENT) >= _RECENT_MAX:
+            _RECENT.pop(next(iter(_RECENT)), None)
+        _RECENT[key] = got
+    if isinstance(got, AttlensError):
+        raise got
+    return got
+
+
+def prefetch_samples(capture) -> None:
+    """Read every PC-sample candidate :func:`find_samples` will look at for
+    ``capture`` (into this process' recent tables, and the digest store), so
+    that the lookup itself is quick. Errors are the lookup's to report."""
+    from attlens.errors import AttlensError
+
+    for f in candidate_files(capture):
+        try:
+            read_samples(f)
+        except AttlensError:
+            pass
 
 
 def find_samples(dispatch, rocprof_dir=None, cache=None) -> tuple[object | None, list[str]]:

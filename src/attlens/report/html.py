@@ -891,7 +891,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     written, entries, used = [], [], {out.name}
     for p in dirs:
         try:
-            d = load(p, rocprof_dir=rocprof_dir, progress=step)
+            d = load(p, rocprof_dir=rocprof_dir, progress=step, samples="pc_sampling" not in (analyze_kw or {}))
         except AttlensError as exc:
             if not several:
                 raise
