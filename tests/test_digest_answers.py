@@ -281,3 +281,24 @@ def test_a_stored_page_of_another_shape_is_made_again(tmp_path, fmt):
     again = run_main(*args)
     assert again.code == first.code == 0 and "Traceback" not in again.err and "internal error" not in again.err
     assert (out.read_bytes() if fmt == "html" else (out / "report.md").read_bytes()) == good
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_wait_dependencies_of_the_parse_parts_equal_the_whole(monkeypatch, workers):
+    """The parse processes simulate the wait counters of each part they parse;
+    joined, that is the simulation of the whole dispatch, array by array."""
+    from attlens.analysis.waitdeps import _compute_wait_deps, compute_wait_deps
+    from attlens.model.loader import WAITDEPS_KEY, load
+
+    if workers == "2":
+        require_fork()
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", workers)
+    for name in (FLASH, VEC_ADD):
+        d = load(require_shared() / "traces" / name, cache=False)
+        ready = d.prepared[WAITDEPS_KEY]
+        whole = _compute_wait_deps(d, "gfx9")
+        assert whole.count > 0 and len(whole.producers) > 0
+        for f in ("entry_wait", "entry_wave", "entry_start", "entry_stop", "producers", "entry_outstanding"):
+            a, b = getattr(ready, f), getattr(whole, f)
+            assert a.dtype == b.dtype and np.array_equal(a, b), (name, f)
+        assert compute_wait_deps(d) is ready  # what the analysis uses

@@ -351,12 +351,49 @@ def _wait_counts(fields_of: dict, n_pc: int, name: str) -> np.ndarray:
 
 def compute_wait_deps(dispatch, model: str | None = None) -> WaitDeps:
     """Simulate the wait counters of every wave of ``dispatch`` (kept in the
-    capture's digest when there is one)."""
+    capture's digest when there is one). The gfx9 simulation may already be
+    done: the loader's parse processes run it on the parts they parsed
+    (``dispatch.prepared["waitdeps-gfx9"]``, :func:`join_wait_deps`)."""
     from attlens.cache import memo
     from attlens.cache.store import DataclassCodec
 
     model = model or dispatch.arch.waitcnt_model
-    return memo(dispatch, f"waitdeps-{model}", lambda: _compute_wait_deps(dispatch, model), DataclassCodec(WaitDeps))
+
+    def compute():
+        ready = getattr(dispatch, "prepared", {}).get(f"waitdeps-{model}")
+        return ready if ready is not None else _compute_wait_deps(dispatch, model)
+
+    return memo(dispatch, f"waitdeps-{model}", compute, DataclassCodec(WaitDeps))
+
+
+def part_wait_deps(code, listing: tuple, model: str, pc: np.ndarray, wave: np.ndarray, rec_start: np.ndarray) -> WaitDeps:
+    """The simulation on some waves alone (records and waves numbered from 0;
+    ``listing``: :func:`listing_actions` of ``code``): waves are simulated
+    independently, so :func:`join_wait_deps` of the parts of a dispatch equals
+    :func:`compute_wait_deps` of the whole."""
+    from types import SimpleNamespace
+
+    part = SimpleNamespace(code=code, records=SimpleNamespace(pc=pc, wave=wave), waves=SimpleNamespace(rec_start=rec_start,
+                           rec_stop=np.append(rec_start[1:], len(pc)), count=len(rec_start)))
+    return _compute_wait_deps(part, model, listing)
+
+
+def join_wait_deps(parts: list[tuple[WaitDeps, int, int]]) -> WaitDeps:
+    """The parts' simulations, each given with its record and wave counts, as
+    one (indices shifted past the parts before it)."""
+    rec0 = np.cumsum([0] + [n for _, n, _ in parts[:-1]])
+    wave0 = np.cumsum([0] + [w for _, _, w in parts[:-1]])
+    prod0 = np.cumsum([0] + [len(d.producers) for d, _, _ in parts[:-1]])
+    deps = [d for d, _, _ in parts]
+    return WaitDeps(
+        model=deps[0].model,
+        entry_wait=np.concatenate([d.entry_wait + r for d, r in zip(deps, rec0)]),
+        entry_wave=np.concatenate([d.entry_wave + w for d, w in zip(deps, wave0)]).astype(np.int32),
+        entry_start=np.concatenate([d.entry_start + p for d, p in zip(deps, prod0)]),
+        entry_stop=np.concatenate([d.entry_stop + p for d, p in zip(deps, prod0)]),
+        producers=np.concatenate([d.producers + r for d, r in zip(deps, rec0)]),
+        entry_outstanding=np.concatenate([d.entry_outstanding for d in deps]),
+    )
 
 
 BATCH_EVENTS = 1 << 16  # memory ops and waits simulated together (bounds the temporaries)
@@ -396,10 +433,14 @@ def _batched_gfx9(dispatch, interesting, rec_act, fields_of, batch_events: int =
     )
 
 
-def _compute_wait_deps(dispatch, model: str) -> WaitDeps:
-    code = dispatch.code
+def listing_actions(code, model: str) -> tuple[np.ndarray, dict]:
+    """Per pc of the listing: its action in the simulation, and the counts each wait names."""
     actions = np.array([pc_action(t, model) for t in code.isa], dtype=np.int8)
-    fields_of = {pc: waitcnt_fields(code.isa[pc]) for pc in np.flatnonzero(actions == ACT_WAIT).tolist()}
+    return actions, {pc: waitcnt_fields(code.isa[pc]) for pc in np.flatnonzero(actions == ACT_WAIT).tolist()}
+
+
+def _compute_wait_deps(dispatch, model: str, listing: tuple | None = None) -> WaitDeps:
+    actions, fields_of = listing or listing_actions(dispatch.code, model)
     recs = dispatch.records
     rec_act = actions[recs.pc]
     interesting = np.flatnonzero(rec_act != ACT_NONE)

@@ -301,8 +301,11 @@ def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, 
     if layout == LAYOUT_V2 and records.count and not records.stall.any():
         warnings.append(STALL_NOT_RECORDED)
 
+    prepared = _merge_parts(table.derived)
+    if (prepared.get("n_rec"), prepared.get("n_waves")) != (records.count, waves.count):  # not every kept wave: not used
+        prepared.pop(WAITDEPS_KEY, None)
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
-                       _merge_parts(table.derived), context)
+                       prepared, context)
 
 
 STALL_NOT_RECORDED = (
@@ -482,18 +485,28 @@ def _read_side_files(d: Path):
     return occupancy, realtime, snapshots, warnings
 
 
+# The wait-counter simulation the parse processes run on their parts: the
+# model of every Instinct target (model/archdata.py); a capture of another
+# model simulates after the parse, as before (analysis.waitdeps.compute_wait_deps).
+WAITDEPS_MODEL = "gfx9"
+WAITDEPS_KEY = f"waitdeps-{WAITDEPS_MODEL}"
+
+
 def _part_pass(code, hidden: bool):
     """What the parse processes compute on each part of the wave files as soon
     as they parsed it (io/wave_files.py ``per_part``): the idle column (in
-    place), the per-pc sums of executions, latency, stall and idle, and with
-    ``hidden`` the hidden-latency model's per-pc cycles. All are sums over
-    waves (the latter over whole (SE, SIMD) scopes), so the parts add up
-    exactly (:func:`_merge_parts`)."""
+    place), the per-pc sums of executions, latency, stall and idle, the gfx9
+    wait-counter simulation, and with ``hidden`` the hidden-latency model's
+    per-pc cycles. All are sums or concatenations over waves (the hidden
+    cycles over whole (SE, SIMD) scopes), so the parts add up exactly
+    (:func:`_merge_parts`)."""
     from attlens.analysis.hidden import hidden_cycles, matrix_pcs, scope_keys
     from attlens.analysis.stalls import basic_pc_sums
+    from attlens.analysis.waitdeps import listing_actions, part_wait_deps
 
     n_pc = code.size
     is_matrix = matrix_pcs([mnemonic(t) if not lab else "" for t, lab in zip(code.isa, code.is_label)]) if hidden else None
+    listing: list = []  # the wait simulation's per-pc actions, made once per process on its first part
 
     def run(table) -> dict:
         from types import SimpleNamespace
@@ -504,9 +517,13 @@ def _part_pass(code, hidden: bool):
         rc = table.records
         wave_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
         rc["idle"][:] = segmented_idle(rc["time"], rc["duration"], wave_of, table.begin, rec_start)
+        if not listing:
+            listing.append(listing_actions(code, WAITDEPS_MODEL))
+        out = {"n_rec": int(counts.sum()), "n_waves": len(counts),
+               WAITDEPS_KEY: part_wait_deps(code, listing[0], WAITDEPS_MODEL, rc["pc"], wave_of, rec_start)}
         del wave_of
         recs = SimpleNamespace(**rc)
-        out = {"pc_basic": basic_pc_sums(recs, n_pc)}
+        out["pc_basic"] = basic_pc_sums(recs, n_pc)
         if is_matrix is not None:
             se = np.array([e.se for e in table.entries], dtype=np.int32)
             waves = SimpleNamespace(se=se, simd=table.simd, begin=table.begin, rec_start=rec_start, rec_stop=rec_stop)
@@ -521,10 +538,14 @@ def _merge_parts(parts: list) -> dict:
     """The sum of what :func:`_part_pass` returned for several parts (in each
     process, then over the processes); the hidden cycles only when no (SE,
     SIMD) scope was split between two parts."""
+    from attlens.analysis.waitdeps import join_wait_deps
+
     parts = [p for p in parts if p]
     if not parts:
         return {}
-    out = {"pc_basic": tuple(sum(p["pc_basic"][k] for p in parts) for k in range(4))}
+    out = {"pc_basic": tuple(sum(p["pc_basic"][k] for p in parts) for k in range(4)),
+           "n_rec": sum(p["n_rec"] for p in parts), "n_waves": sum(p["n_waves"] for p in parts),
+           WAITDEPS_KEY: join_wait_deps([(p[WAITDEPS_KEY], p["n_rec"], p["n_waves"]) for p in parts])}
     if all("hidden_acc" in p for p in parts):
         scopes = np.concatenate([p["scopes"] for p in parts])
         if len(np.unique(scopes)) == len(scopes):
