@@ -143,9 +143,10 @@ class CaptureData:
     # per-pc partial results the parse processes computed on their halves
     # (:func:`_part_pass`); empty when read from a digest
     prepared: dict = field(default_factory=dict)
-    # the target and resources (:func:`_resolve_context`), resolved while the
-    # wave files were parsed; None when read from a digest
+    # the target and resources (:func:`_resolve_context`) and the per-pc
+    # static facts, made while the wave files were parsed; None when read from a digest
     context: tuple | None = None
+    static: StaticCode | None = None
 
 
 def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None, hidden: bool = True,
@@ -292,7 +293,7 @@ def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, 
     )
     problems = table.problems
 
-    (occupancy, realtime, snapshots, side_warnings), context = table.meanwhile
+    (occupancy, realtime, snapshots, side_warnings), (context, static) = table.meanwhile
     warnings.extend(side_warnings)
     if occupancy is not None and (waves.cu < 0).all():
         warnings.extend(_cu_from_occupancy(waves, occupancy))
@@ -305,7 +306,7 @@ def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, 
     if (prepared.get("n_rec"), prepared.get("n_waves")) != (records.count, waves.count):  # not every kept wave: not used
         prepared.pop(WAITDEPS_KEY, None)
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
-                       prepared, context)
+                       prepared, context, static)
 
 
 STALL_NOT_RECORDED = (
@@ -428,7 +429,8 @@ def _side_work(d: Path, rocprof_dir, code, index, samples: bool):
     """What the parent process does first while the other already parses wave
     files (it then takes fewer of them): the optional files, then the target
     and resources, which need only them, the listing and the files beside,
-    and with ``samples`` the PC-sample files the analysis will look for."""
+    the per-pc static facts of the listing, and with ``samples`` the PC-sample
+    files the analysis will look for."""
     side = _read_side_files(d)
     kernel_name, handle, dispatch_id = _context_keys(d, code)
     context = _context_now(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, side[0])
@@ -436,7 +438,7 @@ def _side_work(d: Path, rocprof_dir, code, index, samples: bool):
         from attlens.model.pcsampling import prefetch_samples
 
         prefetch_samples(d)
-    return side, context
+    return side, (context, _build_static(code))
 
 
 def _context_keys(d: Path, code) -> tuple[str, int | None, int | None]:
@@ -607,7 +609,7 @@ def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
     code, index = data.code, data.index
     warnings = list(data.warnings)
     kernel_name, handle, dispatch_id = _context_keys(d, code)
-    static = _build_static(code)
+    static = data.static or _build_static(code)
     arch, resources, used, added = _resolve_context(d, rocprof_dir, kernel_name, code, index, handle, dispatch_id, digest,
                                                     data.occupancy, data.context)
     warnings += added
