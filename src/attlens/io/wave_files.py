@@ -50,7 +50,6 @@ from attlens.io.jsonfile import MAX_JSON_BYTES
 INT32_MAX = 2**31 - 1
 TIME_LIMIT = 10**18  # times stay below this (< 2^62) so sums of times and durations cannot overflow int64; also the fast parser's bound
 _DIGITS = b"0123456789"
-_INT_ARRAY_CHARS = _DIGITS + b",[]"
 _INSTR_KEY = b'"instructions":['
 _TIMELINE_KEY = b'"timeline":['
 _WAITCNT_KEY = b'"waitcnt":['
@@ -67,6 +66,7 @@ PARALLEL_MIN_BYTES = 24 << 20  # below this, a second process costs more than it
 INSTR_FIELDS = ("time", "type", "stall", "duration", "pc")
 TIMELINE_FIELDS = ("state", "duration")
 # (lowest, highest) allowed per field, by the decoder's field types.
+# (every lower bound is 0: _Sink._bad_fields relies on it)
 _INSTR_LIMITS = ((0, TIME_LIMIT - 1), (0, 255), (0, INT32_MAX), (0, INT32_MAX), (0, INT32_MAX))
 _TIMELINE_LIMITS = ((0, 255), (0, INT32_MAX))
 _SCALARS = ("cu", "id", "simd", "slot")
@@ -132,9 +132,8 @@ def parse_int_rows(segs: list[bytes], width: int, parser=None) -> tuple[np.ndarr
     """Rows of ``width`` integers from compact JSON arrays (one per file), as one
     (n, width) int64 block and the row count of each segment; None when any
     segment is not exactly compact JSON of non-negative integer rows."""
-    joined = b"".join(segs)
-    if joined.translate(None, _INT_ARRAY_CHARS):
-        return None
+    # A segment whose digit-free rest is the rows' skeleton holds nothing but
+    # digits, commas and brackets: no sign, fraction, exponent or blank.
     rows: list[int] = []
     per_row = width + 2  # "[" + (width-1) "," + "]" + the separating ","
     for s in segs:
@@ -165,9 +164,7 @@ def check_waitcnt_segs(segs: list[bytes], parser=None) -> np.ndarray | None:
     """Numbers of compact ``waitcnt`` arrays (checked like :func:`parse_int_rows`,
     every number a pc or count within int32), or None when a segment is not
     exactly that grammar."""
-    joined = b"".join(segs)
-    if joined.translate(None, _INT_ARRAY_CHARS):
-        return None
+    # as in parse_int_rows, a skeleton that reduces holds nothing but digits, commas and brackets
     nonempty = []
     for s in segs:
         if not _reduce_waitcnt_skeleton(s.translate(None, _DIGITS)):
@@ -481,10 +478,12 @@ class _Sink:
 
     @staticmethod
     def _bad_fields(block: np.ndarray, limits) -> np.ndarray:
+        # Every value was written with digits only (parse_int_rows), so none is
+        # negative: only the upper bounds need a pass (every lower bound is 0).
         bad = np.zeros(len(block), dtype=bool)
         for j, (lo, hi) in enumerate(limits):
             col = block[:, j]
-            if len(col) and (int(col.max()) > hi or int(col.min()) < lo):
+            if len(col) and int(col.max()) > hi:
                 bad |= (col > hi) | (col < lo)
         return bad
 
