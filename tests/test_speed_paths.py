@@ -128,6 +128,8 @@ def _record_edit(data: bytes, new: bytes) -> bytes:
         lambda d: d.replace(b'"waitcnt":[[', b'"waitcnt":[[1,[[2,-3]]],['),
         lambda d: d.replace(b'"instructions":', b'"instructions":[[1,1,1,1,1]],"x":'),  # key twice: last wins
         lambda d: b'{"instructions":[[1,2,3,4,5]],' + d[1:],  # a decoy key before "wave"
+        lambda d: b'{"timeline":[[1,2]],' + d[1:],  # a decoy timeline before "wave"
+        lambda d: d.replace(b'"instructions":', b'"timeline":[[0,5]],"instructions":'),  # the wave's timeline twice: last wins
         lambda d: orjson.dumps(orjson.loads(d), option=orjson.OPT_INDENT_2),  # pretty-printed: valid
         lambda d: d.replace(b"],[71232,", b"] ,[71232,"),  # one space inside an array: valid (found by the mutation test)
         lambda d: d.replace(b"],[71232,", b"],\n[71232,").replace(b"[1,32],", b"[1, 32],"),

@@ -118,7 +118,10 @@ def _parse_numbers(segs: list[bytes], parser=None) -> np.ndarray | None:
         return np.zeros(0, dtype=np.int64)
     parser = parser or new_parser()
     try:
-        doc = parser.parse(b"[" + b",".join(segs) + b"]")
+        pieces = [b","] * (2 * len(segs) + 1)  # "[" seg "," seg ... "]", joined in one copy
+        pieces[0], pieces[-1] = b"[", b"]"
+        pieces[1::2] = segs
+        doc = parser.parse(b"".join(pieces))
         try:
             buf = doc.as_buffer(of_type="i")
         finally:
@@ -286,9 +289,10 @@ def reference_parse(data: bytes) -> dict:
 # ---------------------------------------------------------------------------
 
 
-def _cut_rows(data: bytes, key: bytes) -> tuple[int, int] | None:
-    """Byte span of the flat list of int rows after ``key`` (brackets included)."""
-    i = data.find(key)
+def _cut_rows(data: bytes, key: bytes, after: int = 0) -> tuple[int, int] | None:
+    """Byte span of the flat list of int rows after the first ``key`` from
+    byte ``after`` on (brackets included)."""
+    i = data.find(key, after)
     if i < 0:
         return None
     start = i + len(key) - 1
@@ -313,7 +317,9 @@ def _cut_file(data: bytes, entry: WaveEntry) -> _Cut:
     """Fast split; files not in the writer's layout take the reference path
     (arrays re-serialized compactly, so the same bulk checks apply)."""
     span_i = _cut_rows(data, _INSTR_KEY)
-    span_t = _cut_rows(data, _TIMELINE_KEY)
+    # the writer puts "timeline" after "instructions" (sorted keys): looked for past them, not
+    # through them again; whichever spans are cut, the markers below prove they are the wave's own
+    span_t = _cut_rows(data, _TIMELINE_KEY, span_i[1]) if span_i is not None else None
     if span_i is not None and span_t is not None and span_t[0] > span_i[1]:
         # The writer puts "waitcnt" last in "wave" (sorted keys): the file
         # ends with its array followed by "}}".
