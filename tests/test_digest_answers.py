@@ -302,3 +302,33 @@ def test_wait_dependencies_of_the_parse_parts_equal_the_whole(monkeypatch, worke
             a, b = getattr(ready, f), getattr(whole, f)
             assert a.dtype == b.dtype and np.array_equal(a, b), (name, f)
         assert compute_wait_deps(d) is ready  # what the analysis uses
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_wait_pairs_and_class_sums_of_the_parse_parts_equal_the_whole(monkeypatch, workers):
+    """The parts' wait/producer pairs and class sums, joined, are those of the
+    whole dispatch: the pc sums and breakdown equal the serial computation."""
+    from attlens.analysis.stalls import _compute_pc_sums
+    from attlens.analysis.waitattr import split_waits
+    from attlens.analysis.waitdeps import compute_wait_deps
+    from attlens.model.loader import load
+
+    if workers == "2":
+        require_fork()
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", workers)
+    for name in (FLASH, VEC_ADD):
+        d = load(require_shared() / "traces" / name, cache=False)
+        deps = compute_wait_deps(d)
+        ready = d.prepared["wait_pairs"]
+        whole = split_waits(d, deps)
+        assert len(whole.wait_rec) > 0
+        for f in whole.__dataclass_fields__:
+            a, b = getattr(ready, f), getattr(whole, f)
+            assert a.dtype == b.dtype and np.array_equal(a, b), (name, f)
+        sums, breakdown, _deps, pairs = _compute_pc_sums(d, deps)
+        assert pairs is ready  # the analysis took the parts' pairs
+        d.prepared = {}
+        sums2, breakdown2, _deps2, _pairs2 = _compute_pc_sums(d, deps)
+        assert breakdown == breakdown2 and breakdown.waits_resolved > 0
+        for f in sums.__dataclass_fields__:
+            assert np.array_equal(getattr(sums, f), getattr(sums2, f)), (name, f)

@@ -123,18 +123,73 @@ def _drop_deps(result):
     return sums, breakdown, pairs
 
 
+def class_tables(static, instruction_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pc: its class index (-1 for waits), its class as a producer a wait
+    waited on, and whether it is a wait instruction (a listed instruction of
+    class wait); from :class:`~attlens.model.dispatch.StaticCode` ``mnemonic``/``cls``."""
+    static_cls = np.array([_CLASS_INDEX.get(c, _CLASS_INDEX["other"]) if c != WAIT else -1 for c in static.cls], dtype=np.int64)
+    unresolved = _CLASS_INDEX["wait_unresolved"]
+    prod_cls = np.array([_CLASS_INDEX[producer_wait_class(m)] if m else unresolved for m in static.mnemonic], dtype=np.int64)
+    return static_cls, prod_cls, (static_cls < 0) & instruction_mask
+
+
+@dataclass
+class WaitShares:
+    """What the waits resolved among some records add to the per-pc class
+    sums (:func:`wait_shares`): sums over wait executions, so the shares of
+    disjoint sets of waves add up to those of all of them."""
+
+    stall: np.ndarray  # (n_pc, n_cls) int64: stall moved to each producer class
+    latency: np.ndarray
+    resolved_stall: np.ndarray  # (n_pc,) stall / latency of resolved wait executions (out of "unresolved")
+    resolved_latency: np.ndarray
+    producer_wait: np.ndarray  # (n_pc,) stall charged to each producer pc
+    resolved: int  # wait executions resolved
+    unresolved_with_stall: int  # wait records with stall that nothing resolved
+
+    def __add__(self, other: "WaitShares") -> "WaitShares":
+        return WaitShares(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+
+
+def wait_shares(recs, pairs, tables, n_pc: int) -> WaitShares:
+    """The class sums the wait/producer ``pairs`` (:func:`split_waits` of
+    ``recs``) give: each pair's stall/latency share to the wait pc's row, in
+    its producer's class, and out of the wait's "unresolved" cell."""
+    static_cls, prod_cls_by_pc, is_wait_pc = tables
+    n_cls = len(CLASS_IDS)
+    pc = recs.pc
+    stall = np.zeros((n_pc, n_cls), dtype=np.int64)
+    lat = np.zeros((n_pc, n_cls), dtype=np.int64)
+    prod = pairs.prod_rec
+    if len(prod):
+        wait_of = pairs.wait_rec
+        flat_idx = pc[wait_of].astype(np.int64) * n_cls + prod_cls_by_pc[pc[prod]]
+        size = n_pc * n_cls
+        stall += np.bincount(flat_idx, weights=pairs.stall_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
+        lat += np.bincount(flat_idx, weights=pairs.latency_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
+        w_exec = wait_of[pairs.first_of_wait]  # one row per wait execution
+        r_stall = np.bincount(pc[w_exec], weights=recs.stall[w_exec], minlength=n_pc).round().astype(np.int64)
+        r_lat = np.bincount(pc[w_exec], weights=recs.duration[w_exec], minlength=n_pc).round().astype(np.int64)
+        producer_wait = np.bincount(pc[prod], weights=pairs.stall_share, minlength=n_pc).round().astype(np.int64)
+    else:
+        w_exec = np.zeros(0, dtype=np.int64)
+        r_stall, r_lat, producer_wait = (np.zeros(n_pc, dtype=np.int64) for _ in range(3))
+    is_wait_rec = (static_cls[pc] < 0) & (recs.stall > 0)
+    is_wait_rec[w_exec] = False
+    return WaitShares(stall, lat, r_stall, r_lat, producer_wait, len(w_exec), int(np.count_nonzero(is_wait_rec)))
+
+
 def _compute_pc_sums(dispatch, deps: WaitDeps) -> tuple[PcSums, StallBreakdown, WaitDeps, WaitPairs]:
     recs = dispatch.records
     n_pc = dispatch.code.size
-    st = dispatch.static
-    pc = recs.pc
     basic = getattr(dispatch, "prepared", {}).get("pc_basic")  # summed by the loader's parse processes
     if basic is None or any(len(a) != n_pc for a in basic):
         basic = basic_pc_sums(recs, n_pc)
     hit, lat, stall, idle = basic
 
     n_cls = len(CLASS_IDS)
-    static_cls = np.array([_CLASS_INDEX.get(c, _CLASS_INDEX["other"]) if c != WAIT else -1 for c in st.cls], dtype=np.int64)
+    tables = class_tables(dispatch.static, dispatch.code.instruction_mask)
+    static_cls, _prod_cls, is_wait_pc = tables
     # Non-wait pcs: all of their cycles are in their own class.
     class_stall = np.zeros((n_pc, n_cls), dtype=np.int64)
     class_lat = np.zeros((n_pc, n_cls), dtype=np.int64)
@@ -144,33 +199,24 @@ def _compute_pc_sums(dispatch, deps: WaitDeps) -> tuple[PcSums, StallBreakdown, 
     class_lat[rows, static_cls[rows]] = lat[rows]
 
     # Waits: split each execution over its producers.
-    wait_rows = np.flatnonzero(~nonwait & dispatch.code.instruction_mask)
+    wait_rows = np.flatnonzero(is_wait_pc)
     unresolved = _CLASS_INDEX["wait_unresolved"]
     # Start with everything unresolved, then move resolved executions' cycles.
     class_stall[wait_rows, unresolved] = stall[wait_rows]
     class_lat[wait_rows, unresolved] = lat[wait_rows]
-    producer_wait = np.zeros(n_pc, dtype=np.int64)
-    pairs = split_waits(dispatch, deps)
-    prod = pairs.prod_rec
-    if len(prod):
-        wait_of = pairs.wait_rec
-        prod_cls_by_pc = np.array(
-            [_CLASS_INDEX[producer_wait_class(m)] if m else unresolved for m in st.mnemonic], dtype=np.int64
-        )
-        pcls = prod_cls_by_pc[pc[prod]]
-        wpc = pc[wait_of].astype(np.int64)
-        flat_idx = wpc * n_cls + pcls
-        size = n_pc * n_cls
-        class_stall += np.bincount(flat_idx, weights=pairs.stall_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
-        class_lat += np.bincount(flat_idx, weights=pairs.latency_share, minlength=size).round().astype(np.int64).reshape(n_pc, n_cls)
-        w_exec = wait_of[pairs.first_of_wait]  # one row per wait execution
-        class_stall[:, unresolved] -= np.bincount(pc[w_exec], weights=recs.stall[w_exec], minlength=n_pc).round().astype(np.int64)
-        class_lat[:, unresolved] -= np.bincount(pc[w_exec], weights=recs.duration[w_exec], minlength=n_pc).round().astype(np.int64)
-        producer_wait = np.bincount(pc[prod], weights=pairs.stall_share, minlength=n_pc).round().astype(np.int64)
-        resolved_execs = w_exec
+    prepared = getattr(dispatch, "prepared", {})
+    if prepared.get(f"waitdeps-{deps.model}") is deps and "wait_pairs" in prepared:
+        pairs, shares = prepared["wait_pairs"], prepared["wait_shares"]  # the parse processes' parts, joined
     else:
-        resolved_execs = np.zeros(0, dtype=np.int64)
-    resolved_wait_records = len(resolved_execs)
+        pairs = split_waits(dispatch, deps)
+        shares = wait_shares(recs, pairs, tables, n_pc)
+    class_stall += shares.stall
+    class_lat += shares.latency
+    class_stall[:, unresolved] -= shares.resolved_stall
+    class_lat[:, unresolved] -= shares.resolved_latency
+    producer_wait = shares.producer_wait
+    resolved_wait_records = shares.resolved
+    unresolved_with_stall = shares.unresolved_with_stall
 
     by_stall = {c: int(v) for c, v in zip(CLASS_IDS, class_stall.sum(axis=0))}
     by_lat = {c: int(v) for c, v in zip(CLASS_IDS, class_lat.sum(axis=0))}
@@ -178,9 +224,6 @@ def _compute_pc_sums(dispatch, deps: WaitDeps) -> tuple[PcSums, StallBreakdown, 
     # (summed per pc: no per-record array)
     pc_cls = np.where(nonwait, static_cls, np.argmax(class_lat, axis=1))
     by_rec = {c: int(v) for c, v in zip(CLASS_IDS, np.bincount(pc_cls, weights=hit, minlength=n_cls).round().astype(np.int64))}
-    is_wait_rec = ~nonwait[pc] & (recs.stall > 0)
-    is_wait_rec[resolved_execs] = False
-    unresolved_with_stall = int(np.count_nonzero(is_wait_rec))
     sums = PcSums(hit, lat, stall, idle, class_stall, class_lat, producer_wait)
     total_lat = int(lat.sum())
     total_stall = int(stall.sum())

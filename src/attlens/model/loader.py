@@ -304,7 +304,8 @@ def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, 
 
     prepared = _merge_parts(table.derived)
     if (prepared.get("n_rec"), prepared.get("n_waves")) != (records.count, waves.count):  # not every kept wave: not used
-        prepared.pop(WAITDEPS_KEY, None)
+        for k in (WAITDEPS_KEY, "wait_pairs", "wait_shares"):
+            prepared.pop(k, None)
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
                        prepared, context, static)
 
@@ -498,17 +499,19 @@ def _part_pass(code, hidden: bool):
     """What the parse processes compute on each part of the wave files as soon
     as they parsed it (io/wave_files.py ``per_part``): the idle column (in
     place), the per-pc sums of executions, latency, stall and idle, the gfx9
-    wait-counter simulation, and with ``hidden`` the hidden-latency model's
-    per-pc cycles. All are sums or concatenations over waves (the hidden
+    wait-counter simulation, its wait/producer pairs and their class sums,
+    and with ``hidden`` the hidden-latency model's per-pc cycles. All are sums or concatenations over waves (the hidden
     cycles over whole (SE, SIMD) scopes), so the parts add up exactly
     (:func:`_merge_parts`)."""
     from attlens.analysis.hidden import hidden_cycles, matrix_pcs, scope_keys
-    from attlens.analysis.stalls import basic_pc_sums
-    from attlens.analysis.waitdeps import listing_actions, part_wait_deps
+    from attlens.analysis.stalls import basic_pc_sums, wait_shares
+    from attlens.analysis.waitattr import split_waits
+    from attlens.analysis.waitdeps import part_wait_deps
 
     n_pc = code.size
-    is_matrix = matrix_pcs([mnemonic(t) if not lab else "" for t, lab in zip(code.isa, code.is_label)]) if hidden else None
-    listing: list = []  # the wait simulation's per-pc actions, made once per process on its first part
+    mnemonics = [mnemonic(t) if not lab else "" for t, lab in zip(code.isa, code.is_label)]
+    is_matrix = matrix_pcs(mnemonics) if hidden else None
+    tables: list = []  # per-pc tables of the wait simulation and its class sums, made once per process on its first part
 
     def run(table) -> dict:
         from types import SimpleNamespace
@@ -519,12 +522,14 @@ def _part_pass(code, hidden: bool):
         rc = table.records
         wave_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
         rc["idle"][:] = segmented_idle(rc["time"], rc["duration"], wave_of, table.begin, rec_start)
-        if not listing:
-            listing.append(listing_actions(code, WAITDEPS_MODEL))
-        out = {"n_rec": int(counts.sum()), "n_waves": len(counts),
-               WAITDEPS_KEY: part_wait_deps(code, listing[0], WAITDEPS_MODEL, rc["pc"], wave_of, rec_start)}
-        del wave_of
+        if not tables:
+            tables.extend(_wait_tables(code, mnemonics))
         recs = SimpleNamespace(**rc)
+        deps = part_wait_deps(code, tables[0], WAITDEPS_MODEL, rc["pc"], wave_of, rec_start)
+        del wave_of
+        pairs = split_waits(SimpleNamespace(records=recs), deps)
+        out = {"n_rec": int(counts.sum()), "n_waves": len(counts), WAITDEPS_KEY: deps, "wait_pairs": pairs,
+               "wait_shares": wait_shares(recs, pairs, tables[1], n_pc)}
         out["pc_basic"] = basic_pc_sums(recs, n_pc)
         if is_matrix is not None:
             se = np.array([e.se for e in table.entries], dtype=np.int32)
@@ -534,6 +539,19 @@ def _part_pass(code, hidden: bool):
         return out
 
     return run
+
+
+def _wait_tables(code, mnemonics: list[str]) -> tuple:
+    """The wait simulation's per-pc actions and the class sums' per-pc classes
+    (analysis.waitdeps.listing_actions, analysis.stalls.class_tables)."""
+    from types import SimpleNamespace
+
+    from attlens.analysis.stalls import class_tables
+    from attlens.analysis.taxonomy import classify_mnemonic
+    from attlens.analysis.waitdeps import listing_actions
+
+    static = SimpleNamespace(mnemonic=mnemonics, cls=[classify_mnemonic(m) if m else "" for m in mnemonics])
+    return listing_actions(code, WAITDEPS_MODEL), class_tables(static, code.instruction_mask)
 
 
 def _distinct(a: np.ndarray) -> np.ndarray:
@@ -547,6 +565,10 @@ def _merge_parts(parts: list) -> dict:
     """The sum of what :func:`_part_pass` returned for several parts (in each
     process, then over the processes); the hidden cycles only when no (SE,
     SIMD) scope was split between two parts."""
+    import functools
+    import operator
+
+    from attlens.analysis.waitattr import join_wait_pairs
     from attlens.analysis.waitdeps import join_wait_deps
 
     parts = [p for p in parts if p]
@@ -554,7 +576,9 @@ def _merge_parts(parts: list) -> dict:
         return {}
     out = {"pc_basic": tuple(sum(p["pc_basic"][k] for p in parts) for k in range(4)),
            "n_rec": sum(p["n_rec"] for p in parts), "n_waves": sum(p["n_waves"] for p in parts),
-           WAITDEPS_KEY: join_wait_deps([(p[WAITDEPS_KEY], p["n_rec"], p["n_waves"]) for p in parts])}
+           WAITDEPS_KEY: join_wait_deps([(p[WAITDEPS_KEY], p["n_rec"], p["n_waves"]) for p in parts]),
+           "wait_pairs": join_wait_pairs([(p["wait_pairs"], p["n_rec"]) for p in parts]),
+           "wait_shares": functools.reduce(operator.add, (p["wait_shares"] for p in parts))}
     if all("hidden_acc" in p for p in parts):
         scopes = np.concatenate([p["scopes"] for p in parts])
         if len(_distinct(scopes)) == len(scopes):
