@@ -200,31 +200,35 @@ def _compute_hotspots(dispatch, sums: PcSums) -> Hotspots:
     executed_mask = instr_mask & (sums.hit > 0)
 
     instrs: list[InstructionHotspot] = []
-    for pc in np.flatnonzero(executed_mask).tolist():
-        row_stall = sums.class_stall[pc]
+    executed_pcs = np.flatnonzero(executed_mask)
+    # per-pc values as Python ints once (indexing NumPy arrays per pc and field costs more than the rest)
+    hit, lat, stall, idle, waited = (a[executed_pcs].tolist() for a in (sums.hit, sums.latency, sums.stall, sums.idle, sums.producer_wait))
+    class_rows = sums.class_stall[executed_pcs].tolist()
+    for k, pc in enumerate(executed_pcs.tolist()):
         cls = st.cls[pc]
         if cls == WAIT:
             cls = _dominant(sums.class_latency[pc])
         own = st.own_source[pc]
+        codeobj, vaddr = code.address(pc)
         instrs.append(
             InstructionHotspot(
                 pc=pc,
-                vaddr=code.address(pc)[1],
-                codeobj=code.address(pc)[0],
+                vaddr=vaddr,
+                codeobj=codeobj,
                 isa=code.isa[pc],
                 mnemonic=st.mnemonic[pc],
                 class_=cls,
-                hit=int(sums.hit[pc]),
-                latency=int(sums.latency[pc]),
-                stall=int(sums.stall[pc]),
-                idle=int(sums.idle[pc]),
-                issue=int(sums.latency[pc] - sums.stall[pc]),
-                stall_share=float(sums.stall[pc]) / total_stall,
-                latency_share=float(sums.latency[pc]) / total_lat,
+                hit=hit[k],
+                latency=lat[k],
+                stall=stall[k],
+                idle=idle[k],
+                issue=lat[k] - stall[k],
+                stall_share=stall[k] / total_stall,
+                latency_share=lat[k] / total_lat,
                 source=str(own) if own else None,
                 inline_chain=[str(s) for s in st.inline_chain[pc]],
-                class_stall={CLASS_IDS[i]: int(v) for i, v in enumerate(row_stall) if v},
-                waited_on=int(sums.producer_wait[pc]),
+                class_stall={CLASS_IDS[i]: v for i, v in enumerate(class_rows[k]) if v},
+                waited_on=waited[k],
                 stall_recorded=recorded,
             )
         )
