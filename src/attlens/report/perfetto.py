@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attlens.model.dispatch import STATE_NAMES
-from attlens.report.jsonrows import Rows, Table, squeeze
+from attlens.report.jsonrows import Rows, Table
 from attlens.textsafe import dumps_json  # non-UTF-8 paths as \xNN, not a TypeError
 
 DEFAULT_MAX_EVENTS = 1_000_000
@@ -92,6 +92,16 @@ class _Chunk:
     events: int
 
 
+@dataclass
+class _Written:
+    """Some waves' part of the file: buffers to write in order, how many
+    events they hold, and the pcs of their instructions."""
+
+    pieces: list
+    events: int
+    pcs: np.ndarray
+
+
 @dataclass(frozen=True)
 class _Inputs:
     """What the formatting threads read, as plain arrays: a digest's columns
@@ -116,6 +126,13 @@ class _Inputs:
     instr_head: Table
     instr_args: Table
     state_head: Table
+    se: list
+    cu: list
+    simd: list
+    slot: list
+    filenames: list
+    first_proc: np.ndarray  # bool per wave: the first exported of its SE (its process is named before it)
+    first_track: np.ndarray  # bool per wave: the first exported of its (CU, SIMD, slot) (its tracks are named)
 
 
 def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
@@ -144,7 +161,7 @@ def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
     pcs = x.pc[r]
     instr = (Rows(len(r)).table(x.instr_head, pcs).table(ids, of_rec).thousandths(s_ns).const(b',"dur":').thousandths(e_ns - s_ns)
              .table(x.instr_args, pcs).integer(x.stall[r]).const(b"}}"))
-    instr, instr_at = squeeze(instr.matrix(), r_at)
+    instr, instr_at = instr.squeezed(r_at)
     s, s_at = _ranges(x.tl_start[waves], x.tl_stop[waves])
     of_seg = np.repeat(np.arange(n_w), np.diff(s_at))
     cycles = x.state_cycles[s].astype(np.int64)
@@ -154,40 +171,61 @@ def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
     a, b = ns(seg_end - cycles), ns(seg_end)
     state = (Rows(len(s)).table(x.state_head, x.state[s]).table(state_ids, of_seg).thousandths(a).const(b',"dur":').thousandths(b - a)
              .const(b"}"))
-    state, state_at = squeeze(state.matrix(), s_at)
+    state, state_at = state.squeezed(s_at)
     return _Chunk(instr, instr_at, state, state_at, wave_ts, wave_end, pcs, len(r) + len(s))
 
 
-def _inputs(d, shift, begin, end, ns) -> _Inputs:
+def _firsts(keys: np.ndarray, chosen: np.ndarray, n: int) -> np.ndarray:
+    """Bool per wave (``n``): the first of ``chosen`` (ascending) with its key."""
+    first = np.zeros(n, dtype=bool)
+    first[chosen[np.unique(keys[chosen], return_index=True)[1]]] = True
+    return first
+
+
+def _inputs(d, chosen, shift, begin, end, ns) -> _Inputs:
     w, recs, tl, st = d.waves, d.records, d.timeline, d.static
+    pid = w.se.astype(np.int64) + 1
+    tid = w.cu.astype(np.int64) * 10000 + w.simd.astype(np.int64) * 100 + w.slot + 1
     return _Inputs(
-        pid=w.se.astype(np.int64) + 1, tid=w.cu.astype(np.int64) * 10000 + w.simd.astype(np.int64) * 100 + w.slot + 1,
+        pid=pid, tid=tid,
         rec_start=w.rec_start, rec_stop=w.rec_stop, tl_start=w.tl_start, tl_stop=w.tl_stop,
         time=recs.time, duration=recs.duration, pc=recs.pc, stall=recs.stall, state=tl.state, state_cycles=tl.duration,
         shift=shift, begin=begin, end=end, ns=ns,
         instr_head=Table.of_json(b',{"ph":"X","name":', st.mnemonic),
         instr_args=Table([b',"args":{"pc":%d,"source":' % pc + dumps_json(str(o) if o else None) + b',"stall":'
                           for pc, o in enumerate(st.own_source)]),
-        state_head=Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)]))
+        state_head=Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)]),
+        se=w.se.tolist(), cu=w.cu.tolist(), simd=w.simd.tolist(), slot=w.slot.tolist(), filenames=w.filenames,
+        first_proc=_firsts(pid, chosen, w.count), first_track=_firsts(pid << 32 | tid, chosen, w.count))
 
 
-def _wave_events(w, wi: int, wb: int, wave_end: int, seen_proc: set, seen_thread: set) -> list[dict]:
+def _wave_events(x: _Inputs, wi: int, wb: int, wave_end: int, n_records: int) -> list[dict]:
     """The wave's slice (``wb``..``wave_end`` ns), after the names of its
-    process and tracks the first time they appear."""
-    se, cu, simd, slot = int(w.se[wi]), int(w.cu[wi]), int(w.simd[wi]), int(w.slot[wi])
+    process and tracks where they first appear."""
+    se, cu, simd, slot, name = x.se[wi], x.cu[wi], x.simd[wi], x.slot[wi], x.filenames[wi]
     pid, tid = se + 1, cu * 10000 + simd * 100 + slot + 1
     events: list[dict] = []
-    if pid not in seen_proc:
-        seen_proc.add(pid)
+    if x.first_proc[wi]:
         events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"SE{se}"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": se}})
-    if (pid, tid) not in seen_thread:
-        seen_thread.add((pid, tid))
+    if x.first_track[wi]:
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"CU{cu} SIMD{simd} slot{slot}"}})
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + 5000, "args": {"name": f"CU{cu} SIMD{simd} slot{slot} states"}})
-    events.append({"ph": "X", "name": f"wave {w.filenames[wi][:-5]}", "pid": pid, "tid": tid, "ts": wb / 1000, "dur": (wave_end - wb) / 1000,
-                   "args": {"file": w.filenames[wi], "records": int(w.rec_stop[wi] - w.rec_start[wi])}})
+    events.append({"ph": "X", "name": f"wave {name[:-5]}", "pid": pid, "tid": tid, "ts": wb / 1000, "dur": (wave_end - wb) / 1000,
+                   "args": {"file": name, "records": n_records}})
     return events
+
+
+def _written(x: _Inputs, waves: np.ndarray) -> _Written:
+    """The file's bytes of ``waves`` (ascending): per wave its dict events,
+    instruction rows and state rows."""
+    c = _wave_rows(x, waves)
+    pieces, events = [], c.events
+    for j, wi in enumerate(waves.tolist()):
+        head = _wave_events(x, wi, int(c.wave_ts[j]), int(c.wave_end[j]), int(x.rec_stop[wi] - x.rec_start[wi]))
+        events += len(head)
+        pieces += [b"," + dumps_json(head)[1:-1], c.instr[c.instr_at[j]:c.instr_at[j + 1]], c.state[c.state_at[j]:c.state_at[j + 1]]]
+    return _Written(pieces, events, c.pcs)
 
 
 def _counter_rows(se: int, ev: np.ndarray, offset: int, ns) -> Rows:
@@ -207,7 +245,7 @@ def _distinct(a: np.ndarray) -> int:
 
 
 def _in_order(work, items, ahead: int = 4):
-    """``(item, work(item))`` for each item, in order, ``work`` running on two
+    """``work(item)`` for each item, in order, ``work`` running on two
     threads up to ``ahead`` items ahead (NumPy releases the GIL: formatting
     the next waves overlaps writing these)."""
     from collections import deque
@@ -217,22 +255,45 @@ def _in_order(work, items, ahead: int = 4):
     pending: deque = deque()
     try:
         for item in items:
-            pending.append((item, pool.submit(work, item)))
+            pending.append(pool.submit(work, item))
             if len(pending) >= ahead:
-                item0, fut = pending.popleft()
-                yield item0, fut.result()
+                yield pending.popleft().result()
         while pending:
-            item0, fut = pending.popleft()
-            yield item0, fut.result()
+            yield pending.popleft().result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Writer:
+    """Writes lists of buffers to the file's descriptor, one ``os.writev``
+    each (no copy, one system call, one GIL hand-off per chunk); rows start
+    with a comma, which the file's first drops."""
+
+    def __init__(self, f):
+        f.flush()  # nothing buffered: every byte goes through fd from here
+        self.fd, self.size, self.first = f.fileno(), 0, True
+
+    def __call__(self, pieces: list) -> None:
+        pieces = [p for p in pieces if len(p)]
+        if self.first and pieces:
+            pieces[0] = memoryview(pieces[0])[1:]
+            self.first = False
+        self.raw(pieces)
+
+    def raw(self, pieces: list) -> None:
+        from attlens.fsutil import reserve, write_all
+
+        n = sum(len(p) for p in pieces)
+        reserve(self.fd, self.size, n)  # no block left to allocate when renamed: fsutil.reserve
+        write_all(self.fd, pieces)
+        self.size += n
 
 
 def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple[int, int] | None = None,
                  max_events: int | None = DEFAULT_MAX_EVENTS) -> dict:
     """Write the trace to ``out`` (atomically, streamed); returns a summary:
     events and waves written, and what the event cap left out."""
-    from attlens.fsutil import atomic_writer, reserve
+    from attlens.fsutil import atomic_writer
 
     d = result.dispatch
     w = d.waves
@@ -263,47 +324,25 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
     def ns(c):
         return np.rint((np.asarray(c, dtype=np.float64) - origin) * scale).astype(np.int64)
 
-    inputs = _inputs(d, shift, begin, end, ns)
+    inputs = _inputs(d, chosen, shift, begin, end, ns)
 
-    def rows_of(waves):
-        return _wave_rows(inputs, waves)
+    def written(waves):
+        return _written(inputs, waves)
 
-    seen_proc, seen_thread = set(), set()
     used_pc = np.zeros(d.code.size, dtype=bool)
     n_events = 0
     with atomic_writer(out) as f:
-        first = True
-
-        def write(pieces: list) -> None:
-            reserve(f, sum(len(p) for p in pieces))  # no block left to allocate when renamed: fsutil.reserve
-            for p in pieces:
-                f.write(p)
-
-        write([b'{"traceEvents":['])
-
-        def put(pieces: list) -> None:
-            """Write pieces of rows that each start with a comma (the file's first drops it)."""
-            nonlocal first
-            pieces = [p for p in pieces if len(p)]
-            if first and pieces:
-                pieces[0] = memoryview(pieces[0])[1:]
-                first = False
-            write(pieces)
-
-        for waves, chunk in _in_order(rows_of, _chunks(chosen, per_wave, CHUNK_EVENTS)):
+        put = _Writer(f)
+        put.raw([b'{"traceEvents":['])
+        for chunk in _in_order(written, _chunks(chosen, per_wave, CHUNK_EVENTS)):
             used_pc[chunk.pcs] = True
-            pieces = []
-            for j, wi in enumerate(waves.tolist()):
-                events = _wave_events(w, wi, int(chunk.wave_ts[j]), int(chunk.wave_end[j]), seen_proc, seen_thread)
-                n_events += len(events)
-                pieces += [b"," + dumps_json(events)[1:-1], chunk.instr[chunk.instr_at[j]:chunk.instr_at[j + 1]],
-                           chunk.state[chunk.state_at[j]:chunk.state_at[j + 1]]]
-            put(pieces)
+            put(chunk.pieces)
             n_events += chunk.events
+        exported_pids = set(inputs.pid[chosen].tolist())
         for se, ev in counter_events.items():
-            if se + 1 in seen_proc:
+            if se + 1 in exported_pids:
                 rows = _counter_rows(se, ev, offsets.get(int(se), 0), ns)
-                put([squeeze(rows.matrix())[0]])
+                put([rows.squeezed()[0]])
                 n_events += rows.n
         meta = {
             "generator": "attlens",
@@ -320,8 +359,8 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
             "events": n_events,
             "instructions": {str(pc): d.code.isa[pc] for pc in np.flatnonzero(used_pc).tolist()},
         }
-        write([b'],"displayTimeUnit":"ns","metadata":' + dumps_json(meta) + b"}"])
-        size = f.tell()
-        f.truncate()  # what reserve() allocated past the end
+        put.raw([b'],"displayTimeUnit":"ns","metadata":' + dumps_json(meta) + b"}"])
+        size = put.size
+        f.truncate(size)  # what reserve() allocated past the end
     meta["bytes"] = size
     return meta
