@@ -212,6 +212,41 @@ def test_table_rows_are_the_json_of_their_values_and_groups_are_byte_offsets():
         Table([b"a\0b"])
 
 
+def _thousandths(v: int) -> bytes:
+    return b"%s%d.%03d" % (b"-" if v < 0 else b"", abs(v) // 1000, abs(v) % 1000)
+
+
+@pytest.mark.parametrize("long_names", [True, False])
+@pytest.mark.parametrize("n", [0, 1, 2, 500])
+def test_rows_of_several_tables_constants_and_numbers_are_each_rows_json(n, long_names):
+    """The matrix is a take of a template (the tables of the widest index and
+    the constants) with the other blocks written over it: two tables on one
+    index and one on another, the one or the other widest; constants between
+    and numbers; one row and none."""
+    rng = np.random.default_rng(28)
+    names = ["s_mov_b32", "v_add_f32", "", "x" * (60 if long_names else 3), 'q"uote']
+    sources = [None, "/a/b.py:3", "/a/long/path/to/it.py:1234" + "y" * (0 if long_names else 90), "caf\u00e9"]
+    head, args = Table.of_json(b',{"name":', names), Table.of_json(b',"source":', sources)
+    tail = Table([b',"pc":%d' % pc for pc in range(len(names))])
+    waves = Table([b',"tid":%d,"ts":' % t for t in (7, 10001, 123456)])
+    pc, wave, src = rng.integers(0, 5, n), rng.integers(0, 3, n), rng.integers(0, 4, n)
+    ts, stall = rng.integers(-(10**7), 10**9, n), rng.integers(0, 5000, n)
+    rows = (Rows(n).table(head, pc).table(waves, wave).thousandths(ts).const(b',"dur":1').table(args, src).table(tail, pc)
+            .const(b',"stall":').integer(stall).const(b"}"))
+    expected = b"".join(b',{"name":' + dumps_json(names[p]) + b',"tid":%d,"ts":' % (7, 10001, 123456)[w] + _thousandths(t)
+                        + b',"dur":1,"source":' + dumps_json(sources[s]) + b',"pc":%d,"stall":%d}' % (p, st)
+                        for p, w, s, t, st in zip(pc.tolist(), wave.tolist(), src.tolist(), ts.tolist(), stall.tolist()))
+    assert bytes(rows.squeezed()[0]) == expected
+    assert bytes(squeeze(rows.matrix())[0]) == expected
+
+
+def test_a_table_row_out_of_range_is_an_index_error():
+    table = Table([b"a", b"b"])
+    for idx in ([0, 2], [-1, 0]):
+        with pytest.raises(IndexError):
+            Rows(2).table(table, np.array(idx))
+
+
 def test_rows_built_in_the_reused_buffer_are_the_rows_of_a_fresh_matrix():
     """squeezed() builds each matrix in one buffer per thread: a wide one,
     then a narrower and shorter one over it, then one on another thread at
@@ -235,6 +270,38 @@ def test_rows_built_in_the_reused_buffer_are_the_rows_of_a_fresh_matrix():
 
 
 # --------------------------------------------------------------------------- writing
+
+
+def test_results_are_taken_in_order_whichever_thread_finishes_first():
+    import threading
+    import time
+
+    got, threads = [], set()
+
+    def work(i):
+        threads.add(threading.current_thread().name)
+        time.sleep(0.003 if i % 3 == 0 else 0)
+        return i * i
+
+    perfetto._in_order(work, iter(range(60)), got.append)
+    assert got == [i * i for i in range(60)]
+    assert len(threads) == 2
+
+
+@pytest.mark.parametrize("failing", ["main", "helper"])
+def test_the_first_error_on_either_thread_stops_the_work_and_is_raised(failing):
+    import threading
+
+    got = []
+
+    def work(i):
+        if i >= 5 and (threading.current_thread() is threading.main_thread()) == (failing == "main"):
+            raise ValueError(f"item {i}")
+        return i
+
+    with pytest.raises(ValueError, match="item"):
+        perfetto._in_order(work, iter(range(10_000)), got.append)
+    assert got == list(range(len(got))) and len(got) < 10_000
 
 
 def _written_back(tmp_path, pieces) -> bytes:

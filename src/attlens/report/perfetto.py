@@ -244,24 +244,83 @@ def _distinct(a: np.ndarray) -> int:
     return int(np.count_nonzero(np.diff(np.sort(a)))) + 1 if len(a) else 0
 
 
-def _in_order(work, items, ahead: int = 4):
-    """``work(item)`` for each item, in order, ``work`` running on two
-    threads up to ``ahead`` items ahead (NumPy releases the GIL: formatting
-    the next waves overlaps writing these)."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
+class _Ordered:
+    """Items handed out one at a time to several threads, and turns to take
+    their results in the items' order; the first error stops every thread."""
 
-    pool = ThreadPoolExecutor(2, thread_name_prefix="attlens-export")
-    pending: deque = deque()
+    def __init__(self, items):
+        import threading
+
+        self._items = enumerate(items)
+        self._cond = threading.Condition()
+        self._turn = 0
+        self.error: BaseException | None = None
+
+    def next(self):
+        """``(index, item)``, or None when there is none left or an error stopped the work."""
+        with self._cond:
+            return next(self._items, None) if self.error is None else None
+
+    def wait_turn(self, index: int) -> bool:
+        """Wait until the results before ``index`` are taken; False after an error."""
+        with self._cond:
+            while self._turn != index and self.error is None:
+                self._cond.wait()
+            return self.error is None
+
+    def taken(self) -> None:
+        with self._cond:
+            self._turn += 1
+            self._cond.notify_all()
+
+    def fail(self, exc: BaseException) -> None:
+        with self._cond:
+            self.error = self.error or exc
+            self._cond.notify_all()
+
+
+def _work_in_order(order: _Ordered, work, take) -> None:
+    while (nxt := order.next()) is not None:
+        index, item = nxt
+        result = work(item)
+        if not order.wait_turn(index):
+            return
+        take(result)
+        order.taken()
+
+
+def _in_order(work, items, take, threads: int = 2) -> None:
+    """``take(work(item))`` for each item, in the items' order. ``work`` runs
+    on ``threads`` threads, this one among them (NumPy releases the GIL);
+    ``take`` on the thread that made the result, when its turn comes: the
+    formatting thread writes its own chunk (no hand-over to a writer thread,
+    one GIL hand-off fewer per chunk) while the other formats the next. The
+    first error (or Ctrl-C, which this thread receives) stops them all and
+    is raised here."""
+    import threading
+
+    order = _Ordered(items)
+
+    def helper():
+        try:
+            _work_in_order(order, work, take)
+        except BaseException as exc:
+            order.fail(exc)
+
+    helpers = [threading.Thread(target=helper, name=f"attlens-export-{k}", daemon=True) for k in range(threads - 1)]
+    for t in helpers:
+        t.start()
     try:
-        for item in items:
-            pending.append(pool.submit(work, item))
-            if len(pending) >= ahead:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        _work_in_order(order, work, take)
+        for t in helpers:
+            t.join()
+    except BaseException as exc:
+        order.fail(exc)  # the helpers stop before their next write
+        for t in helpers:
+            t.join()
+        raise
+    if order.error is not None:
+        raise order.error
 
 
 class _Writer:
@@ -334,10 +393,14 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
     with atomic_writer(out) as f:
         put = _Writer(f)
         put.raw([b'{"traceEvents":['])
-        for chunk in _in_order(written, _chunks(chosen, per_wave, CHUNK_EVENTS)):
+
+        def take(chunk: _Written) -> None:  # in file order, one thread at a time
+            nonlocal n_events
             used_pc[chunk.pcs] = True
             put(chunk.pieces)
             n_events += chunk.events
+
+        _in_order(written, _chunks(chosen, per_wave, CHUNK_EVENTS), take)
         exported_pids = set(inputs.pid[chosen].tolist())
         for se, ev in counter_events.items():
             if se + 1 in exported_pids:
