@@ -350,7 +350,7 @@ def test_write_all_goes_on_where_a_writev_stopped(tmp_path, monkeypatch):
 def test_export_imports_numpy_with_one_blas_thread_and_leaves_the_environment_alone():
     """No idle OpenBLAS thread spinning beside the export's own (measured:
     0.06-0.08 s of CPU), and no OPENBLAS_NUM_THREADS for child processes."""
-    code = ("import os, sys; from attlens.cli.common import import_numpy_quietly; import_numpy_quietly(); "
+    code = ("import os, sys; from attlens.cli.common import import_numpy_without_blas_threads; import_numpy_without_blas_threads(); "
             "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))")
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()

@@ -445,9 +445,9 @@ def cmd_deps(args) -> int:
 def cmd_export(args) -> int:
     from types import SimpleNamespace
 
-    from attlens.cli.common import import_numpy_quietly
+    from attlens.cli.common import import_numpy_without_blas_threads
 
-    import_numpy_quietly()  # before anything imports NumPy
+    import_numpy_without_blas_threads()  # before anything imports NumPy
     from attlens.analysis.clock import compute_clock
     from attlens.model.loader import load
     from attlens.model.locate import resolve_capture_dirs

@@ -485,7 +485,7 @@ def check_output(path, inputs=(), *, directory: bool = False, names=()) -> None:
             raise OutputRefused(f"{out}: is the input {src}; it would be overwritten", hint="write the output somewhere else")
 
 
-def import_numpy_quietly() -> None:
+def import_numpy_without_blas_threads() -> None:
     """Import NumPy with its OpenBLAS on one thread (unless the user chose a
     count), the environment as it was afterwards (no child process inherits
     it). Why: attlens does no linear algebra, and OpenBLAS's idle threads

@@ -7,7 +7,10 @@ digits come from integer arithmetic. Every block is padded with NUL bytes to
 its widest row (and to whole 4-byte words, so blocks are copied a word at a
 time); JSON text never holds a raw NUL (orjson escapes control characters),
 so :func:`squeeze`, dropping every NUL byte of the matrix, leaves the rows
-exactly, back to back.
+exactly, back to back. That drop, one pass over the padded matrix, is half
+of the formatting time: the matrix is built with as few passes as possible
+(one ``take`` of a template per row, see :meth:`Rows.matrix`) in a buffer
+each thread reuses (:meth:`Rows.squeezed`).
 
 Numbers: :meth:`Rows.integer` writes an integer as JSON does;
 :meth:`Rows.thousandths` writes ``v / 1000`` with three decimals

@@ -14,9 +14,11 @@ so slices nest exactly, as the trace-event format requires.
 The instruction and wave-state slices, nearly all of the file, are formatted
 by NumPy (:mod:`attlens.report.jsonrows`: per-pc byte templates, digits from
 integer arithmetic; ts/dur as ``ns / 1000`` with three decimals), a few
-thousand events at a time on two threads; the other events are dicts
-written by orjson. The file is streamed to disk in that order, chunk by
-chunk (never held whole in memory), and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
+thousand events at a time on two threads (this one and a helper; NumPy
+releases the GIL); the other events are dicts written by orjson. Each thread
+writes the chunk it formatted when its turn comes (one ``os.writev`` of the
+pieces, no copy), so the file is streamed in order, never held whole in
+memory, and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
 140 MB of JSON): waves are exported in start order until the next one would pass the
 cap; the metadata and the command's summary say how many waves and events
 were left out (``--max-events 0`` exports everything).
@@ -423,7 +425,5 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
             "instructions": {str(pc): d.code.isa[pc] for pc in np.flatnonzero(used_pc).tolist()},
         }
         put.raw([b'],"displayTimeUnit":"ns","metadata":' + dumps_json(meta) + b"}"])
-        size = put.size
-        f.truncate(size)  # what reserve() allocated past the end
-    meta["bytes"] = size
+    meta["bytes"] = put.size  # reserve() allocated exactly what was written: nothing to truncate
     return meta
