@@ -22,7 +22,7 @@ import attlens
 from attlens.analysis.clock import compute_clock
 from attlens.model.dispatch import STATE_NAMES
 from attlens.report import perfetto
-from attlens.report.jsonrows import Rows, Table, squeeze
+from attlens.report.jsonrows import Rows, Table, squeeze, squeeze_groups
 from attlens.textsafe import dumps_json
 
 FLASH_SMALL = "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"  # SE offsets, realtime clock
@@ -207,6 +207,8 @@ def test_table_rows_are_the_json_of_their_values_and_groups_are_byte_offsets():
     expected = [b',{"name":' + dumps_json(values[i]) + b"}" for i in idx.tolist()]
     assert bytes(out) == b"".join(expected)
     assert at.tolist() == [0, len(b"".join(expected[:2])), len(b"".join(expected[:2])), len(bytes(out))]
+    groups = squeeze_groups(Rows(len(idx)).table(table, idx).matrix(), np.array([0, 2, 2, 9]))
+    assert [bytes(g) for g in groups] == [b"".join(expected[:2]), b"", b"".join(expected[2:])]
     assert b"\\\\xff" in bytes(out)  # a non-UTF-8 byte written as \xNN, as dumps_json does
     with pytest.raises(ValueError):
         Table([b"a\0b"])
@@ -236,7 +238,7 @@ def test_rows_of_several_tables_constants_and_numbers_are_each_rows_json(n, long
     expected = b"".join(b',{"name":' + dumps_json(names[p]) + b',"tid":%d,"ts":' % (7, 10001, 123456)[w] + _thousandths(t)
                         + b',"dur":1,"source":' + dumps_json(sources[s]) + b',"pc":%d,"stall":%d}' % (p, st)
                         for p, w, s, t, st in zip(pc.tolist(), wave.tolist(), src.tolist(), ts.tolist(), stall.tolist()))
-    assert bytes(rows.squeezed()[0]) == expected
+    assert bytes(rows.squeezed()) == expected
     assert bytes(squeeze(rows.matrix())[0]) == expected
 
 
@@ -262,8 +264,8 @@ def test_rows_built_in_the_reused_buffer_are_the_rows_of_a_fresh_matrix():
 
     made = [rows(3000, 90), rows(700, 9), rows(5000, 30)]
     expected = [bytes(squeeze(r.matrix())[0]) for r in made]
-    got = [r.squeezed()[0] for r in made[:2]]
-    other = threading.Thread(target=lambda: got.append(made[2].squeezed()[0]))
+    got = [r.squeezed() for r in made[:2]]
+    other = threading.Thread(target=lambda: got.append(made[2].squeezed()))
     other.start()
     other.join()
     assert [bytes(g) for g in got] == expected

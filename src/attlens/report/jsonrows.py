@@ -181,9 +181,13 @@ class Rows:
             col += words.shape[1]
         return t
 
-    def squeezed(self, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """:func:`squeeze` of the rows' matrix, built in a reused buffer."""
-        return squeeze(self.matrix(scratch=True), groups)
+    def squeezed(self) -> np.ndarray:
+        """The rows back to back (:func:`squeeze`; the matrix built in a reused buffer)."""
+        return squeeze(self.matrix(scratch=True))[0]
+
+    def squeezed_groups(self, groups: np.ndarray) -> list[np.ndarray]:
+        """Each group of rows back to back (:func:`squeeze_groups`; the matrix built in a reused buffer)."""
+        return squeeze_groups(self.matrix(scratch=True), groups)
 
 
 _SCRATCH = threading.local()
@@ -217,3 +221,14 @@ def squeeze(m: np.ndarray, groups: np.ndarray | None = None) -> tuple[np.ndarray
     for a, b in zip(bounds, bounds[1:]):
         at.append(at[-1] + int(np.count_nonzero(keep[a * width : b * width])))
     return out, np.array(at, dtype=np.int64)
+
+
+def squeeze_groups(m: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:
+    """Each group of rows of ``m`` (row offsets ``groups``, ascending, ``0 ..
+    n``) back to back without their NUL padding, one new uint8 array a group.
+    Squeezed group by group, no pass counts the bytes of each (a tenth of
+    the squeeze's time for the export's per-wave pieces)."""
+    flat = m.reshape(-1)
+    keep = np.not_equal(flat, 0, out=_scratch("keep", flat.shape, np.bool_))
+    width, bounds = m.shape[1], groups.tolist()
+    return [flat[a * width : b * width][keep[a * width : b * width]] for a, b in zip(bounds, bounds[1:])]

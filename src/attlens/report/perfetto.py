@@ -81,13 +81,10 @@ def _ranges(starts, stops):
 
 @dataclass
 class _Chunk:
-    """The instruction and wave-state rows of some waves, as bytes, and
-    where each wave's rows start in them."""
+    """The instruction and wave-state rows of some waves, as bytes, wave by wave."""
 
-    instr: np.ndarray
-    instr_at: np.ndarray
-    state: np.ndarray
-    state_at: np.ndarray
+    instr: list[np.ndarray]
+    state: list[np.ndarray]
     wave_ts: np.ndarray
     wave_end: np.ndarray
     pcs: np.ndarray
@@ -163,7 +160,7 @@ def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
     pcs = x.pc[r]
     instr = (Rows(len(r)).table(x.instr_head, pcs).table(ids, of_rec).thousandths(s_ns).const(b',"dur":').thousandths(e_ns - s_ns)
              .table(x.instr_args, pcs).integer(x.stall[r]).const(b"}}"))
-    instr, instr_at = instr.squeezed(r_at)
+    instr = instr.squeezed_groups(r_at)
     s, s_at = _ranges(x.tl_start[waves], x.tl_stop[waves])
     of_seg = np.repeat(np.arange(n_w), np.diff(s_at))
     cycles = x.state_cycles[s].astype(np.int64)
@@ -173,8 +170,8 @@ def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
     a, b = ns(seg_end - cycles), ns(seg_end)
     state = (Rows(len(s)).table(x.state_head, x.state[s]).table(state_ids, of_seg).thousandths(a).const(b',"dur":').thousandths(b - a)
              .const(b"}"))
-    state, state_at = state.squeezed(s_at)
-    return _Chunk(instr, instr_at, state, state_at, wave_ts, wave_end, pcs, len(r) + len(s))
+    state = state.squeezed_groups(s_at)
+    return _Chunk(instr, state, wave_ts, wave_end, pcs, len(r) + len(s))
 
 
 def _firsts(keys: np.ndarray, chosen: np.ndarray, n: int) -> np.ndarray:
@@ -226,7 +223,7 @@ def _written(x: _Inputs, waves: np.ndarray) -> _Written:
     for j, wi in enumerate(waves.tolist()):
         head = _wave_events(x, wi, int(c.wave_ts[j]), int(c.wave_end[j]), int(x.rec_stop[wi] - x.rec_start[wi]))
         events += len(head)
-        pieces += [b"," + dumps_json(head)[1:-1], c.instr[c.instr_at[j]:c.instr_at[j + 1]], c.state[c.state_at[j]:c.state_at[j + 1]]]
+        pieces += [b"," + dumps_json(head)[1:-1], c.instr[j], c.state[j]]
     return _Written(pieces, events, c.pcs)
 
 
@@ -407,7 +404,7 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
         for se, ev in counter_events.items():
             if se + 1 in exported_pids:
                 rows = _counter_rows(se, ev, offsets.get(int(se), 0), ns)
-                put([rows.squeezed()[0]])
+                put([rows.squeezed()])
                 n_events += rows.n
         meta = {
             "generator": "attlens",
