@@ -348,6 +348,33 @@ def test_write_all_goes_on_where_a_writev_stopped(tmp_path, monkeypatch):
     assert len(calls) > 300 and max(calls) <= fsutil._IOV_MAX
 
 
+@pytest.mark.parametrize("failing_write", [2, 3])
+def test_a_full_disk_while_a_formatting_thread_writes_refuses_the_output_and_keeps_the_old_file(shared, tmp_path, monkeypatch, failing_write):
+    """ENOSPC from the chunk writes (the 2nd or 3rd: the threads take turns)
+    is the command's 'output refused'; the older trace stays, no temporary."""
+    import errno
+
+    from attlens import fsutil
+    from attlens.errors import OutputRefused
+
+    d = _load(shared / VEC_ADD)
+    out = tmp_path / "t.json"
+    out.write_bytes(b"older trace")
+    calls, writev = [], os.writev
+
+    def fills_up(fd, buffers):
+        calls.append(len(buffers))
+        if len(calls) == failing_write:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return writev(fd, buffers)
+
+    monkeypatch.setattr(fsutil.os, "writev", fills_up)
+    monkeypatch.setattr(perfetto, "CHUNK_EVENTS", 512)
+    with pytest.raises(OutputRefused):
+        perfetto.stream_trace(SimpleNamespace(dispatch=d), compute_clock(d), out, max_events=0)
+    assert out.read_bytes() == b"older trace" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc (Linux)")
 def test_export_imports_numpy_with_one_blas_thread_and_leaves_the_environment_alone():
     """No idle OpenBLAS thread spinning beside the export's own (measured:
