@@ -152,7 +152,7 @@ class Rows:
         shape = (self.n, sum(widths))
         out = _scratch("matrix", shape, np.uint32) if scratch else np.empty(shape, dtype=np.uint32)
         key = self._template_key()
-        if key is not None:  # clip: as fast as the default with out= is not; table() checked the range
+        if key is not None:  # mode "clip": with out=, the default mode copies through a buffer; table() checked the range
             np.take(self._template(key, shape[1]), key, axis=0, out=out, mode="clip")
         col = 0
         for kind, words, idx in self._blocks:
