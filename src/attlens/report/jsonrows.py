@@ -20,6 +20,7 @@ the same double as from the shortest form of ``v / 1000``.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -103,7 +104,7 @@ class Rows:
 
     def const(self, b: bytes) -> Rows:
         if b:
-            self._blocks.append(("const", _words(np.frombuffer(b, dtype=np.uint8)[None, :]), None))
+            self._blocks.append(("const", _const_words(bytes(b)), None))
         return self
 
     def table(self, table: Table, idx: np.ndarray) -> Rows:
@@ -188,6 +189,15 @@ class Rows:
     def squeezed_groups(self, groups: np.ndarray) -> list[np.ndarray]:
         """Each group of rows back to back (:func:`squeeze_groups`; the matrix built in a reused buffer)."""
         return squeeze_groups(self.matrix(scratch=True), groups)
+
+
+@functools.lru_cache(maxsize=256)
+def _const_words(b: bytes) -> np.ndarray:
+    """A constant's ``(1, k)`` words (read-only), made once: the export uses a
+    few constants thousands of times."""
+    words = _words(np.frombuffer(b, dtype=np.uint8)[None, :])
+    words.flags.writeable = False
+    return words
 
 
 _SCRATCH = threading.local()
