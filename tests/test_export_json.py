@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import subprocess
+import sys
 from decimal import Decimal
 from types import SimpleNamespace
 
@@ -19,7 +22,7 @@ import attlens
 from attlens.analysis.clock import compute_clock
 from attlens.model.dispatch import STATE_NAMES
 from attlens.report import perfetto
-from attlens.report.jsonrows import Rows, Table, squeeze
+from attlens.report.jsonrows import Rows, Table, squeeze, squeeze_groups
 from attlens.textsafe import dumps_json
 
 FLASH_SMALL = "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"  # SE offsets, realtime clock
@@ -204,6 +207,190 @@ def test_table_rows_are_the_json_of_their_values_and_groups_are_byte_offsets():
     expected = [b',{"name":' + dumps_json(values[i]) + b"}" for i in idx.tolist()]
     assert bytes(out) == b"".join(expected)
     assert at.tolist() == [0, len(b"".join(expected[:2])), len(b"".join(expected[:2])), len(bytes(out))]
+    groups = squeeze_groups(Rows(len(idx)).table(table, idx).matrix(), np.array([0, 2, 2, 9]))
+    assert [bytes(g) for g in groups] == [b"".join(expected[:2]), b"", b"".join(expected[2:])]
     assert b"\\\\xff" in bytes(out)  # a non-UTF-8 byte written as \xNN, as dumps_json does
     with pytest.raises(ValueError):
         Table([b"a\0b"])
+
+
+def _thousandths(v: int) -> bytes:
+    return b"%s%d.%03d" % (b"-" if v < 0 else b"", abs(v) // 1000, abs(v) % 1000)
+
+
+@pytest.mark.parametrize("long_names", [True, False])
+@pytest.mark.parametrize("n", [0, 1, 2, 500])
+def test_rows_of_several_tables_constants_and_numbers_are_each_rows_json(n, long_names):
+    """The matrix is a take of a template (the tables of the widest index and
+    the constants) with the other blocks written over it: two tables on one
+    index and one on another, the one or the other widest; constants between
+    and numbers; one row and none."""
+    rng = np.random.default_rng(28)
+    names = ["s_mov_b32", "v_add_f32", "", "x" * (60 if long_names else 3), 'q"uote']
+    sources = [None, "/a/b.py:3", "/a/long/path/to/it.py:1234" + "y" * (0 if long_names else 90), "caf\u00e9"]
+    head, args = Table.of_json(b',{"name":', names), Table.of_json(b',"source":', sources)
+    tail = Table([b',"pc":%d' % pc for pc in range(len(names))])
+    waves = Table([b',"tid":%d,"ts":' % t for t in (7, 10001, 123456)])
+    pc, wave, src = rng.integers(0, 5, n), rng.integers(0, 3, n), rng.integers(0, 4, n)
+    ts, stall = rng.integers(-(10**7), 10**9, n), rng.integers(0, 5000, n)
+    rows = (Rows(n).table(head, pc).table(waves, wave).thousandths(ts).const(b',"dur":1').table(args, src).table(tail, pc)
+            .const(b',"stall":').integer(stall).const(b"}"))
+    expected = b"".join(b',{"name":' + dumps_json(names[p]) + b',"tid":%d,"ts":' % (7, 10001, 123456)[w] + _thousandths(t)
+                        + b',"dur":1,"source":' + dumps_json(sources[s]) + b',"pc":%d,"stall":%d}' % (p, st)
+                        for p, w, s, t, st in zip(pc.tolist(), wave.tolist(), src.tolist(), ts.tolist(), stall.tolist()))
+    assert bytes(rows.squeezed()) == expected
+    assert bytes(squeeze(rows.matrix())[0]) == expected
+
+
+def test_a_table_row_out_of_range_is_an_index_error():
+    table = Table([b"a", b"b"])
+    for idx in ([0, 2], [-1, 0]):
+        with pytest.raises(IndexError):
+            Rows(2).table(table, np.array(idx))
+
+
+def test_rows_built_in_the_reused_buffer_are_the_rows_of_a_fresh_matrix():
+    """squeezed() builds each matrix in one buffer per thread: a wide one,
+    then a narrower and shorter one over it, then one on another thread at
+    the same time; each result stays what a fresh matrix gives."""
+    import threading
+
+    rng = np.random.default_rng(26)
+
+    def rows(n, width):
+        table = Table([b"x" * int(k) for k in rng.integers(1, width, 50)])
+        idx = rng.integers(0, 50, n)
+        return Rows(n).const(b",{").table(table, idx).integer(rng.integers(-(10**9), 10**9, n)).const(b"}")
+
+    made = [rows(3000, 90), rows(700, 9), rows(5000, 30)]
+    expected = [bytes(squeeze(r.matrix())[0]) for r in made]
+    got = [r.squeezed() for r in made[:2]]
+    other = threading.Thread(target=lambda: got.append(made[2].squeezed()))
+    other.start()
+    other.join()
+    assert [bytes(g) for g in got] == expected
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def test_results_are_taken_in_order_whichever_thread_finishes_first():
+    import threading
+    import time
+
+    got, threads = [], set()
+
+    def work(i):
+        threads.add(threading.current_thread().name)
+        time.sleep(0.003 if i % 3 == 0 else 0)
+        return i * i
+
+    perfetto._in_order(work, iter(range(60)), got.append)
+    assert got == [i * i for i in range(60)]
+    assert len(threads) == 2
+
+
+@pytest.mark.parametrize("failing", ["main", "helper"])
+def test_the_first_error_on_either_thread_stops_the_work_and_is_raised(failing):
+    import threading
+
+    got = []
+
+    def work(i):
+        if i >= 5 and (threading.current_thread() is threading.main_thread()) == (failing == "main"):
+            raise ValueError(f"item {i}")
+        return i
+
+    with pytest.raises(ValueError, match="item"):
+        perfetto._in_order(work, iter(range(10_000)), got.append)
+    assert got == list(range(len(got))) and len(got) < 10_000
+
+
+def _written_back(tmp_path, pieces) -> bytes:
+    from attlens import fsutil
+
+    path = tmp_path / "w.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        fsutil.write_all(fd, pieces)
+    finally:
+        os.close(fd)
+    return path.read_bytes()
+
+
+def _pieces(n: int) -> list:
+    rng = np.random.default_rng(27)
+    return [rng.integers(1, 256, int(k), dtype=np.uint8) for k in rng.integers(0, 40, n)] + [b"", b"end", memoryview(b"view")]
+
+
+def test_write_all_writes_more_buffers_than_one_writev_takes(tmp_path):
+    from attlens import fsutil
+
+    pieces = _pieces(3 * fsutil._IOV_MAX + 5)
+    assert _written_back(tmp_path, pieces) == b"".join(bytes(p) for p in pieces)
+
+
+def test_write_all_goes_on_where_a_writev_stopped(tmp_path, monkeypatch):
+    """A writev may write less than asked (a signal, a full disk's last
+    blocks): the rest follows, from inside a buffer too."""
+    from attlens import fsutil
+
+    calls = []
+    write = os.write
+
+    def short_writev(fd, buffers):
+        calls.append(len(buffers))
+        return write(fd, b"".join(bytes(b) for b in buffers)[:7])
+
+    monkeypatch.setattr(fsutil.os, "writev", short_writev)
+    pieces = _pieces(300)
+    assert _written_back(tmp_path, pieces) == b"".join(bytes(p) for p in pieces)
+    assert len(calls) > 300 and max(calls) <= fsutil._IOV_MAX
+
+
+@pytest.mark.parametrize("failing_write", [2, 3])
+def test_a_full_disk_while_a_formatting_thread_writes_refuses_the_output_and_keeps_the_old_file(shared, tmp_path, monkeypatch, failing_write):
+    """ENOSPC from the chunk writes (the 2nd or 3rd: the threads take turns)
+    is the command's 'output refused'; the older trace stays, no temporary."""
+    import errno
+
+    from attlens import fsutil
+    from attlens.errors import OutputRefused
+
+    d = _load(shared / VEC_ADD)
+    out = tmp_path / "t.json"
+    out.write_bytes(b"older trace")
+    calls, writev = [], os.writev
+
+    def fills_up(fd, buffers):
+        calls.append(len(buffers))
+        if len(calls) == failing_write:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return writev(fd, buffers)
+
+    monkeypatch.setattr(fsutil.os, "writev", fills_up)
+    monkeypatch.setattr(perfetto, "CHUNK_EVENTS", 512)
+    with pytest.raises(OutputRefused):
+        perfetto.stream_trace(SimpleNamespace(dispatch=d), compute_clock(d), out, max_events=0)
+    assert out.read_bytes() == b"older trace" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc (Linux)")
+def test_export_imports_numpy_with_one_blas_thread_and_leaves_the_environment_alone():
+    """No idle OpenBLAS thread spinning beside the export's own (measured:
+    0.06-0.08 s of CPU), and no OPENBLAS_NUM_THREADS for child processes."""
+    code = ("import os, sys; from attlens.cli.common import import_numpy_without_blas_threads; import_numpy_without_blas_threads(); "
+            "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "None", "1"]
+
+
+def test_the_command_line_freezes_the_objects_it_leaves_for_the_teardown(shared, tmp_path):
+    """entry() ends with gc.freeze(): the collections of Python's teardown
+    skip what the command left (0.015 s of export's 0.025 s teardown)."""
+    code = ("import gc, sys; from attlens.__main__ import entry; sys.argv = ['attlens', 'export', sys.argv[1], '-o', sys.argv[2]]; "
+            "code = entry(); print(code, gc.get_freeze_count() > 1000)")
+    out = subprocess.run([sys.executable, "-c", code, str(shared / VEC_ADD), str(tmp_path / "t.json")],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["0", "True"]

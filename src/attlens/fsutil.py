@@ -58,10 +58,10 @@ def atomic_writer(path: str | os.PathLike):
             pass
 
 
-def reserve(f, size: int) -> None:
-    """Allocate the next ``size`` bytes of ``f`` (an :func:`atomic_writer`
-    file) before writing them; the caller truncates at the end
-    (``f.truncate()``). Why: ext4 flushes a file's not-yet-allocated blocks
+def reserve(fd: int, at: int, size: int) -> None:
+    """Allocate bytes ``at .. at + size`` of the file open on ``fd`` (an
+    :func:`atomic_writer` file) before writing them (exactly those: the file
+    is as long as what was written, nothing to truncate). Why: ext4 flushes a file's not-yet-allocated blocks
     when it is renamed over another (``auto_da_alloc``), so ``os.replace`` of a
     fresh 138 MB file over an older one took 0.05-0.1 s; blocks allocated
     beforehand need no flush. Where the file system cannot allocate
@@ -69,11 +69,34 @@ def reserve(f, size: int) -> None:
     if size <= 0 or not hasattr(os, "posix_fallocate"):
         return
     try:
-        os.posix_fallocate(f.fileno(), f.tell(), size)
+        os.posix_fallocate(fd, at, size)
     except OSError as exc:
         if exc.errno in _WRITE_ERRNOS:
             raise
         # EINVAL/EOPNOTSUPP and the like: write without reserving
+
+
+def write_all(fd: int, pieces: list) -> None:
+    """Write the buffers ``pieces`` to ``fd`` in order without joining them:
+    ``os.writev`` (at most ``IOV_MAX`` buffers a call, and again from where a
+    call stopped), or ``os.write`` each where there is no writev."""
+    views = [memoryview(p).cast("B") for p in pieces if len(p)]
+    if not hasattr(os, "writev"):
+        for v in views:
+            while v:
+                v = v[os.write(fd, v):]
+        return
+    i = 0
+    while i < len(views):
+        n = os.writev(fd, views[i : i + _IOV_MAX])
+        while i < len(views) and n >= len(views[i]):  # the buffers written whole
+            n -= len(views[i])
+            i += 1
+        if n:  # one written in part
+            views[i] = views[i][n:]
+
+
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") and "SC_IOV_MAX" in os.sysconf_names else 16
 
 
 def make_dirs(path: str | os.PathLike) -> Path:

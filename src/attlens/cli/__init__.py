@@ -130,9 +130,11 @@ def _main(argv: list[str] | None) -> int:
         common.begin_json_mode()
     try:
         configure_cache(args)
-        if getattr(args, "key_scope", False):
+        if getattr(args, "key_scope", False):  # a command that reads captures
             from attlens.cache import behind
             from attlens.cache.keys import command_scope
+
+            common.import_numpy_without_blas_threads()
 
             with command_scope(), behind.scope():
                 return args.func(args)

@@ -486,6 +486,25 @@ def check_output(path, inputs=(), *, directory: bool = False, names=()) -> None:
             raise OutputRefused(f"{out}: is the input {src}; it would be overwritten", hint="write the output somewhere else")
 
 
+def import_numpy_without_blas_threads() -> None:
+    """Import NumPy with its OpenBLAS on one thread (unless the user chose a
+    count), the environment as it was afterwards (no child process inherits
+    it). Why: attlens does no linear algebra, and OpenBLAS's idle threads
+    spin on the other cores for about 0.1 s after the import (measured on
+    ``export``: 0.06-0.08 s of CPU of 0.7, on two cores shared with the work;
+    on a first ``analyze`` the same 0.06-0.08 s, beside its parse child). Every
+    command that reads captures calls it first (cli._main)."""
+    if "numpy" in sys.modules:
+        return
+    had = "OPENBLAS_NUM_THREADS" in os.environ
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    try:
+        import numpy  # noqa: F401
+    finally:
+        if not had:
+            del os.environ["OPENBLAS_NUM_THREADS"]
+
+
 def write_atomic(path: str, text: str) -> None:
     from attlens.fsutil import write_atomic as _write
 

@@ -14,9 +14,11 @@ so slices nest exactly, as the trace-event format requires.
 The instruction and wave-state slices, nearly all of the file, are formatted
 by NumPy (:mod:`attlens.report.jsonrows`: per-pc byte templates, digits from
 integer arithmetic; ts/dur as ``ns / 1000`` with three decimals), a few
-thousand events at a time on two threads; the other events are dicts
-written by orjson. The file is streamed to disk in that order, chunk by
-chunk (never held whole in memory), and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
+thousand events at a time on two threads (this one and a helper; NumPy
+releases the GIL); the other events are dicts written by orjson. Each thread
+writes the chunk it formatted when its turn comes (one ``os.writev`` of the
+pieces, no copy), so the file is streamed in order, never held whole in
+memory, and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
 140 MB of JSON): waves are exported in start order until the next one would pass the
 cap; the metadata and the command's summary say how many waves and events
 were left out (``--max-events 0`` exports everything).
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attlens.model.dispatch import STATE_NAMES
-from attlens.report.jsonrows import Rows, Table, squeeze
+from attlens.report.jsonrows import Rows, Table
 from attlens.textsafe import dumps_json  # non-UTF-8 paths as \xNN, not a TypeError
 
 DEFAULT_MAX_EVENTS = 1_000_000
@@ -79,17 +81,24 @@ def _ranges(starts, stops):
 
 @dataclass
 class _Chunk:
-    """The instruction and wave-state rows of some waves, as bytes, and
-    where each wave's rows start in them."""
+    """The instruction and wave-state rows of some waves, as bytes, wave by wave."""
 
-    instr: np.ndarray
-    instr_at: np.ndarray
-    state: np.ndarray
-    state_at: np.ndarray
+    instr: list[np.ndarray]
+    state: list[np.ndarray]
     wave_ts: np.ndarray
     wave_end: np.ndarray
     pcs: np.ndarray
     events: int
+
+
+@dataclass
+class _Written:
+    """Some waves' part of the file: buffers to write in order, how many
+    events they hold, and the pcs of their instructions."""
+
+    pieces: list
+    events: int
+    pcs: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,13 @@ class _Inputs:
     instr_head: Table
     instr_args: Table
     state_head: Table
+    se: list
+    cu: list
+    simd: list
+    slot: list
+    filenames: list
+    first_proc: np.ndarray  # bool per wave: the first exported of its SE (its process is named before it)
+    first_track: np.ndarray  # bool per wave: the first exported of its (CU, SIMD, slot) (its tracks are named)
 
 
 def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
@@ -144,7 +160,7 @@ def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
     pcs = x.pc[r]
     instr = (Rows(len(r)).table(x.instr_head, pcs).table(ids, of_rec).thousandths(s_ns).const(b',"dur":').thousandths(e_ns - s_ns)
              .table(x.instr_args, pcs).integer(x.stall[r]).const(b"}}"))
-    instr, instr_at = squeeze(instr.matrix(), r_at)
+    instr = instr.squeezed_groups(r_at)
     s, s_at = _ranges(x.tl_start[waves], x.tl_stop[waves])
     of_seg = np.repeat(np.arange(n_w), np.diff(s_at))
     cycles = x.state_cycles[s].astype(np.int64)
@@ -154,40 +170,61 @@ def _wave_rows(x: _Inputs, waves: np.ndarray) -> _Chunk:
     a, b = ns(seg_end - cycles), ns(seg_end)
     state = (Rows(len(s)).table(x.state_head, x.state[s]).table(state_ids, of_seg).thousandths(a).const(b',"dur":').thousandths(b - a)
              .const(b"}"))
-    state, state_at = squeeze(state.matrix(), s_at)
-    return _Chunk(instr, instr_at, state, state_at, wave_ts, wave_end, pcs, len(r) + len(s))
+    state = state.squeezed_groups(s_at)
+    return _Chunk(instr, state, wave_ts, wave_end, pcs, len(r) + len(s))
 
 
-def _inputs(d, shift, begin, end, ns) -> _Inputs:
+def _firsts(keys: np.ndarray, chosen: np.ndarray, n: int) -> np.ndarray:
+    """Bool per wave (``n``): the first of ``chosen`` (ascending) with its key."""
+    first = np.zeros(n, dtype=bool)
+    first[chosen[np.unique(keys[chosen], return_index=True)[1]]] = True
+    return first
+
+
+def _inputs(d, chosen, shift, begin, end, ns) -> _Inputs:
     w, recs, tl, st = d.waves, d.records, d.timeline, d.static
+    pid = w.se.astype(np.int64) + 1
+    tid = w.cu.astype(np.int64) * 10000 + w.simd.astype(np.int64) * 100 + w.slot + 1
     return _Inputs(
-        pid=w.se.astype(np.int64) + 1, tid=w.cu.astype(np.int64) * 10000 + w.simd.astype(np.int64) * 100 + w.slot + 1,
+        pid=pid, tid=tid,
         rec_start=w.rec_start, rec_stop=w.rec_stop, tl_start=w.tl_start, tl_stop=w.tl_stop,
         time=recs.time, duration=recs.duration, pc=recs.pc, stall=recs.stall, state=tl.state, state_cycles=tl.duration,
         shift=shift, begin=begin, end=end, ns=ns,
         instr_head=Table.of_json(b',{"ph":"X","name":', st.mnemonic),
         instr_args=Table([b',"args":{"pc":%d,"source":' % pc + dumps_json(str(o) if o else None) + b',"stall":'
                           for pc, o in enumerate(st.own_source)]),
-        state_head=Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)]))
+        state_head=Table.of_json(b',{"ph":"X","name":', [STATE_NAMES.get(s, str(s)) for s in range(256)]),
+        se=w.se.tolist(), cu=w.cu.tolist(), simd=w.simd.tolist(), slot=w.slot.tolist(), filenames=w.filenames,
+        first_proc=_firsts(pid, chosen, w.count), first_track=_firsts(pid << 32 | tid, chosen, w.count))
 
 
-def _wave_events(w, wi: int, wb: int, wave_end: int, seen_proc: set, seen_thread: set) -> list[dict]:
+def _wave_events(x: _Inputs, wi: int, wb: int, wave_end: int, n_records: int) -> list[dict]:
     """The wave's slice (``wb``..``wave_end`` ns), after the names of its
-    process and tracks the first time they appear."""
-    se, cu, simd, slot = int(w.se[wi]), int(w.cu[wi]), int(w.simd[wi]), int(w.slot[wi])
+    process and tracks where they first appear."""
+    se, cu, simd, slot, name = x.se[wi], x.cu[wi], x.simd[wi], x.slot[wi], x.filenames[wi]
     pid, tid = se + 1, cu * 10000 + simd * 100 + slot + 1
     events: list[dict] = []
-    if pid not in seen_proc:
-        seen_proc.add(pid)
+    if x.first_proc[wi]:
         events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"SE{se}"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": se}})
-    if (pid, tid) not in seen_thread:
-        seen_thread.add((pid, tid))
+    if x.first_track[wi]:
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"CU{cu} SIMD{simd} slot{slot}"}})
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + 5000, "args": {"name": f"CU{cu} SIMD{simd} slot{slot} states"}})
-    events.append({"ph": "X", "name": f"wave {w.filenames[wi][:-5]}", "pid": pid, "tid": tid, "ts": wb / 1000, "dur": (wave_end - wb) / 1000,
-                   "args": {"file": w.filenames[wi], "records": int(w.rec_stop[wi] - w.rec_start[wi])}})
+    events.append({"ph": "X", "name": f"wave {name[:-5]}", "pid": pid, "tid": tid, "ts": wb / 1000, "dur": (wave_end - wb) / 1000,
+                   "args": {"file": name, "records": n_records}})
     return events
+
+
+def _written(x: _Inputs, waves: np.ndarray) -> _Written:
+    """The file's bytes of ``waves`` (ascending): per wave its dict events,
+    instruction rows and state rows."""
+    c = _wave_rows(x, waves)
+    pieces, events = [], c.events
+    for j, wi in enumerate(waves.tolist()):
+        head = _wave_events(x, wi, int(c.wave_ts[j]), int(c.wave_end[j]), int(x.rec_stop[wi] - x.rec_start[wi]))
+        events += len(head)
+        pieces += [b"," + dumps_json(head)[1:-1], c.instr[j], c.state[j]]
+    return _Written(pieces, events, c.pcs)
 
 
 def _counter_rows(se: int, ev: np.ndarray, offset: int, ns) -> Rows:
@@ -206,33 +243,115 @@ def _distinct(a: np.ndarray) -> int:
     return int(np.count_nonzero(np.diff(np.sort(a)))) + 1 if len(a) else 0
 
 
-def _in_order(work, items, ahead: int = 4):
-    """``(item, work(item))`` for each item, in order, ``work`` running on two
-    threads up to ``ahead`` items ahead (NumPy releases the GIL: formatting
-    the next waves overlaps writing these)."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
+class _Ordered:
+    """Items handed out one at a time to several threads, and turns to take
+    their results in the items' order; the first error stops every thread."""
 
-    pool = ThreadPoolExecutor(2, thread_name_prefix="attlens-export")
-    pending: deque = deque()
+    def __init__(self, items):
+        import threading
+
+        self._items = enumerate(items)
+        self._cond = threading.Condition()
+        self._turn = 0
+        self.error: BaseException | None = None
+
+    def next(self):
+        """``(index, item)``, or None when there is none left or an error stopped the work."""
+        with self._cond:
+            return next(self._items, None) if self.error is None else None
+
+    def wait_turn(self, index: int) -> bool:
+        """Wait until the results before ``index`` are taken; False after an error."""
+        with self._cond:
+            while self._turn != index and self.error is None:
+                self._cond.wait()
+            return self.error is None
+
+    def taken(self) -> None:
+        with self._cond:
+            self._turn += 1
+            self._cond.notify_all()
+
+    def fail(self, exc: BaseException) -> None:
+        with self._cond:
+            self.error = self.error or exc
+            self._cond.notify_all()
+
+
+def _work_in_order(order: _Ordered, work, take) -> None:
+    while (nxt := order.next()) is not None:
+        index, item = nxt
+        result = work(item)
+        if not order.wait_turn(index):
+            return
+        take(result)
+        order.taken()
+
+
+def _in_order(work, items, take, threads: int = 2) -> None:
+    """``take(work(item))`` for each item, in the items' order. ``work`` runs
+    on ``threads`` threads, this one among them (NumPy releases the GIL);
+    ``take`` on the thread that made the result, when its turn comes: the
+    formatting thread writes its own chunk (no hand-over to a writer thread,
+    one GIL hand-off fewer per chunk) while the other formats the next. The
+    first error (or Ctrl-C, which this thread receives) stops them all and
+    is raised here."""
+    import threading
+
+    order = _Ordered(items)
+
+    def helper():
+        try:
+            _work_in_order(order, work, take)
+        except BaseException as exc:
+            order.fail(exc)
+
+    helpers = [threading.Thread(target=helper, name=f"attlens-export-{k}", daemon=True) for k in range(threads - 1)]
+    for t in helpers:
+        t.start()
     try:
-        for item in items:
-            pending.append((item, pool.submit(work, item)))
-            if len(pending) >= ahead:
-                item0, fut = pending.popleft()
-                yield item0, fut.result()
-        while pending:
-            item0, fut = pending.popleft()
-            yield item0, fut.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        _work_in_order(order, work, take)
+        for t in helpers:
+            t.join()
+    except BaseException as exc:
+        order.fail(exc)  # the helpers stop before their next write
+        for t in helpers:
+            t.join()
+        raise
+    if order.error is not None:
+        raise order.error
+
+
+class _Writer:
+    """Writes lists of buffers to the file's descriptor, one ``os.writev``
+    each (no copy, one system call, one GIL hand-off per chunk); rows start
+    with a comma, which the file's first drops."""
+
+    def __init__(self, f):
+        f.flush()  # nothing buffered: every byte goes through fd from here
+        self.fd, self.size, self.first = f.fileno(), 0, True
+
+    def __call__(self, pieces: list) -> None:
+        pieces = [p for p in pieces if len(p)]
+        if self.first and pieces:
+            pieces[0] = memoryview(pieces[0])[1:]
+            self.first = False
+        self.raw(pieces)
+
+    def raw(self, pieces: list) -> None:
+        from attlens.fsutil import reserve, write_all
+
+        n = sum(len(p) for p in pieces)
+        reserve(self.fd, self.size, n)  # no block left to allocate when renamed: fsutil.reserve
+        write_all(self.fd, pieces)
+        self.size += n
 
 
 def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple[int, int] | None = None,
                  max_events: int | None = DEFAULT_MAX_EVENTS) -> dict:
     """Write the trace to ``out`` (atomically, streamed); returns a summary:
     events and waves written, and what the event cap left out."""
-    from attlens.fsutil import atomic_writer, reserve
+    from attlens.fsutil import atomic_writer
 
     d = result.dispatch
     w = d.waves
@@ -263,47 +382,29 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
     def ns(c):
         return np.rint((np.asarray(c, dtype=np.float64) - origin) * scale).astype(np.int64)
 
-    inputs = _inputs(d, shift, begin, end, ns)
+    inputs = _inputs(d, chosen, shift, begin, end, ns)
 
-    def rows_of(waves):
-        return _wave_rows(inputs, waves)
+    def written(waves):
+        return _written(inputs, waves)
 
-    seen_proc, seen_thread = set(), set()
     used_pc = np.zeros(d.code.size, dtype=bool)
     n_events = 0
     with atomic_writer(out) as f:
-        first = True
+        put = _Writer(f)
+        put.raw([b'{"traceEvents":['])
 
-        def write(pieces: list) -> None:
-            reserve(f, sum(len(p) for p in pieces))  # no block left to allocate when renamed: fsutil.reserve
-            for p in pieces:
-                f.write(p)
-
-        write([b'{"traceEvents":['])
-
-        def put(pieces: list) -> None:
-            """Write pieces of rows that each start with a comma (the file's first drops it)."""
-            nonlocal first
-            pieces = [p for p in pieces if len(p)]
-            if first and pieces:
-                pieces[0] = memoryview(pieces[0])[1:]
-                first = False
-            write(pieces)
-
-        for waves, chunk in _in_order(rows_of, _chunks(chosen, per_wave, CHUNK_EVENTS)):
+        def take(chunk: _Written) -> None:  # in file order, one thread at a time
+            nonlocal n_events
             used_pc[chunk.pcs] = True
-            pieces = []
-            for j, wi in enumerate(waves.tolist()):
-                events = _wave_events(w, wi, int(chunk.wave_ts[j]), int(chunk.wave_end[j]), seen_proc, seen_thread)
-                n_events += len(events)
-                pieces += [b"," + dumps_json(events)[1:-1], chunk.instr[chunk.instr_at[j]:chunk.instr_at[j + 1]],
-                           chunk.state[chunk.state_at[j]:chunk.state_at[j + 1]]]
-            put(pieces)
+            put(chunk.pieces)
             n_events += chunk.events
+
+        _in_order(written, _chunks(chosen, per_wave, CHUNK_EVENTS), take)
+        exported_pids = set(inputs.pid[chosen].tolist())
         for se, ev in counter_events.items():
-            if se + 1 in seen_proc:
+            if se + 1 in exported_pids:
                 rows = _counter_rows(se, ev, offsets.get(int(se), 0), ns)
-                put([squeeze(rows.matrix())[0]])
+                put([rows.squeezed()])
                 n_events += rows.n
         meta = {
             "generator": "attlens",
@@ -320,8 +421,6 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
             "events": n_events,
             "instructions": {str(pc): d.code.isa[pc] for pc in np.flatnonzero(used_pc).tolist()},
         }
-        write([b'],"displayTimeUnit":"ns","metadata":' + dumps_json(meta) + b"}"])
-        size = f.tell()
-        f.truncate()  # what reserve() allocated past the end
-    meta["bytes"] = size
+        put.raw([b'],"displayTimeUnit":"ns","metadata":' + dumps_json(meta) + b"}"])
+    meta["bytes"] = put.size  # reserve() allocated exactly what was written: nothing to truncate
     return meta
