@@ -284,6 +284,40 @@ def test_report_plan_takes_the_attached_counters_bytes(tmp_path):
     assert data["pmc"]["attached"]["forced"] and ev["source"] == "trace"
 
 
+def test_report_plan_predictions_replayed_in_a_child_that_started_early(tmp_path, monkeypatch):
+    """render_captures: a forked child builds the replay engine while this
+    process analyzes the waves and runs the rules, then replays the findings
+    it is sent; the page's plan is the plan made in one process (predictions
+    included), and so is the page made without the fork."""
+    import os
+
+    from attlens.report import html as h
+    from conftest import require_fork
+
+    require_fork()
+    cap = require_shared() / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    seen = tmp_path / "pids"
+    real = h._replay_ahead
+
+    def spy(r):
+        with open(seen, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(r)
+
+    monkeypatch.setattr(h, "_replay_ahead", spy)
+    render_captures([cap], tmp_path / "forked.html")
+    assert seen.read_text().split() != [str(os.getpid())] and len(seen.read_text().split()) == 1, "the engine was built in the child"
+    page = (tmp_path / "forked.html").read_text()
+    r = attlens.analyze(attlens.load(cap))
+    want = orjson.loads(orjson.dumps(make_plan(r).to_dict(), option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY))
+    got = embedded_data(page)["plan"]
+    assert got == want
+    assert any((f.get("predicted") or {}).get("expressible") for f in got["findings"]), "a finding the replay predicts"
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
+    render_captures([cap], tmp_path / "one.html")
+    assert (tmp_path / "one.html").read_text() == page
+
+
 def test_packed_arrays_round_trip():
     for values in ([], [0, 1, -1, 127, -128], [300, -300], [70_000, -5], [2**40, -(2**40)]):
         p = pack(values)

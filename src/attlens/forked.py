@@ -4,7 +4,8 @@ other in this process, their results joined (the child's by pickle).
 Forking shares the loaded capture's arrays without copying them (copy on
 write), which a process pool could not. Used where a command has two
 independent passes over a loaded capture (the report: the plan's replay
-beside the page's timelines). Without fork, with one core, in a threaded
+beside the page's timelines), or a child that starts early and takes one
+message from this process half-way (:func:`relay`). Without fork, with one core, in a threaded
 process (a server), or when the child fails, the child's work runs here
 afterwards: the result is the same, only slower.
 """
@@ -88,3 +89,71 @@ def beside(work, meanwhile):
         raise
     ok, theirs = join(pid, rfd)
     return (theirs if ok else work()), mine  # a failed child's work (an error it raised too) runs here
+
+
+def relay(prepare, finish, meanwhile):
+    """``(finish(prepare(), message), meanwhile(send))``: a forked child runs
+    ``prepare()`` at once, then ``finish`` with the one message this process
+    passes to ``send`` while it runs ``meanwhile`` (work the child needs from
+    this process starts the child's early part sooner). ``meanwhile`` must
+    call ``send`` once. ``finish``'s result must pickle; without fork, or
+    when the child fails, both parts run here after ``meanwhile``."""
+    box: list = []
+    if os.environ.get("ATTLENS_PARSE_WORKERS") == "1" or not can_fork():
+        mine = meanwhile(box.append)
+        return finish(prepare(), _sent(box)), mine
+    down_r, down_w = os.pipe()
+
+    def work():
+        import pickle
+        import threading
+
+        os.close(down_w)
+        got: list = []
+        # the message may be larger than a pipe holds: drained meanwhile, so send never waits for prepare
+        reader = threading.Thread(target=lambda: got.append(_read_all(down_r)), daemon=True)
+        reader.start()
+        early = prepare()
+        reader.join()
+        if not got or not got[0]:
+            raise EOFError("no message from the parent")
+        return finish(early, pickle.loads(got[0]))
+
+    pid, rfd = start(work)
+    os.close(down_r)
+    open_w = [down_w]
+
+    def send(message) -> None:
+        import pickle
+
+        box.append(message)
+        fd = open_w.pop()
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(pickle.dumps(message, protocol=5))
+        except OSError:  # the child is gone: join sees it and the work is done here
+            pass
+
+    try:
+        mine = meanwhile(send)
+    except BaseException:
+        for fd in open_w:
+            os.close(fd)
+        end(pid, rfd)
+        raise
+    for fd in open_w:  # never sent: the child stops at EOF
+        os.close(fd)
+    ok, theirs = join(pid, rfd)
+    message = _sent(box)
+    return (theirs if ok else finish(prepare(), message)), mine
+
+
+def _sent(box: list):
+    if len(box) != 1:
+        raise RuntimeError(f"relay: meanwhile sent {len(box)} messages, not one")
+    return box[0]
+
+
+def _read_all(fd: int) -> bytes:
+    with os.fdopen(fd, "rb") as f:
+        return f.read()

@@ -849,15 +849,46 @@ def _attach(pmc, result, force: bool, several: bool):
         raise
 
 
-def _plan_side(result, waves, pmc) -> tuple[dict, dict]:
-    """The plan's document and index row (what a forked child sends back:
-    attlens.forked.beside). Counters attached to the capture give the
+def _replay_ahead(result) -> None:
+    """Build the replay engine the plan's predictions use (kept on ``result``)
+    before the plan exists: it needs only the analysis (a forked child starts
+    it while this process analyzes the waves; attlens.forked.relay)."""
+    from attlens.analysis.plan import cycle_collector_paused, replays_with_plan
+    from attlens.analysis.replay.calibrate import engine_of
+
+    if not replays_with_plan(result):
+        return
+    try:
+        with cycle_collector_paused():
+            engine_of(result)
+    except Exception:  # the predictions meet it again and say why
+        pass
+
+
+def _predictions(result, message) -> list:
+    """The predictions of a plan's findings, from what :func:`_page_side` sends: (findings, dispatch facts, bandwidth)."""
+    from types import SimpleNamespace
+
+    from attlens.analysis.plan import cycle_collector_paused, predictions
+
+    findings, facts, bandwidth = message
+    with cycle_collector_paused():
+        return predictions(SimpleNamespace(result=result, findings=findings, dispatch_facts=facts, bandwidth=bandwidth))
+
+
+def _page_side(result, pmc, send):
+    """The wave analyses, the plan's rules (their findings sent to the child
+    that replays them) and the page's parts: ``(waves, plan, parts)``, the
+    plan still without predictions. Counters attached to the capture give the
     bandwidth rule its bytes (not when attached only by --force over a
     mismatch: see bandwidth._pmc_for)."""
     from attlens.analysis.plan import make_plan
+    from attlens.analysis.waves import analyze_waves
 
-    plan = make_plan(result, waves=waves, pmc=pmc)
-    return plan.to_dict(), index_entry(result, plan, "")
+    waves = analyze_waves(result)
+    plan = make_plan(result, waves=waves, pmc=pmc, predict=False)
+    send((plan.findings, plan.dispatch_facts, plan.bandwidth))
+    return waves, plan, page_parts(result, waves, pmc)
 
 
 def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = False, progress=None, log: list | None = None,
@@ -879,9 +910,8 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     ``warnings``: the analysis' warnings). ``analyze_kw``: extra arguments of
     :func:`attlens.analysis.analyze.analyze` (the PC samples to join)."""
     from attlens.analysis.analyze import analyze
-    from attlens.analysis.waves import analyze_waves
     from attlens.errors import AttlensError
-    from attlens.forked import beside
+    from attlens.forked import relay
     from attlens.model.loader import load
 
     step = progress or (lambda stage, done=None, total=None: None)
@@ -903,13 +933,17 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         step(f"analyzing {Path(p).name}")
         r = analyze(d, **(analyze_kw or {}))
         attached, refused = _attach(pmc, r, force, several)
-        waves = analyze_waves(r)
-        # the plan and its replays on the other core while this one lays out the rest of the page;
-        # the digest first, so what the plan stores reaches it (a child's kept results would die with it)
+        # the replay's engine on the other core from here (it needs only the analysis), its predictions
+        # once this one has run the rules; meanwhile this one lays out the rest of the page. The digest
+        # first, so what the child stores reaches it (a child's kept results would die with it)
         from attlens.cache import behind
 
         behind.settle()
-        (plan_doc, entry), parts = beside(lambda: _plan_side(r, waves, attached), lambda: page_parts(r, waves, attached))
+        preds, (waves, plan, parts) = relay(lambda: _replay_ahead(r), lambda _, message: _predictions(r, message),
+                                            lambda send: _page_side(r, attached, send))
+        for f, p in zip(plan.findings, preds):
+            f.predicted = p
+        plan_doc, entry = plan.to_dict(), index_entry(r, plan, "")
         target = out if not several else out.parent / report_name(r, used)
         step(f"writing {target.name}")
         render_html(r, plan_doc, waves, target, pmc=attached, parts=parts)
