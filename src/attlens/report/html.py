@@ -297,6 +297,22 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return ranges(starts, counts)
 
 
+def _frame(d, clk) -> tuple:
+    """The timeline's frame of a dispatch with waves: per wave its SE's clock
+    offset, begin and end on the aligned clock; the traced window ``t0``,
+    ``t1``; the bin width in cycles and the number of bins."""
+    w = d.waves
+    offsets = clk.se_offsets_cycles or {}
+    shift = np.array([offsets.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
+    begin = w.begin.astype(np.int64) + shift
+    end = w.end.astype(np.int64) + shift
+    t0 = int(begin.min())
+    t1 = int(end.max())
+    span = max(t1 - t0, 1)
+    width = max(MIN_BIN_CYCLES, -(-span // TIMELINE_BINS))
+    return shift, begin, end, t0, t1, width, -(-span // width)
+
+
 def _timeline(result, waves) -> dict:
     d = result.dispatch
     w = d.waves
@@ -306,19 +322,11 @@ def _timeline(result, waves) -> dict:
     n = w.count
     if n == 0:
         return {"lanes": [], "bins": 0}
-    offsets = clk.se_offsets_cycles or {}
-    shift = np.array([offsets.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
-    begin = w.begin.astype(np.int64) + shift
-    end = w.end.astype(np.int64) + shift
+    shift, begin, end, t0, t1, width, n_bins = _frame(d, clk)
     keys = sorted({(int(a), int(b), int(c), int(e)) for a, b, c, e in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())})
     lane_of_key = {k: i for i, k in enumerate(keys)}
     lane = np.array([lane_of_key[(int(a), int(b), int(c), int(e))] for a, b, c, e in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())], dtype=np.int64)
     n_lanes = len(keys)
-    t0 = int(begin.min())
-    t1 = int(end.max())
-    span = max(t1 - t0, 1)
-    width = max(MIN_BIN_CYCLES, -(-span // TIMELINE_BINS))
-    n_bins = -(-span // width)
 
     # instruction classes (waits: the class holding most of their cycles), only those that ran
     pc_cls = np.array([CLASS_IDS.index(c) if c in CLASS_IDS else CLASS_IDS.index("other") for c in d.static.cls], dtype=np.int64)
@@ -462,9 +470,10 @@ def build_report_data(result, plan, waves, pmc=None, topk: int = 20, parts: dict
             "plan": plan if isinstance(plan, dict) else plan.to_dict(), **{k: v for k, v in parts.items() if k != "analysis"}}
 
 
-def page_parts(result, waves, pmc=None, topk: int = 20) -> dict:
+def page_parts(result, waves, pmc=None, topk: int = 20, panels: dict | None = None) -> dict:
     """The page's data that does not depend on the plan (made while the plan's
-    replay runs beside it: :func:`render_captures`)."""
+    replay runs beside it: :func:`render_captures`). ``panels``: what
+    :func:`viewer_panels` made of the same capture (computed here if not given)."""
     d = result.dispatch
     wd = waves.to_dict(per_wave=False)
     timeline = _timeline(result, waves)
@@ -476,25 +485,23 @@ def page_parts(result, waves, pmc=None, topk: int = 20) -> dict:
         "source": _source_view(result),
         "deps": _deps(waves),
         "timeline": timeline,
-        **_viewer_panels(d, waves, timeline),
+        **(viewer_panels(d, waves.clock) if panels is None else panels),
         "pmc": _pmc_dict(pmc, d.resources.dispatch_id),
         "reproduce": reproduce_commands(str(d.path)),
     }
 
 
-def _viewer_panels(d, waves, timeline: dict) -> dict:
+def viewer_panels(d, clock) -> dict:
     """The hotspot scope (clock-range brush, latency histogram) and the
-    single-wave timeline's records (attlens.report.viewerdata)."""
+    single-wave timeline's records (attlens.report.viewerdata), on the
+    timeline's frame. ``clock``: the dispatch's ClockInfo (analysis.clock)."""
     from attlens.report import viewerdata as vd
 
-    if not timeline.get("bins"):
+    if d.waves.count == 0:
         return {"scope": None, "wave_detail": None}
-    w = d.waves
-    offs = waves.clock.se_offsets_cycles or {}
-    shift = np.array([offs.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
-    picks = vd.detail_waves(w.begin.astype(np.int64) + shift, w.end.astype(np.int64) + shift)
-    return {"scope": vd.scope(d, offs, timeline["t0"], timeline["t1"], timeline["bin_cycles"]),
-            "wave_detail": vd.wave_detail(d, picks)}
+    _, begin, end, t0, t1, width, _ = _frame(d, clock)
+    picks = vd.detail_waves(begin, end)
+    return {"scope": vd.scope(d, clock.se_offsets_cycles or {}, t0, t1, width), "wave_detail": vd.wave_detail(d, picks)}
 
 
 def headline(result) -> dict:
@@ -865,6 +872,15 @@ def _replay_ahead(result) -> None:
         pass
 
 
+def _child_ahead(result) -> dict:
+    """What the child makes before it gets the plan's findings: the replay
+    engine (kept on ``result``) and the page's viewer panels (returned)."""
+    from attlens.analysis.clock import compute_clock
+
+    _replay_ahead(result)
+    return viewer_panels(result.dispatch, compute_clock(result.dispatch))
+
+
 def _predictions(result, message) -> list:
     """The predictions of a plan's findings, from what :func:`_page_side` sends: (findings, dispatch facts, bandwidth)."""
     from types import SimpleNamespace
@@ -878,8 +894,8 @@ def _predictions(result, message) -> list:
 
 def _page_side(result, pmc, send):
     """The wave analyses, the plan's rules (their findings sent to the child
-    that replays them) and the page's parts: ``(waves, plan, parts)``, the
-    plan still without predictions. Counters attached to the capture give the
+    that replays them) and the page's parts but the viewer panels (the
+    child's): ``(waves, plan, parts)``, the plan still without predictions. Counters attached to the capture give the
     bandwidth rule its bytes (not when attached only by --force over a
     mismatch: see bandwidth._pmc_for)."""
     from attlens.analysis.plan import make_plan
@@ -888,7 +904,17 @@ def _page_side(result, pmc, send):
     waves = analyze_waves(result)
     plan = make_plan(result, waves=waves, pmc=pmc, predict=False)
     send((plan.findings, plan.dispatch_facts, plan.bandwidth))
-    return waves, plan, page_parts(result, waves, pmc)
+    return waves, plan, page_parts(result, waves, pmc, panels={})
+
+
+def _with_panels(parts: dict, panels: dict) -> dict:
+    """The page's parts with the viewer panels in their place (the page's JSON keeps its key order)."""
+    out = {}
+    for k, v in parts.items():
+        out[k] = v
+        if k == "timeline":
+            out.update(panels)
+    return out
 
 
 def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = False, progress=None, log: list | None = None,
@@ -939,8 +965,9 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         from attlens.cache import behind
 
         behind.settle()
-        preds, (waves, plan, parts) = relay(lambda: _replay_ahead(r), lambda _, message: _predictions(r, message),
-                                            lambda send: _page_side(r, attached, send))
+        (preds, panels), (waves, plan, parts) = relay(lambda: _child_ahead(r), lambda panels, message: (_predictions(r, message), panels),
+                                                      lambda send: _page_side(r, attached, send))
+        parts = _with_panels(parts, panels)
         for f, p in zip(plan.findings, preds):
             f.predicted = p
         plan_doc, entry = plan.to_dict(), index_entry(r, plan, "")
