@@ -147,6 +147,26 @@ def test_coverage_matches_brute_force():
     np.testing.assert_allclose(got, want)
 
 
+def test_dominant_is_the_first_largest_category_of_the_coverage():
+    """html._dominant on _coverage's layout: per (lane, bin) the category
+    covering most cycles, the first of equals, -1 where nothing ran."""
+    from attlens.report.html import _dominant
+
+    rng = np.random.default_rng(2)
+    n, lanes, bins, cats, width, t0 = 120, 4, 23, 5, 3, 10
+    start = rng.integers(t0, t0 + bins * width - 1, n)
+    end = np.minimum(start + rng.integers(1, 4, n), t0 + bins * width)  # short: many ties and empty bins
+    lane = rng.integers(0, lanes, n)
+    cat = rng.integers(0, cats, n)
+    cov = _coverage(lane, start, end, cat, lanes, bins, cats, t0, width)
+    got = _dominant(cov)
+    plain = np.asarray(cov).copy()  # a plain (lane, bin, category) array
+    want = np.where(plain.sum(axis=2) > 0, plain.argmax(axis=2), -1)
+    assert (got == want).all() and (got == -1).any() and (got >= 0).any()
+    ties = (np.sort(plain, axis=2)[:, :, -1] == np.sort(plain, axis=2)[:, :, -2]) & (plain.max(axis=2) > 0)
+    assert ties.any(), "the case covers equal categories"
+
+
 def test_crafted_markup_stays_text(evil):
     r, plan, wa = evil
     assert r.dispatch.kernel_name == EVIL_NAME

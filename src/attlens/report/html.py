@@ -234,7 +234,9 @@ GRID_CHUNK_CELLS = 1 << 18  # lane x bin x category cells computed at a time
 
 def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int) -> np.ndarray:
     """Cycles of each (lane, bin, category) covered by the intervals
-    ``[start, end)``; int64 array (n_lanes, n_bins, n_cat). Callers pass one
+    ``[start, end)``; int64 array (n_lanes, n_bins, n_cat), a view of one
+    laid out category-major (each category's grid contiguous: the bin-axis
+    sums and :func:`_dominant` pass over contiguous rows). Callers pass one
     bounded chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`)."""
     m = end > start
     if not m.all():  # records always last a cycle: most calls keep everything and copy nothing
@@ -247,28 +249,28 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     b0 = np.clip(rel_s // width, 0, n_bins - 1)
     b1 = np.clip((rel_e - 1) // width, 0, n_bins - 1)
 
-    base = (lane * n_bins) * n_cat + cat
+    base = (cat * n_lanes + lane) * n_bins
     # direct contributions: whole interval inside one bin (most), or the partial
     # first and last bins of a spanning interval (bincount sums exact
     # integers in float64, converted back at once)
-    first = base + b0 * n_cat
+    first = base + b0
     sp = np.flatnonzero(b0 != b1)
     wts = rel_e - rel_s
     if len(sp):
         wts[sp] = (b0[sp] + 1) * width - rel_s[sp]  # the spanning ones' first bin
     out = np.bincount(first, weights=wts, minlength=size)
     if len(sp):
-        out += np.bincount(base[sp] + b1[sp] * n_cat, weights=rel_e[sp] - b1[sp] * width, minlength=size)
+        out += np.bincount(base[sp] + b1[sp], weights=rel_e[sp] - b1[sp] * width, minlength=size)
     out = out.astype(np.int64)
     # full bins b0+1 .. b1-1 of spanning intervals: a difference array along the bin axis
     full = sp[b1[sp] - b0[sp] > 1]
     if len(full):
-        didx = np.concatenate([base[full] + (b0[full] + 1) * n_cat, base[full] + b1[full] * n_cat])
+        didx = np.concatenate([base[full] + b0[full] + 1, base[full] + b1[full]])
         k = len(full)
         dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
-        diff = np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(n_lanes, n_bins, n_cat)
+        diff = np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(n_cat * n_lanes, n_bins)
         out += np.cumsum(diff, axis=1).reshape(-1)
-    return out.reshape(n_lanes, n_bins, n_cat)
+    return out.reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
 
 
 def _rle(rows) -> dict:
@@ -285,9 +287,22 @@ def _rle(rows) -> dict:
 
 
 def _dominant(cov: np.ndarray) -> np.ndarray:
-    """Per (lane, bin): the category covering most cycles, -1 where none."""
-    dom = np.argmax(cov, axis=2).astype(np.int64)
-    dom[cov.sum(axis=2) <= 0] = -1
+    """Per (lane, bin): the category covering most cycles (the first of
+    equals), -1 where none. One pass per category over its (lane, bin) grid
+    (contiguous in :func:`_coverage`'s layout)."""
+    by_cat = np.moveaxis(cov, 2, 0)
+    if len(by_cat) == 0:
+        return np.full(cov.shape[:2], -1, dtype=np.int64)
+    best = by_cat[0].copy()
+    dom = np.zeros(cov.shape[:2], dtype=np.int64)
+    total = best.copy()
+    for c in range(1, len(by_cat)):
+        row = by_cat[c]
+        more = row > best
+        np.copyto(best, row, where=more)
+        dom[more] = c
+        total += row
+    dom[total <= 0] = -1
     return dom
 
 
