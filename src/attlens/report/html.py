@@ -246,8 +246,8 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
         return np.zeros((n_lanes, n_bins, n_cat), dtype=np.int64)
     rel_s = start - t0
     rel_e = end - t0
-    b0 = np.clip(rel_s // width, 0, n_bins - 1)
-    b1 = np.clip((rel_e - 1) // width, 0, n_bins - 1)
+    b0 = _clip_bins(rel_s // width, n_bins)
+    b1 = _clip_bins((rel_e - 1) // width, n_bins)
 
     base = (cat * n_lanes + lane) * n_bins
     # direct contributions: whole interval inside one bin (most), or the partial
@@ -258,18 +258,25 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     wts = rel_e - rel_s
     if len(sp):
         wts[sp] = (b0[sp] + 1) * width - rel_s[sp]  # the spanning ones' first bin
-    out = np.bincount(first, weights=wts, minlength=size)
-    if len(sp):
-        out += np.bincount(base[sp] + b1[sp], weights=rel_e[sp] - b1[sp] * width, minlength=size)
-    out = out.astype(np.int64)
+    if len(sp):  # and their last bins, in the same pass (integer sums: exact in any order)
+        first = np.concatenate([first, base[sp] + b1[sp]])
+        wts = np.concatenate([wts, rel_e[sp] - b1[sp] * width])
+    out = np.bincount(first, weights=wts, minlength=size).astype(np.int64)
     # full bins b0+1 .. b1-1 of spanning intervals: a difference array along the bin axis
     full = sp[b1[sp] - b0[sp] > 1]
     if len(full):
         didx = np.concatenate([base[full] + b0[full] + 1, base[full] + b1[full]])
         k = len(full)
         dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
-        diff = np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(n_cat * n_lanes, n_bins)
-        out += np.cumsum(diff, axis=1).reshape(-1)
+        # only the (category, lane) rows some interval spans (few for instruction classes: the long waits)
+        rows = np.unique(didx // n_bins)
+        grid = out.reshape(n_cat * n_lanes, n_bins)
+        if len(rows) == len(grid):
+            grid += np.cumsum(np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(len(grid), n_bins), axis=1)
+        else:
+            local = np.searchsorted(rows, didx // n_bins) * n_bins + didx % n_bins
+            diff = np.bincount(local, weights=dw, minlength=len(rows) * n_bins).astype(np.int64).reshape(len(rows), n_bins)
+            grid[rows] += np.cumsum(diff, axis=1)
     return out.reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
 
 
@@ -284,6 +291,12 @@ def _rle(rows) -> dict:
         off.append(off[-1] + len(s))
     cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
     return {"off": off, "start": pack(cat(starts)), "val": pack(cat(vals))}
+
+
+def _clip_bins(b: np.ndarray, n_bins: int) -> np.ndarray:
+    """``b`` clipped to the bins 0 .. n_bins - 1, in place (np.clip costs several passes)."""
+    np.maximum(b, 0, out=b)
+    return np.minimum(b, n_bins - 1, out=b)
 
 
 def _dominant(cov: np.ndarray) -> np.ndarray:
