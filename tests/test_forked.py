@@ -111,3 +111,27 @@ def test_relay_without_a_message_is_an_error():
 def test_relay_one_worker_keeps_everything_here(monkeypatch):
     monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
     assert forked.relay(os.getpid, lambda early, msg: (early, msg), lambda send: send(os.getpid()) or 1) == ((os.getpid(), os.getpid()), 1)
+
+
+def test_while_waiting_runs_its_task_once_in_the_wait_for_a_child():
+    ran = []
+    with forked.while_waiting(lambda: ran.append(os.getpid())):
+        pid, rfd = forked.start(lambda: 7)
+        assert forked.join(pid, rfd) == (True, 7)
+        pid, rfd = forked.start(lambda: 8)
+        assert forked.join(pid, rfd) == (True, 8)
+    assert ran == [os.getpid()], "once, in this process"
+
+
+def test_while_waiting_a_failing_task_is_ignored_and_an_unused_one_dropped():
+    def bad():
+        raise ImportError("no such module")
+
+    with forked.while_waiting(bad):
+        pid, rfd = forked.start(lambda: 1)
+        assert forked.join(pid, rfd) == (True, 1)
+    ran = []
+    with forked.while_waiting(lambda: ran.append(1)):
+        pass  # never waited: it does not run, and does not stay queued
+    pid, rfd = forked.start(lambda: 2)
+    assert forked.join(pid, rfd) == (True, 2) and ran == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 
 def can_fork() -> bool:
@@ -52,10 +53,34 @@ def start(work) -> tuple[int, int]:
     return pid, rfd
 
 
+_WHILE_WAITING: list = []
+
+
+@contextmanager
+def while_waiting(task):
+    """Within this block, the first time this process waits for a child
+    (:func:`join`) it runs ``task()`` instead of idling: work a later step
+    needs anyway (the report imports its analyses while the parse's second
+    half finishes). Its errors are ignored (the later step meets them); never
+    waiting, it does not run."""
+    _WHILE_WAITING.append(task)
+    try:
+        yield
+    finally:
+        if task in _WHILE_WAITING:
+            _WHILE_WAITING.remove(task)
+
+
 def join(pid: int, rfd: int) -> tuple[bool, object]:
     """``(True, result)`` of a child of :func:`start`, or ``(False, None)``
     when it failed (killed, out of memory, an error in its work)."""
     import pickle
+
+    while _WHILE_WAITING:
+        try:
+            _WHILE_WAITING.pop(0)()
+        except Exception:
+            pass
 
     with os.fdopen(rfd, "rb") as f:
         payload = f.read()

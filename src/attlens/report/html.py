@@ -884,6 +884,20 @@ def _attach(pmc, result, force: bool, several: bool):
         raise
 
 
+def _import_later_steps() -> None:
+    """Import the modules of the report's steps after the load (the plan and
+    its rules, the wave analyses, the replay, the viewer panels): run while
+    the load waits for its parse's second half (attlens.forked.while_waiting),
+    and before the replay's child forks, so neither process imports them
+    again."""
+    from attlens.analysis import plan, waves  # noqa: F401
+    from attlens.analysis.registry import load_rules
+    from attlens.analysis.replay import calibrate, findings, predict  # noqa: F401
+    from attlens.report import viewerdata  # noqa: F401
+
+    load_rules()
+
+
 def _replay_ahead(result) -> None:
     """Build the replay engine the plan's predictions use (kept on ``result``)
     before the plan exists: it needs only the analysis (a forked child starts
@@ -965,7 +979,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     :func:`attlens.analysis.analyze.analyze` (the PC samples to join)."""
     from attlens.analysis.analyze import analyze
     from attlens.errors import AttlensError
-    from attlens.forked import relay
+    from attlens.forked import relay, while_waiting
     from attlens.model.loader import load
 
     step = progress or (lambda stage, done=None, total=None: None)
@@ -975,7 +989,8 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     written, entries, used = [], [], {out.name}
     for p in dirs:
         try:
-            d = load(p, rocprof_dir=rocprof_dir, progress=step, samples="pc_sampling" not in (analyze_kw or {}))
+            with while_waiting(_import_later_steps):
+                d = load(p, rocprof_dir=rocprof_dir, progress=step, samples="pc_sampling" not in (analyze_kw or {}))
         except AttlensError as exc:
             if not several:
                 raise
