@@ -361,7 +361,8 @@ def _timeline(result, waves) -> dict:
     for h in result.hotspots.instructions:
         if h.class_ in CLASS_IDS:
             pc_cls[h.pc] = CLASS_IDS.index(h.class_)
-    present = np.flatnonzero(np.bincount(pc_cls[np.unique(recs.pc)], minlength=len(CLASS_IDS)))
+    ran = np.bincount(recs.pc, minlength=len(pc_cls)) > 0  # the pcs that ran (np.unique of every record's pc sorts them all)
+    present = np.flatnonzero(np.bincount(pc_cls[ran], minlength=len(CLASS_IDS)))
     cls_code = np.full(len(CLASS_IDS), -1, dtype=np.int64)
     cls_code[present] = np.arange(len(present))
     pc_code = cls_code[pc_cls]
