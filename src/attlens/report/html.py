@@ -887,10 +887,10 @@ def _attach(pmc, result, force: bool, several: bool):
 
 def _import_later_steps() -> None:
     """Import the modules of the report's steps after the load (the plan and
-    its rules, the wave analyses, the replay, the viewer panels): run while
-    the load waits for its parse's second half (attlens.forked.while_waiting),
-    and before the replay's child forks, so neither process imports them
-    again."""
+    its rules, the wave analyses, the replay, the viewer panels): run when
+    the load waits for the parse child's last parts
+    (attlens.forked.while_waiting), else just before the replay's child
+    forks: either way the two processes do not both import them."""
     from attlens.analysis import plan, waves  # noqa: F401
     from attlens.analysis.registry import load_rules
     from attlens.analysis.replay import calibrate, findings, predict  # noqa: F401
@@ -938,9 +938,9 @@ def _predictions(result, message) -> list:
 def _page_side(result, pmc, send):
     """The wave analyses, the plan's rules (their findings sent to the child
     that replays them) and the page's parts but the viewer panels (the
-    child's): ``(waves, plan, parts)``, the plan still without predictions. Counters attached to the capture give the
-    bandwidth rule its bytes (not when attached only by --force over a
-    mismatch: see bandwidth._pmc_for)."""
+    child's): ``(waves, plan, parts)``, the plan still without predictions.
+    Counters attached to the capture give the bandwidth rule its bytes (not
+    when attached only by --force over a mismatch: see bandwidth._pmc_for)."""
     from attlens.analysis.plan import make_plan
     from attlens.analysis.waves import analyze_waves
 
@@ -1009,6 +1009,7 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         from attlens.cache import behind
 
         behind.settle()
+        _import_later_steps()  # done already if the load waited for its parse child
         (preds, panels), (waves, plan, parts) = relay(lambda: _child_ahead(r), lambda panels, message: (_predictions(r, message), panels),
                                                       lambda send: _page_side(r, attached, send))
         parts = _with_panels(parts, panels)
