@@ -240,7 +240,7 @@ def _aligned_events(d, clock) -> tuple[np.ndarray | None, bool]:
     ev = occ.events.copy()
     offsets = clock.se_offsets_cycles if clock is not None else None
     if offsets:
-        ev[:, 1] += np.array([offsets.get(int(se), 0) for se in ev[:, 0]], dtype=np.int64)
+        ev[:, 1] += np.array([offsets.get(se, 0) for se in ev[:, 0].tolist()], dtype=np.int64)  # Python ints, not a NumPy scalar per event
         return ev, True
     return ev, len(np.unique(ev[:, 0])) == 1
 
