@@ -1,4 +1,4 @@
-"""attlens.forked.beside: two pieces of work on two cores, the same result as one after the other."""
+"""attlens.forked.beside and relay: two pieces of work on two cores, the same result as one after the other."""
 
 from __future__ import annotations
 
@@ -70,3 +70,68 @@ def test_an_error_beside_ends_the_child(tmp_path):
 def test_one_worker_keeps_everything_here(monkeypatch):
     monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
     assert forked.beside(os.getpid, os.getpid) == (os.getpid(), os.getpid())
+
+
+def test_relay_hands_the_message_to_the_child_after_its_early_part():
+    data = np.arange(1_000_000, dtype=np.int64)
+    parent = os.getpid()
+    big = list(range(200_000))  # larger than a pipe holds: send must not wait for the child's early part
+
+    def meanwhile(send):
+        send({"scale": 3, "big": big})
+        return int(data[::2].sum())
+
+    (total, pid), mine = forked.relay(lambda: int(data.sum()), lambda early, msg: (early * msg["scale"] + sum(msg["big"]), os.getpid()),
+                                      meanwhile)
+    assert total == int(data.sum()) * 3 + sum(big) and mine == int(data[::2].sum())
+    assert pid != parent, "the finish ran in a child"
+
+
+def test_relay_a_failing_child_is_done_again_here():
+    parent = os.getpid()
+
+    def prepare():
+        if os.getpid() != parent:
+            os._exit(3)
+        return 2
+
+    assert forked.relay(prepare, lambda early, msg: early + msg, lambda send: send(5) or "mine") == (7, "mine")
+
+
+def test_relay_an_error_beside_ends_the_child():
+    with pytest.raises(KeyError):
+        forked.relay(lambda: 1, lambda early, msg: early, lambda send: {}["x"])
+
+
+def test_relay_without_a_message_is_an_error():
+    with pytest.raises(RuntimeError, match="not one"):
+        forked.relay(lambda: 1, lambda early, msg: early, lambda send: None)
+
+
+def test_relay_one_worker_keeps_everything_here(monkeypatch):
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
+    assert forked.relay(os.getpid, lambda early, msg: (early, msg), lambda send: send(os.getpid()) or 1) == ((os.getpid(), os.getpid()), 1)
+
+
+def test_while_waiting_runs_its_task_once_in_the_wait_for_a_child():
+    ran = []
+    with forked.while_waiting(lambda: ran.append(os.getpid())):
+        pid, rfd = forked.start(lambda: 7)
+        assert forked.join(pid, rfd) == (True, 7)
+        pid, rfd = forked.start(lambda: 8)
+        assert forked.join(pid, rfd) == (True, 8)
+    assert ran == [os.getpid()], "once, in this process"
+
+
+def test_while_waiting_a_failing_task_is_ignored_and_an_unused_one_dropped():
+    def bad():
+        raise ImportError("no such module")
+
+    with forked.while_waiting(bad):
+        pid, rfd = forked.start(lambda: 1)
+        assert forked.join(pid, rfd) == (True, 1)
+    ran = []
+    with forked.while_waiting(lambda: ran.append(1)):
+        pass  # never waited: it does not run, and does not stay queued
+    pid, rfd = forked.start(lambda: 2)
+    assert forked.join(pid, rfd) == (True, 2) and ran == []

@@ -147,6 +147,26 @@ def test_coverage_matches_brute_force():
     np.testing.assert_allclose(got, want)
 
 
+def test_dominant_is_the_first_largest_category_of_the_coverage():
+    """html._dominant on _coverage's layout: per (lane, bin) the category
+    covering most cycles, the first of equals, -1 where nothing ran."""
+    from attlens.report.html import _dominant
+
+    rng = np.random.default_rng(2)
+    n, lanes, bins, cats, width, t0 = 120, 4, 23, 5, 3, 10
+    start = rng.integers(t0, t0 + bins * width - 1, n)
+    end = np.minimum(start + rng.integers(1, 4, n), t0 + bins * width)  # short: many ties and empty bins
+    lane = rng.integers(0, lanes, n)
+    cat = rng.integers(0, cats, n)
+    cov = _coverage(lane, start, end, cat, lanes, bins, cats, t0, width)
+    got = _dominant(cov)
+    plain = np.asarray(cov).copy()  # a plain (lane, bin, category) array
+    want = np.where(plain.sum(axis=2) > 0, plain.argmax(axis=2), -1)
+    assert (got == want).all() and (got == -1).any() and (got >= 0).any()
+    ties = (np.sort(plain, axis=2)[:, :, -1] == np.sort(plain, axis=2)[:, :, -2]) & (plain.max(axis=2) > 0)
+    assert ties.any(), "the case covers equal categories"
+
+
 def test_crafted_markup_stays_text(evil):
     r, plan, wa = evil
     assert r.dispatch.kernel_name == EVIL_NAME
@@ -282,6 +302,40 @@ def test_report_plan_takes_the_attached_counters_bytes(tmp_path):
         ceiling(vcopy)
     data, ev = ceiling(vcopy, force=True)
     assert data["pmc"]["attached"]["forced"] and ev["source"] == "trace"
+
+
+def test_report_plan_predictions_replayed_in_a_child_that_started_early(tmp_path, monkeypatch):
+    """render_captures: a forked child builds the replay engine while this
+    process analyzes the waves and runs the rules, then replays the findings
+    it is sent; the page's plan is the plan made in one process (predictions
+    included), and so is the page made without the fork."""
+    import os
+
+    from attlens.report import html as h
+    from conftest import require_fork
+
+    require_fork()
+    cap = require_shared() / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    seen = tmp_path / "pids"
+    real = h._replay_ahead
+
+    def spy(r):
+        with open(seen, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(r)
+
+    monkeypatch.setattr(h, "_replay_ahead", spy)
+    render_captures([cap], tmp_path / "forked.html")
+    assert seen.read_text().split() != [str(os.getpid())] and len(seen.read_text().split()) == 1, "the engine was built in the child"
+    page = (tmp_path / "forked.html").read_text()
+    r = attlens.analyze(attlens.load(cap))
+    want = orjson.loads(orjson.dumps(make_plan(r).to_dict(), option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY))
+    got = embedded_data(page)["plan"]
+    assert got == want
+    assert any((f.get("predicted") or {}).get("expressible") for f in got["findings"]), "a finding the replay predicts"
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
+    render_captures([cap], tmp_path / "one.html")
+    assert (tmp_path / "one.html").read_text() == page
 
 
 def test_packed_arrays_round_trip():

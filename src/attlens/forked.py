@@ -4,7 +4,8 @@ other in this process, their results joined (the child's by pickle).
 Forking shares the loaded capture's arrays without copying them (copy on
 write), which a process pool could not. Used where a command has two
 independent passes over a loaded capture (the report: the plan's replay
-beside the page's timelines). Without fork, with one core, in a threaded
+beside the page's timelines), or a child that starts early and takes one
+message from this process half-way (:func:`relay`). Without fork, with one core, in a threaded
 process (a server), or when the child fails, the child's work runs here
 afterwards: the result is the same, only slower.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 
 def can_fork() -> bool:
@@ -51,10 +53,34 @@ def start(work) -> tuple[int, int]:
     return pid, rfd
 
 
+_WHILE_WAITING: list = []
+
+
+@contextmanager
+def while_waiting(task):
+    """Within this block, the first time this process waits for a child
+    (:func:`join`) it runs ``task()`` instead of idling: work a later step
+    needs anyway (the report imports its analyses while the parse's second
+    half finishes). Its errors are ignored (the later step meets them); never
+    waiting, it does not run."""
+    _WHILE_WAITING.append(task)
+    try:
+        yield
+    finally:
+        if task in _WHILE_WAITING:
+            _WHILE_WAITING.remove(task)
+
+
 def join(pid: int, rfd: int) -> tuple[bool, object]:
     """``(True, result)`` of a child of :func:`start`, or ``(False, None)``
     when it failed (killed, out of memory, an error in its work)."""
     import pickle
+
+    while _WHILE_WAITING:
+        try:
+            _WHILE_WAITING.pop(0)()
+        except Exception:
+            pass
 
     with os.fdopen(rfd, "rb") as f:
         payload = f.read()
@@ -88,3 +114,71 @@ def beside(work, meanwhile):
         raise
     ok, theirs = join(pid, rfd)
     return (theirs if ok else work()), mine  # a failed child's work (an error it raised too) runs here
+
+
+def relay(prepare, finish, meanwhile):
+    """``(finish(prepare(), message), meanwhile(send))``: a forked child runs
+    ``prepare()`` at once, then ``finish`` with the one message this process
+    passes to ``send`` while it runs ``meanwhile`` (work the child needs from
+    this process starts the child's early part sooner). ``meanwhile`` must
+    call ``send`` once. ``finish``'s result must pickle; without fork, or
+    when the child fails, both parts run here after ``meanwhile``."""
+    box: list = []
+    if os.environ.get("ATTLENS_PARSE_WORKERS") == "1" or not can_fork():
+        mine = meanwhile(box.append)
+        return finish(prepare(), _sent(box)), mine
+    down_r, down_w = os.pipe()
+
+    def work():
+        import pickle
+        import threading
+
+        os.close(down_w)
+        got: list = []
+        # the message may be larger than a pipe holds: drained meanwhile, so send never waits for prepare
+        reader = threading.Thread(target=lambda: got.append(_read_all(down_r)), daemon=True)
+        reader.start()
+        early = prepare()
+        reader.join()
+        if not got or not got[0]:
+            raise EOFError("no message from the parent")
+        return finish(early, pickle.loads(got[0]))
+
+    pid, rfd = start(work)
+    os.close(down_r)
+    open_w = [down_w]
+
+    def send(message) -> None:
+        import pickle
+
+        box.append(message)
+        fd = open_w.pop()
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(pickle.dumps(message, protocol=5))
+        except OSError:  # the child is gone: join sees it and the work is done here
+            pass
+
+    try:
+        mine = meanwhile(send)
+    except BaseException:
+        for fd in open_w:
+            os.close(fd)
+        end(pid, rfd)
+        raise
+    for fd in open_w:  # never sent: the child stops at EOF
+        os.close(fd)
+    ok, theirs = join(pid, rfd)
+    message = _sent(box)
+    return (theirs if ok else finish(prepare(), message)), mine
+
+
+def _sent(box: list):
+    if len(box) != 1:
+        raise RuntimeError(f"relay: meanwhile sent {len(box)} messages, not one")
+    return box[0]
+
+
+def _read_all(fd: int) -> bytes:
+    with os.fdopen(fd, "rb") as f:
+        return f.read()

@@ -240,7 +240,7 @@ def _aligned_events(d, clock) -> tuple[np.ndarray | None, bool]:
     ev = occ.events.copy()
     offsets = clock.se_offsets_cycles if clock is not None else None
     if offsets:
-        ev[:, 1] += np.array([offsets.get(int(se), 0) for se in ev[:, 0]], dtype=np.int64)
+        ev[:, 1] += np.array([offsets.get(se, 0) for se in ev[:, 0].tolist()], dtype=np.int64)  # Python ints, not a NumPy scalar per event
         return ev, True
     return ev, len(np.unique(ev[:, 0])) == 1
 
@@ -329,7 +329,8 @@ def _early_exit(d) -> tuple[np.ndarray, list[dict]]:
     n = w.n_records
     ended = np.array([b > a and st.mnemonic[int(recs.pc[b - 1])].startswith("s_endpgm") for a, b in zip(w.rec_start.tolist(), w.rec_stop.tolist())])
     short = (n < max(int(n.max() * EARLY_EXIT_SHARE), 1)) & ended
-    vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if code.instruction_mask[pc]}
+    listed = code.instruction_mask.tolist()  # a property: computed once, not per pc
+    vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if listed[pc]}
     early = np.zeros(w.count, dtype=bool)
     exits: dict[tuple[int, int], int] = {}
     for i in np.flatnonzero(short).tolist():
@@ -350,8 +351,9 @@ def _early_exit(d) -> tuple[np.ndarray, list[dict]]:
 
 def _reaches_end(code, st, pc: int) -> bool:
     n = 0
+    listed = code.instruction_mask
     for q in range(pc, code.size):
-        if not code.instruction_mask[q]:
+        if not listed[q]:
             continue
         m = st.mnemonic[q]
         if m.startswith("s_endpgm"):

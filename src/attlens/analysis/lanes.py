@@ -72,7 +72,8 @@ def _result(text: str, m: str, reads, state, wave: int):
 def _successors(code) -> tuple[list[int], dict[int, list[int]]]:
     """Instruction pcs in listing order and each one's successors (fall-through
     and SOPP branch target; none after s_endpgm, s_setpc or an unconditional branch)."""
-    pcs = [pc for pc in range(code.size) if code.instruction_mask[pc]]
+    listed = code.instruction_mask.tolist()  # a property: computed once, not per pc
+    pcs = [pc for pc in range(code.size) if listed[pc]]
     vaddr_to_pc = {int(code.vaddr[pc]): pc for pc in pcs}
     succ: dict[int, list[int]] = {}
     for i, pc in enumerate(pcs):

@@ -43,7 +43,8 @@ def backward_branches(dispatch) -> list[StaticLoop]:
     code, st = dispatch.code, dispatch.static
     loops = []
     hit = np.bincount(dispatch.records.pc, minlength=code.size)
-    vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if code.instruction_mask[pc]}
+    listed = code.instruction_mask.tolist()  # a property: computed once, not per pc
+    vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if listed[pc]}
     for pc in np.flatnonzero(code.instruction_mask).tolist():
         m = st.mnemonic[pc]
         if not m.startswith(("s_cbranch", "s_branch")):

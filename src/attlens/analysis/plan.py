@@ -358,12 +358,12 @@ def make_plan(result, disable: set[str] | None = None, only: set[str] | None = N
     caller has it, so the wave-level analyses are not computed twice; ``pmc``
     (a PmcResult or a list) to measure bandwidth with counters; ``predict``:
     attach the replay's predicted gain to every finding (analysis/replay)."""
-    with _cycle_collector_paused():
+    with cycle_collector_paused():
         return _make_plan(result, disable, only, waves, pmc, predict)
 
 
 @contextmanager
-def _cycle_collector_paused():
+def cycle_collector_paused():
     """The plan makes and drops a few hundred thousand small containers (the
     replay's event lists, per-execution tuples of the rules), all freed by
     reference counting; meanwhile the cyclic collector's passes over the whole
@@ -455,23 +455,45 @@ def _make_plan(result, disable, only, waves, pmc, predict) -> Plan:
 def attach_predictions(plan: Plan) -> None:
     """``predicted`` on every finding (docs/whatif.md). A replay that fails
     never breaks the plan: the finding then says why it has no prediction."""
+    for f, p in zip(plan.findings, predictions(plan)):
+        f.predicted = p
+
+
+def predictions(plan) -> list:
+    """The ``predicted`` object of each of ``plan.findings``, in order (what
+    :func:`attach_predictions` attaches). ``plan`` needs only ``result``,
+    ``findings``, ``dispatch_facts`` and ``bandwidth``: a forked child gets
+    those (report/html.render_captures)."""
     from attlens.analysis.replay.findings import CAPTURE_KINDS, cached_predicted
     from attlens.limits import MAX_REPLAY_RECORDS_IN_PLAN
 
     n = plan.result.dispatch.records.count
+    out = []
     if n > MAX_REPLAY_RECORDS_IN_PLAN:  # memory and time: the replay is asked for by name on such captures
         for f in plan.findings:
             if f.kind not in CAPTURE_KINDS or f.rule == "early-exit-waves":
-                f.predicted = {"expressible": False, "reason": f"not replayed with the plan: {n:,} records (over {MAX_REPLAY_RECORDS_IN_PLAN:,}); "
-                                                               f"`attlens whatif CAPTURE --apply {f.rule}` replays it"}
-        return
+                out.append({"expressible": False, "reason": f"not replayed with the plan: {n:,} records (over {MAX_REPLAY_RECORDS_IN_PLAN:,}); "
+                                                            f"`attlens whatif CAPTURE --apply {f.rule}` replays it"})
+            else:
+                out.append(f.predicted)
+        return out
     for f in plan.findings:
         try:
-            f.predicted = cached_predicted(f, plan.result, plan)
+            out.append(cached_predicted(f, plan.result, plan))
         except Exception as exc:  # the replay is an estimate on top of the plan, never a reason to lose it
             if os.environ.get("ATTLENS_DEBUG"):
                 raise
-            f.predicted = {"expressible": False, "reason": f"the replay failed on this capture ({type(exc).__name__}; ATTLENS_DEBUG=1 shows where)"}
+            out.append({"expressible": False, "reason": f"the replay failed on this capture ({type(exc).__name__}; ATTLENS_DEBUG=1 shows where)"})
+    return out
+
+
+def replays_with_plan(result) -> bool:
+    """The plan's predictions replay this capture (not too many records, stalls recorded)."""
+    from attlens.analysis.replay.calibrate import unreplayable
+    from attlens.limits import MAX_REPLAY_RECORDS_IN_PLAN
+
+    d = result.dispatch
+    return d.records.count <= MAX_REPLAY_RECORDS_IN_PLAN and unreplayable(d) is None
 
 
 def make_verdict_of(ctx, findings):

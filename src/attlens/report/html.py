@@ -234,7 +234,9 @@ GRID_CHUNK_CELLS = 1 << 18  # lane x bin x category cells computed at a time
 
 def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int) -> np.ndarray:
     """Cycles of each (lane, bin, category) covered by the intervals
-    ``[start, end)``; int64 array (n_lanes, n_bins, n_cat). Callers pass one
+    ``[start, end)``; int64 array (n_lanes, n_bins, n_cat), a view of one
+    laid out category-major (each category's grid contiguous: the bin-axis
+    sums and :func:`_dominant` pass over contiguous rows). Callers pass one
     bounded chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`)."""
     m = end > start
     if not m.all():  # records always last a cycle: most calls keep everything and copy nothing
@@ -244,31 +246,38 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
         return np.zeros((n_lanes, n_bins, n_cat), dtype=np.int64)
     rel_s = start - t0
     rel_e = end - t0
-    b0 = np.clip(rel_s // width, 0, n_bins - 1)
-    b1 = np.clip((rel_e - 1) // width, 0, n_bins - 1)
+    b0 = _clip_bins(rel_s // width, n_bins)
+    b1 = _clip_bins((rel_e - 1) // width, n_bins)
 
-    base = (lane * n_bins) * n_cat + cat
+    base = (cat * n_lanes + lane) * n_bins
     # direct contributions: whole interval inside one bin (most), or the partial
     # first and last bins of a spanning interval (bincount sums exact
     # integers in float64, converted back at once)
-    first = base + b0 * n_cat
+    first = base + b0
     sp = np.flatnonzero(b0 != b1)
     wts = rel_e - rel_s
     if len(sp):
         wts[sp] = (b0[sp] + 1) * width - rel_s[sp]  # the spanning ones' first bin
-    out = np.bincount(first, weights=wts, minlength=size)
-    if len(sp):
-        out += np.bincount(base[sp] + b1[sp] * n_cat, weights=rel_e[sp] - b1[sp] * width, minlength=size)
-    out = out.astype(np.int64)
+    if len(sp):  # and their last bins, in the same pass (integer sums: exact in any order)
+        first = np.concatenate([first, base[sp] + b1[sp]])
+        wts = np.concatenate([wts, rel_e[sp] - b1[sp] * width])
+    out = np.bincount(first, weights=wts, minlength=size).astype(np.int64)
     # full bins b0+1 .. b1-1 of spanning intervals: a difference array along the bin axis
     full = sp[b1[sp] - b0[sp] > 1]
     if len(full):
-        didx = np.concatenate([base[full] + (b0[full] + 1) * n_cat, base[full] + b1[full] * n_cat])
+        didx = np.concatenate([base[full] + b0[full] + 1, base[full] + b1[full]])
         k = len(full)
         dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
-        diff = np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(n_lanes, n_bins, n_cat)
-        out += np.cumsum(diff, axis=1).reshape(-1)
-    return out.reshape(n_lanes, n_bins, n_cat)
+        # only the (category, lane) rows some interval spans (few for instruction classes: the long waits)
+        rows = np.unique(didx // n_bins)
+        grid = out.reshape(n_cat * n_lanes, n_bins)
+        if len(rows) == len(grid):
+            grid += np.cumsum(np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(len(grid), n_bins), axis=1)
+        else:
+            local = np.searchsorted(rows, didx // n_bins) * n_bins + didx % n_bins
+            diff = np.bincount(local, weights=dw, minlength=len(rows) * n_bins).astype(np.int64).reshape(len(rows), n_bins)
+            grid[rows] += np.cumsum(diff, axis=1)
+    return out.reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
 
 
 def _rle(rows) -> dict:
@@ -284,10 +293,29 @@ def _rle(rows) -> dict:
     return {"off": off, "start": pack(cat(starts)), "val": pack(cat(vals))}
 
 
+def _clip_bins(b: np.ndarray, n_bins: int) -> np.ndarray:
+    """``b`` clipped to the bins 0 .. n_bins - 1, in place (np.clip costs several passes)."""
+    np.maximum(b, 0, out=b)
+    return np.minimum(b, n_bins - 1, out=b)
+
+
 def _dominant(cov: np.ndarray) -> np.ndarray:
-    """Per (lane, bin): the category covering most cycles, -1 where none."""
-    dom = np.argmax(cov, axis=2).astype(np.int64)
-    dom[cov.sum(axis=2) <= 0] = -1
+    """Per (lane, bin): the category covering most cycles (the first of
+    equals), -1 where none. One pass per category over its (lane, bin) grid
+    (contiguous in :func:`_coverage`'s layout)."""
+    by_cat = np.moveaxis(cov, 2, 0)
+    if len(by_cat) == 0:
+        return np.full(cov.shape[:2], -1, dtype=np.int64)
+    best = by_cat[0].copy()
+    dom = np.zeros(cov.shape[:2], dtype=np.int64)
+    total = best.copy()
+    for c in range(1, len(by_cat)):
+        row = by_cat[c]
+        more = row > best
+        np.copyto(best, row, where=more)
+        dom[more] = c
+        total += row
+    dom[total <= 0] = -1
     return dom
 
 
@@ -295,6 +323,22 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     from attlens.analysis.waitdeps import _ranges as ranges
 
     return ranges(starts, counts)
+
+
+def _frame(d, clk) -> tuple:
+    """The timeline's frame of a dispatch with waves: per wave its SE's clock
+    offset, begin and end on the aligned clock; the traced window ``t0``,
+    ``t1``; the bin width in cycles and the number of bins."""
+    w = d.waves
+    offsets = clk.se_offsets_cycles or {}
+    shift = np.array([offsets.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
+    begin = w.begin.astype(np.int64) + shift
+    end = w.end.astype(np.int64) + shift
+    t0 = int(begin.min())
+    t1 = int(end.max())
+    span = max(t1 - t0, 1)
+    width = max(MIN_BIN_CYCLES, -(-span // TIMELINE_BINS))
+    return shift, begin, end, t0, t1, width, -(-span // width)
 
 
 def _timeline(result, waves) -> dict:
@@ -306,26 +350,19 @@ def _timeline(result, waves) -> dict:
     n = w.count
     if n == 0:
         return {"lanes": [], "bins": 0}
-    offsets = clk.se_offsets_cycles or {}
-    shift = np.array([offsets.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
-    begin = w.begin.astype(np.int64) + shift
-    end = w.end.astype(np.int64) + shift
+    shift, begin, end, t0, t1, width, n_bins = _frame(d, clk)
     keys = sorted({(int(a), int(b), int(c), int(e)) for a, b, c, e in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())})
     lane_of_key = {k: i for i, k in enumerate(keys)}
     lane = np.array([lane_of_key[(int(a), int(b), int(c), int(e))] for a, b, c, e in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())], dtype=np.int64)
     n_lanes = len(keys)
-    t0 = int(begin.min())
-    t1 = int(end.max())
-    span = max(t1 - t0, 1)
-    width = max(MIN_BIN_CYCLES, -(-span // TIMELINE_BINS))
-    n_bins = -(-span // width)
 
     # instruction classes (waits: the class holding most of their cycles), only those that ran
     pc_cls = np.array([CLASS_IDS.index(c) if c in CLASS_IDS else CLASS_IDS.index("other") for c in d.static.cls], dtype=np.int64)
     for h in result.hotspots.instructions:
         if h.class_ in CLASS_IDS:
             pc_cls[h.pc] = CLASS_IDS.index(h.class_)
-    present = np.flatnonzero(np.bincount(pc_cls[np.unique(recs.pc)], minlength=len(CLASS_IDS)))
+    ran = np.bincount(recs.pc, minlength=len(pc_cls)) > 0  # the pcs that ran (np.unique of every record's pc sorts them all)
+    present = np.flatnonzero(np.bincount(pc_cls[ran], minlength=len(CLASS_IDS)))
     cls_code = np.full(len(CLASS_IDS), -1, dtype=np.int64)
     cls_code[present] = np.arange(len(present))
     pc_code = cls_code[pc_cls]
@@ -462,9 +499,10 @@ def build_report_data(result, plan, waves, pmc=None, topk: int = 20, parts: dict
             "plan": plan if isinstance(plan, dict) else plan.to_dict(), **{k: v for k, v in parts.items() if k != "analysis"}}
 
 
-def page_parts(result, waves, pmc=None, topk: int = 20) -> dict:
+def page_parts(result, waves, pmc=None, topk: int = 20, panels: dict | None = None) -> dict:
     """The page's data that does not depend on the plan (made while the plan's
-    replay runs beside it: :func:`render_captures`)."""
+    replay runs beside it: :func:`render_captures`). ``panels``: what
+    :func:`viewer_panels` made of the same capture (computed here if not given)."""
     d = result.dispatch
     wd = waves.to_dict(per_wave=False)
     timeline = _timeline(result, waves)
@@ -476,25 +514,23 @@ def page_parts(result, waves, pmc=None, topk: int = 20) -> dict:
         "source": _source_view(result),
         "deps": _deps(waves),
         "timeline": timeline,
-        **_viewer_panels(d, waves, timeline),
+        **(viewer_panels(d, waves.clock) if panels is None else panels),
         "pmc": _pmc_dict(pmc, d.resources.dispatch_id),
         "reproduce": reproduce_commands(str(d.path)),
     }
 
 
-def _viewer_panels(d, waves, timeline: dict) -> dict:
+def viewer_panels(d, clock) -> dict:
     """The hotspot scope (clock-range brush, latency histogram) and the
-    single-wave timeline's records (attlens.report.viewerdata)."""
+    single-wave timeline's records (attlens.report.viewerdata), on the
+    timeline's frame. ``clock``: the dispatch's ClockInfo (analysis.clock)."""
     from attlens.report import viewerdata as vd
 
-    if not timeline.get("bins"):
+    if d.waves.count == 0:
         return {"scope": None, "wave_detail": None}
-    w = d.waves
-    offs = waves.clock.se_offsets_cycles or {}
-    shift = np.array([offs.get(int(se), 0) for se in w.se.tolist()], dtype=np.int64)
-    picks = vd.detail_waves(w.begin.astype(np.int64) + shift, w.end.astype(np.int64) + shift)
-    return {"scope": vd.scope(d, offs, timeline["t0"], timeline["t1"], timeline["bin_cycles"]),
-            "wave_detail": vd.wave_detail(d, picks)}
+    _, begin, end, t0, t1, width, _ = _frame(d, clock)
+    picks = vd.detail_waves(begin, end)
+    return {"scope": vd.scope(d, clock.se_offsets_cycles or {}, t0, t1, width), "wave_detail": vd.wave_detail(d, picks)}
 
 
 def headline(result) -> dict:
@@ -849,15 +885,79 @@ def _attach(pmc, result, force: bool, several: bool):
         raise
 
 
-def _plan_side(result, waves, pmc) -> tuple[dict, dict]:
-    """The plan's document and index row (what a forked child sends back:
-    attlens.forked.beside). Counters attached to the capture give the
-    bandwidth rule its bytes (not when attached only by --force over a
-    mismatch: see bandwidth._pmc_for)."""
-    from attlens.analysis.plan import make_plan
+def _import_later_steps() -> None:
+    """Import the modules of the report's steps after the load (the plan and
+    its rules, the wave analyses, the replay, the viewer panels): run when
+    the load waits for the parse child's last parts
+    (attlens.forked.while_waiting), else just before the replay's child
+    forks: either way the two processes do not both import them."""
+    from attlens.analysis import plan, waves  # noqa: F401
+    from attlens.analysis.registry import load_rules
+    from attlens.analysis.replay import calibrate, findings, predict  # noqa: F401
+    from attlens.report import viewerdata  # noqa: F401
 
-    plan = make_plan(result, waves=waves, pmc=pmc)
-    return plan.to_dict(), index_entry(result, plan, "")
+    load_rules()
+
+
+def _replay_ahead(result) -> None:
+    """Build the replay engine the plan's predictions use (kept on ``result``)
+    before the plan exists: it needs only the analysis (a forked child starts
+    it while this process analyzes the waves; attlens.forked.relay)."""
+    from attlens.analysis.plan import cycle_collector_paused, replays_with_plan
+    from attlens.analysis.replay.calibrate import engine_of
+
+    if not replays_with_plan(result):
+        return
+    try:
+        with cycle_collector_paused():
+            engine_of(result)
+    except Exception:  # the predictions meet it again and say why
+        pass
+
+
+def _child_ahead(result) -> dict:
+    """What the child makes before it gets the plan's findings: the replay
+    engine (kept on ``result``) and the page's viewer panels (returned)."""
+    from attlens.analysis.clock import compute_clock
+
+    _replay_ahead(result)
+    return viewer_panels(result.dispatch, compute_clock(result.dispatch))
+
+
+def _predictions(result, message) -> list:
+    """The predictions of a plan's findings, from what :func:`_page_side` sends: (findings, dispatch facts, bandwidth)."""
+    from types import SimpleNamespace
+
+    from attlens.analysis.plan import cycle_collector_paused, predictions
+
+    findings, facts, bandwidth = message
+    with cycle_collector_paused():
+        return predictions(SimpleNamespace(result=result, findings=findings, dispatch_facts=facts, bandwidth=bandwidth))
+
+
+def _page_side(result, pmc, send):
+    """The wave analyses, the plan's rules (their findings sent to the child
+    that replays them) and the page's parts but the viewer panels (the
+    child's): ``(waves, plan, parts)``, the plan still without predictions.
+    Counters attached to the capture give the bandwidth rule its bytes (not
+    when attached only by --force over a mismatch: see bandwidth._pmc_for)."""
+    from attlens.analysis.plan import make_plan
+    from attlens.analysis.waves import analyze_waves
+
+    waves = analyze_waves(result)
+    plan = make_plan(result, waves=waves, pmc=pmc, predict=False)
+    send((plan.findings, plan.dispatch_facts, plan.bandwidth))
+    return waves, plan, page_parts(result, waves, pmc, panels={})
+
+
+def _with_panels(parts: dict, panels: dict) -> dict:
+    """The page's parts with the viewer panels in their place (the page's JSON keeps its key order)."""
+    out = {}
+    for k, v in parts.items():
+        out[k] = v
+        if k == "timeline":
+            out.update(panels)
+    return out
 
 
 def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = False, progress=None, log: list | None = None,
@@ -879,9 +979,8 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     ``warnings``: the analysis' warnings). ``analyze_kw``: extra arguments of
     :func:`attlens.analysis.analyze.analyze` (the PC samples to join)."""
     from attlens.analysis.analyze import analyze
-    from attlens.analysis.waves import analyze_waves
     from attlens.errors import AttlensError
-    from attlens.forked import beside
+    from attlens.forked import relay, while_waiting
     from attlens.model.loader import load
 
     step = progress or (lambda stage, done=None, total=None: None)
@@ -891,7 +990,8 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
     written, entries, used = [], [], {out.name}
     for p in dirs:
         try:
-            d = load(p, rocprof_dir=rocprof_dir, progress=step, samples="pc_sampling" not in (analyze_kw or {}))
+            with while_waiting(_import_later_steps):
+                d = load(p, rocprof_dir=rocprof_dir, progress=step, samples="pc_sampling" not in (analyze_kw or {}))
         except AttlensError as exc:
             if not several:
                 raise
@@ -903,13 +1003,19 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         step(f"analyzing {Path(p).name}")
         r = analyze(d, **(analyze_kw or {}))
         attached, refused = _attach(pmc, r, force, several)
-        waves = analyze_waves(r)
-        # the plan and its replays on the other core while this one lays out the rest of the page;
-        # the digest first, so what the plan stores reaches it (a child's kept results would die with it)
+        # the replay's engine on the other core from here (it needs only the analysis), its predictions
+        # once this one has run the rules; meanwhile this one lays out the rest of the page. The digest
+        # first, so what the child stores reaches it (a child's kept results would die with it)
         from attlens.cache import behind
 
         behind.settle()
-        (plan_doc, entry), parts = beside(lambda: _plan_side(r, waves, attached), lambda: page_parts(r, waves, attached))
+        _import_later_steps()  # done already if the load waited for its parse child
+        (preds, panels), (waves, plan, parts) = relay(lambda: _child_ahead(r), lambda panels, message: (_predictions(r, message), panels),
+                                                      lambda send: _page_side(r, attached, send))
+        parts = _with_panels(parts, panels)
+        for f, p in zip(plan.findings, preds):
+            f.predicted = p
+        plan_doc, entry = plan.to_dict(), index_entry(r, plan, "")
         target = out if not several else out.parent / report_name(r, used)
         step(f"writing {target.name}")
         render_html(r, plan_doc, waves, target, pmc=attached, parts=parts)

@@ -247,7 +247,8 @@ def report_to_markdown(result, plan, waves, analysis: dict | None = None) -> str
          for i, h in enumerate(instrs, 1)],
         "rrllrrrrrlr" + "rl" * sampled,
     ) + [""]
-    listed = [p for p in range(d.code.size) if d.code.instruction_mask[p]]
+    mask = d.code.instruction_mask.tolist()  # a property: computed once, not per pc
+    listed = [p for p in range(d.code.size) if mask[p]]
     pos = {p: i for i, p in enumerate(listed)}
     for i, h in enumerate(instrs, 1):
         k = pos.get(h["pc"])

@@ -17,9 +17,10 @@ def _next_instruction(code) -> np.ndarray:
     n = code.size
     nxt = np.full(n, n, dtype=np.int64)
     following = n
+    listed = code.instruction_mask.tolist()
     for pc in range(n - 1, -1, -1):
         nxt[pc] = following
-        if code.instruction_mask[pc]:
+        if listed[pc]:
             following = pc
     return nxt
 
@@ -86,8 +87,9 @@ def _decisive_branch(ctx, waves: np.ndarray, covers) -> dict | None:
 def _ends_soon(ctx, pc: int, within: int = 12) -> bool:
     """The straight-line code from ``pc`` reaches s_endpgm within a few instructions."""
     n = 0
+    listed = ctx.d.code.instruction_mask
     for q in range(pc, ctx.d.code.size):
-        if not ctx.d.code.instruction_mask[q]:
+        if not listed[q]:
             continue
         m = ctx.d.static.mnemonic[q]
         if m.startswith("s_endpgm"):
