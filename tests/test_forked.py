@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from attlens import forked
-from conftest import require_fork
+from conftest import require_fork, require_shared
 
 
 @pytest.fixture(autouse=True)
@@ -135,3 +135,19 @@ def test_while_waiting_a_failing_task_is_ignored_and_an_unused_one_dropped():
         pass  # never waited: it does not run, and does not stay queued
     pid, rfd = forked.start(lambda: 2)
     assert forked.join(pid, rfd) == (True, 2) and ran == []
+
+
+def test_while_waiting_runs_before_the_parents_parts_of_a_two_process_parse():
+    """The wave parse's parent takes its share of parts after the task (the
+    child takes more meanwhile), not after them at the join."""
+    from attlens.io.filenames_json import read_filenames_json
+    from attlens.io.wave_files import read_wave_files
+
+    require_fork()
+    cap = require_shared() / "traces" / "vec_add/big/ui_output_agent_14705_dispatch_25"
+    entries = read_filenames_json(cap / "filenames.json").waves
+    parent, events = os.getpid(), []
+    with forked.while_waiting(lambda: events.append("task")):
+        table = read_wave_files(cap, entries, workers=2, per_part=lambda t: events.append("part") if os.getpid() == parent else None)
+    assert len(table.entries) == len(entries)
+    assert events[:1] == ["task"] and events.count("task") == 1, events

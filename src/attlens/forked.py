@@ -58,11 +58,13 @@ _WHILE_WAITING: list = []
 
 @contextmanager
 def while_waiting(task):
-    """Within this block, the first time this process waits for a child
-    (:func:`join`) it runs ``task()`` instead of idling: work a later step
-    needs anyway (the report imports its analyses while the parse's second
-    half finishes). Its errors are ignored (the later step meets them); never
-    waiting, it does not run."""
+    """Within this block, the first time this process has a child working
+    beside it it runs ``task()``: work a later step needs anyway (the report
+    imports its analyses while the parse child works). That is when it waits
+    for a child (:func:`join`), or earlier when the caller has a share of
+    work it takes from (:func:`run_waiting`: the wave parse's parts, so the
+    child takes more of them). Its errors are ignored (the later step meets
+    them); never run, it is dropped."""
     _WHILE_WAITING.append(task)
     try:
         yield
@@ -71,16 +73,21 @@ def while_waiting(task):
             _WHILE_WAITING.remove(task)
 
 
-def join(pid: int, rfd: int) -> tuple[bool, object]:
-    """``(True, result)`` of a child of :func:`start`, or ``(False, None)``
-    when it failed (killed, out of memory, an error in its work)."""
-    import pickle
-
+def run_waiting() -> None:
+    """Run the tasks of :func:`while_waiting` now (a child works beside this process)."""
     while _WHILE_WAITING:
         try:
             _WHILE_WAITING.pop(0)()
         except Exception:
             pass
+
+
+def join(pid: int, rfd: int) -> tuple[bool, object]:
+    """``(True, result)`` of a child of :func:`start`, or ``(False, None)``
+    when it failed (killed, out of memory, an error in its work)."""
+    import pickle
+
+    run_waiting()
 
     with os.fdopen(rfd, "rb") as f:
         payload = f.read()

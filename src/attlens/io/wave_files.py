@@ -767,6 +767,7 @@ def _read_two_processes(root_real, entries, sizes, claims: _Claims, n_pc, valid_
 
     pid, rfd = forked.start(child_parts)
     try:
+        forked.run_waiting()  # the caller's later work (forked.while_waiting): the child takes more parts meanwhile
         side = meanwhile() if meanwhile is not None else None
         mine = [_add_part(sink, read_part(k)) for k in iter(lambda: claims.take(front=True), None)]
     except BaseException:
