@@ -770,12 +770,12 @@ def _read_two_processes(root_real, entries, sizes, claims: _Claims, n_pc, valid_
         forked.run_waiting()  # the caller's later work (forked.while_waiting): the child takes more parts meanwhile
         side = meanwhile() if meanwhile is not None else None
         mine = [_add_part(sink, read_part(k)) for k in iter(lambda: claims.take(front=True), None)]
+        derived = [fold(mine)]  # before the join: the child may still be on its last part
     except BaseException:
         forked.end(pid, rfd)
         claims.close()
         raise
     ok, theirs = forked.join(pid, rfd)
-    derived = [fold(mine)]
     if ok:
         placed, folded = theirs
         for at, t_at, n_rec, n_tl, meta, waitcnt, problems, notes in placed:
