@@ -376,14 +376,20 @@ def test_a_full_disk_while_a_formatting_thread_writes_refuses_the_output_and_kee
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc (Linux)")
-def test_export_imports_numpy_with_one_blas_thread_and_leaves_the_environment_alone():
-    """No idle OpenBLAS thread spinning beside the export's own (measured:
-    0.06-0.08 s of CPU), and no OPENBLAS_NUM_THREADS for child processes."""
-    code = ("import os, sys; from attlens.cli.common import import_numpy_without_blas_threads; import_numpy_without_blas_threads(); "
-            "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))")
+def test_numpy_is_imported_with_one_blas_thread_and_leaves_the_environment_alone():
+    """No idle OpenBLAS thread spinning beside attlens' own work (measured:
+    0.06-0.08 s of CPU), no OPENBLAS_NUM_THREADS for child processes, and
+    NumPy not imported before something needs it (a stored answer does not)."""
+    code = ("import os, sys; from attlens.cli.common import numpy_with_one_blas_thread; numpy_with_one_blas_thread(); "
+            "before = 'numpy' in sys.modules; import numpy; "
+            "print(before, 'numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))")
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["True", "None", "1"]
+    assert out == ["False", "True", "None", "1"]
+    plain = code.replace("numpy_with_one_blas_thread(); ", "")  # the reference: OpenBLAS's own threads
+    out = subprocess.run([sys.executable, "-c", plain], env=env, capture_output=True, text=True, check=True).stdout.split()
+    if os.cpu_count() and os.cpu_count() > 1:
+        assert int(out[-1]) > 1
 
 
 def test_the_command_line_freezes_the_objects_it_leaves_for_the_teardown(shared, tmp_path):

@@ -134,7 +134,7 @@ def _main(argv: list[str] | None) -> int:
             from attlens.cache import behind
             from attlens.cache.keys import command_scope
 
-            common.import_numpy_without_blas_threads()
+            common.numpy_with_one_blas_thread()
 
             with command_scope(), behind.scope():
                 return args.func(args)

@@ -486,23 +486,53 @@ def check_output(path, inputs=(), *, directory: bool = False, names=()) -> None:
             raise OutputRefused(f"{out}: is the input {src}; it would be overwritten", hint="write the output somewhere else")
 
 
-def import_numpy_without_blas_threads() -> None:
-    """Import NumPy with its OpenBLAS on one thread (unless the user chose a
-    count), the environment as it was afterwards (no child process inherits
-    it). Why: attlens does no linear algebra, and OpenBLAS's idle threads
-    spin on the other cores for about 0.1 s after the import (measured on
-    ``export``: 0.06-0.08 s of CPU of 0.7, on two cores shared with the work;
-    on a first ``analyze`` the same 0.06-0.08 s, beside its parse child). Every
-    command that reads captures calls it first (cli._main)."""
-    if "numpy" in sys.modules:
+def numpy_with_one_blas_thread() -> None:
+    """When NumPy is first imported in this process, import it with its
+    OpenBLAS on one thread (unless the user chose a count), the environment
+    as it was right afterwards (no child process inherits it). Why: attlens
+    does no linear algebra, and OpenBLAS's idle threads spin on the other
+    cores for about 0.1 s after the import (measured: 0.06-0.08 s of CPU on
+    ``export`` and beside a first ``analyze``'s parse child, on two cores
+    shared with the work). Only when it is imported: a repeat answered from
+    its stored answer never imports NumPy. Every command that reads captures
+    arranges it first (cli._main)."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         return
-    had = "OPENBLAS_NUM_THREADS" in os.environ
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    try:
-        import numpy  # noqa: F401
-    finally:
-        if not had:
-            del os.environ["OPENBLAS_NUM_THREADS"]
+    if not any(isinstance(f, _OneBlasThread) for f in sys.meta_path):
+        sys.meta_path.insert(0, _OneBlasThread())
+
+
+class _OneBlasThread:
+    """A one-shot import finder: NumPy's package runs with
+    OPENBLAS_NUM_THREADS=1 set (its OpenBLAS reads it when it loads), then unset."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "numpy":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _EnvDuringExec(spec.loader)
+        return spec
+
+
+class _EnvDuringExec:
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        had = "OPENBLAS_NUM_THREADS" in os.environ
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        try:
+            self.loader.exec_module(module)
+        finally:
+            if not had:
+                os.environ.pop("OPENBLAS_NUM_THREADS", None)
 
 
 def write_atomic(path: str, text: str) -> None:
