@@ -140,13 +140,16 @@ class CaptureData:
     snapshots: dict
     warnings: list[str]  # warnings about the capture's own files, in order
     skipped_waves: bool  # some wave file was unusable
-    # per-pc partial results the parse processes computed on their halves
-    # (:func:`_part_pass`); empty when read from a digest
+    # per-pc partial results the parse processes computed on their parts
+    # (:func:`_part_pass`, merged by :func:`_prepared`); empty when read from a digest
     prepared: dict = field(default_factory=dict)
     # the target and resources (:func:`_resolve_context`) and the per-pc
     # static facts, made while the wave files were parsed; None when read from a digest
     context: tuple | None = None
     static: StaticCode | None = None
+    # what each parse process computed on its parts (:func:`_part_pass`), merged into
+    # ``prepared`` by :func:`_prepared` once the digest's writer has started
+    parts: list = field(default_factory=list)
 
 
 def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, progress=None, hidden: bool = True,
@@ -302,12 +305,8 @@ def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, 
     if layout == LAYOUT_V2 and records.count and not records.stall.any():
         warnings.append(STALL_NOT_RECORDED)
 
-    prepared = _merge_parts(table.derived)
-    if (prepared.get("n_rec"), prepared.get("n_waves")) != (records.count, waves.count):  # not every kept wave: not used
-        for k in (WAITDEPS_KEY, "wait_pairs", "wait_shares"):
-            prepared.pop(k, None)
     return CaptureData(code, index, waves, records, timeline, occupancy, realtime, snapshots, warnings, bool(problems),
-                       prepared, context, static)
+                       {}, context, static, parts=table.derived)
 
 
 STALL_NOT_RECORDED = (
@@ -541,6 +540,21 @@ def _part_pass(code, hidden: bool):
     return run
 
 
+def _prepared(data: CaptureData) -> dict:
+    """``data.prepared``, with the parse processes' parts merged into it
+    (:func:`_merge_parts`; the parts' wait results only when they cover every
+    kept wave)."""
+    if not data.parts:
+        return data.prepared
+    prepared = {**data.prepared, **_merge_parts(data.parts)}
+    data.parts = []
+    if (prepared.get("n_rec"), prepared.get("n_waves")) != (data.records.count, data.waves.count):
+        for k in (WAITDEPS_KEY, "wait_pairs", "wait_shares"):
+            prepared.pop(k, None)
+    data.prepared = prepared
+    return prepared
+
+
 def _wait_tables(code, mnemonics: list[str]) -> tuple:
     """The wait simulation's per-pc actions and the class sums' per-pc classes
     (analysis.waitdeps.listing_actions, analysis.stalls.class_tables)."""
@@ -665,7 +679,7 @@ def _assemble(d: Path, data: CaptureData, rocprof_dir, digest) -> Dispatch:
         partial=partial,
         rocprof_files=used,
         digest=digest,
-        prepared=data.prepared,
+        prepared=_prepared(data),
         layout=layout,
         stall_recorded=stall_recorded(layout, data.records),
     )
