@@ -244,33 +244,6 @@ def test_a_digest_written_behind_gives_the_same_answers_and_keeps_the_derived_re
     assert again.out == ref.out and behind_always == [1]
 
 
-def test_derived_results_are_written_beside_the_digest_being_written_and_moved_in(tmp_path, monkeypatch, behind_always):
-    """While the child writes the digest, each derived result is written to a
-    staging folder beside it; settling moves the files in (the same records
-    as written after the digest), and the staging folder goes."""
-    from attlens.cache import behind
-
-    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
-    seen = []
-    settle = behind.PendingDigest.settle
-
-    def looking(self):
-        if not self.settled:
-            seen.append(sorted(p.name for p in self.stage.iterdir()) if self.stage is not None else None)
-        return settle(self)
-
-    monkeypatch.setattr(behind.PendingDigest, "settle", looking)
-    cap = require_shared() / "traces" / VEC_ADD
-    cache = tmp_path / "cache"
-    first = run_main("analyze", cap, "--json", "--cache-dir", cache)
-    assert first.code in (0, 8) and behind_always == [1]
-    staged = [n for n in seen[0] if n.endswith(".json")]
-    assert staged and sorted(staged) == sorted(_derived(cache)), (seen, _derived(cache))
-    for f in seen[0]:
-        assert (next(cache.rglob("capture.json")).parent / f).is_file(), f
-    assert not [p for p in cache.rglob("*") if p.name.startswith(".tmp")]
-
-
 def test_a_failed_digest_writer_costs_only_the_digest(tmp_path, monkeypatch, behind_always):
     import attlens.cache.capture as capture
 

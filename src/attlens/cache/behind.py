@@ -71,11 +71,9 @@ class PendingDigest:
 
     def __init__(self, store, capture, key: str, pid: int):
         self.store, self.capture, self.key, self.pid = store, capture, key, pid
-        # name -> (value, ("staged", file names, bytes) or ("kept", arrays, meta))
-        self.kept: dict[str, tuple] = {}
+        self.kept: dict[str, tuple] = {}  # name -> (value, arrays, meta)
         self.settled = False
         self.digest = None
-        self.stage = None  # a folder beside the digest's, its derived records written there meanwhile
 
     def get_derived(self, name: str, codec):
         if self.settled:
@@ -89,24 +87,7 @@ class PendingDigest:
                 self.digest.put_derived(name, value, codec)
             return
         arrays, meta = codec.encode(value)  # as it is now: the caller may change the value later
-        # written now, beside the digest being written: settling then only moves the files in
-        staged = self._write_staged(name, arrays, meta)
-        self.kept[name] = (value, staged if staged is not None else ("kept", arrays, meta))
-
-    def _write_staged(self, name: str, arrays: dict, meta):
-        from attlens.cache.store import stage_record
-
-        try:
-            if self.stage is None:
-                from attlens.cache.store import new_stage
-
-                self.stage = new_stage(self.store, self.capture)
-            if self.stage is None:
-                return None
-            files, written = stage_record(self.stage, name, arrays, meta)
-        except OSError:
-            return None
-        return ("staged", files, written)
+        self.kept[name] = (value, arrays, meta)
 
     def settle(self):
         """Wait for the child; open what it wrote and store what was kept."""
@@ -119,18 +100,8 @@ class PendingDigest:
         self.settled = True
         if status == 0:
             self.digest = self.store.open(self.capture, self.key)  # None if it wrote nothing
-        try:
-            if self.digest is not None:
-                for _name, (_, stored) in self.kept.items():
-                    if stored[0] == "staged":
-                        self.digest.adopt(self.stage, stored[1], stored[2])
-                    else:
-                        self.digest.put_encoded(_name, stored[1], stored[2])
-        finally:
-            self.kept.clear()
-            if self.stage is not None:
-                from attlens.cache.store import _remove
-
-                _remove(self.stage)
-                self.stage = None
+        if self.digest is not None:
+            for name, (_, arrays, meta) in self.kept.items():
+                self.digest.put_encoded(name, arrays, meta)
+        self.kept.clear()
         return self.digest

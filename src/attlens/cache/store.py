@@ -45,14 +45,12 @@ class DamagedDigest(Exception):
 # ---------------------------------------------------------------------------
 
 
-def _write_record(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta, files: list | None = None) -> int:
+def _write_record(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta) -> int:
     """Write ``<stem>-<token>.bin`` then ``<stem>.json`` (atomically, mode
-    0600); returns bytes (and appends both names to ``files``). A failure (a
-    full disk, Ctrl-C) leaves no temporary file and no data file without its record."""
+    0600); returns bytes. A failure (a full disk, Ctrl-C) leaves no temporary
+    file and no data file without its record."""
     token = secrets.token_hex(4)
     bin_name = f"{stem}-{token}.bin"
-    if files is not None:
-        files += [bin_name, f"{stem}.json"]
     table = {}
     sizes = [0]
 
@@ -423,43 +421,6 @@ class Digest:
             self.store.cannot_write(exc)
         else:
             self.store.evict(keep=self.folder, added=written)
-
-    def adopt(self, stage: Path, files: list[str], written: int) -> None:
-        """Move a derived record :func:`stage_record` wrote in ``stage`` into
-        this digest (its data file first, its ``.json`` last)."""
-        if self.dead:
-            return
-        try:
-            for f in files:
-                os.replace(stage / f, self.folder / f)
-        except OSError as exc:
-            self.store.cannot_write(exc)
-        else:
-            self.store.evict(keep=self.folder, added=written)
-
-
-def new_stage(store, capture: Path) -> Path | None:
-    """A private folder beside ``capture``'s digests (same file system, hidden
-    like a digest being built) for derived records made before their digest
-    exists (cache/behind.py), or None when the store cannot be used."""
-    if not store.usable():
-        return None
-    folder = store.folder_of(capture)
-    try:
-        private.make_dirs(store.root, [_TOP, folder.name])
-    except private.NotPrivate:
-        return None
-    stage = folder / f".tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    os.mkdir(stage, 0o700)
-    return stage
-
-
-def stage_record(stage: Path, name: str, arrays: dict, meta) -> tuple[list[str], int]:
-    """Write the derived record ``name`` in ``stage``; returns its files (the
-    data file first) and bytes, for :meth:`Digest.adopt`."""
-    files: list[str] = []
-    written = _write_record(stage, f"derived-{_safe(name)}", arrays, meta, files)
-    return files, written
 
 
 def _safe(name: str) -> str:
