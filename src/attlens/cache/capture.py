@@ -39,14 +39,16 @@ def write_digest(store, capture: Path, key: str, data):
             return None
     except OSError:
         return None
+    from attlens.cache.packing import pack
+
     arrays: dict[str, np.ndarray] = {}
     packing: dict[str, list] = {}
-    columns = {f"{group}.{n}": getattr(obj, n) for group, names, obj in (
-        ("records", _RECORDS, data.records), ("waves", _WAVES, data.waves), ("timeline", _TIMELINE, data.timeline)) for n in names}
-    for name, (stored, enc) in _packed(columns).items():
-        arrays[name] = stored
-        if enc is not None:
-            packing[name] = enc
+    for group, names, obj in (("records", _RECORDS, data.records), ("waves", _WAVES, data.waves),
+                              ("timeline", _TIMELINE, data.timeline)):
+        for n in names:
+            arrays[f"{group}.{n}"], enc = pack(getattr(obj, n))
+            if enc is not None:
+                packing[f"{group}.{n}"] = enc
     for n in _CODE:
         arrays[f"code.{n}"] = getattr(data.code, n)
     idx = data.index
@@ -54,8 +56,6 @@ def write_digest(store, capture: Path, key: str, data):
     for n in ("se", "simd", "slot", "instance", "begin", "end"):
         arrays[f"index.{n}"] = np.array([getattr(e, n) for e in entries], dtype=np.int64)
     if data.occupancy is not None:
-        from attlens.cache.packing import pack
-
         arrays["occupancy.events"], enc = pack(data.occupancy.events)
         if enc is not None:
             packing["occupancy.events"] = enc
@@ -87,35 +87,6 @@ def write_digest(store, capture: Path, key: str, data):
         return store.write(capture, key, arrays, meta)
     except TypeError:  # a value JSON cannot hold (never from the readers): no digest
         return None
-
-
-def _packed(columns: dict) -> dict:
-    """``{name: pack(column)}``, the large columns packed on two threads
-    (NumPy releases the GIL in their passes): at the end of a first command
-    the digest's writer is what the command waits for."""
-    import threading
-
-    from attlens.cache.packing import pack
-
-    names = sorted(columns, key=lambda n: -columns[n].nbytes)
-    out: dict = {}
-    other = names[1::2]  # every second column by size, on the other thread
-
-    def run(which):
-        for n in which:
-            out[n] = pack(columns[n])
-
-    helper = threading.Thread(target=run, args=(other,), daemon=True) if len(names) > 1 else None
-    if helper is not None:
-        helper.start()
-    try:
-        run(names[::2])
-    finally:
-        if helper is not None:
-            helper.join()
-    if len(out) != len(names):  # the other thread failed: pack what it left here (its error again, if any)
-        run([n for n in names if n not in out])
-    return {n: out[n] for n in columns}
 
 
 def read_digest(digest, read_fresh):
