@@ -499,9 +499,9 @@ def _part_pass(code, hidden: bool):
     as they parsed it (io/wave_files.py ``per_part``): the idle column (in
     place), the per-pc sums of executions, latency, stall and idle, the gfx9
     wait-counter simulation, its wait/producer pairs and their class sums,
-    and with ``hidden`` the hidden-latency model's per-pc cycles. All are sums or concatenations over waves (the hidden
-    cycles over whole (SE, SIMD) scopes), so the parts add up exactly
-    (:func:`_merge_parts`)."""
+    and with ``hidden`` the hidden-latency model's per-pc cycles. All are
+    sums or concatenations over waves (the hidden cycles over whole (SE,
+    SIMD) scopes), so the parts add up exactly (:func:`_merge_parts`)."""
     from attlens.analysis.hidden import hidden_cycles, matrix_pcs, scope_keys
     from attlens.analysis.stalls import basic_pc_sums, wait_shares
     from attlens.analysis.waitattr import split_waits
