@@ -67,8 +67,8 @@ BATCH_RECORDS = 1 << 16  # records handled together (bounds the temporaries)
 
 def _compute_hidden(dispatch, sums, batch_records: int = BATCH_RECORDS) -> HiddenLatency:
     """Per-pc hidden latency from the accumulated hidden cycles: the ones the
-    loader's parse processes prepared on their halves (``dispatch.prepared``),
-    or computed here over every scope."""
+    loader's parse processes prepared on the parts they parsed
+    (``dispatch.prepared``), or computed here over every scope."""
     n_pc = dispatch.code.size
     acc = getattr(dispatch, "prepared", {}).get("hidden_acc")
     if acc is None or acc.shape != (3, n_pc):
@@ -92,8 +92,8 @@ def hidden_cycles(recs, w, is_matrix_pc: np.ndarray, batch_records: int = BATCH_
     summed over the (SE, SIMD) scopes of the waves ``w`` (``se``, ``simd``,
     ``begin``, ``rec_start``, ``rec_stop``) whose records are ``recs``. Scopes
     are independent and every value an integer below 2^53, so the arrays of
-    disjoint sets of scopes add up exactly (the loader's two processes each
-    compute their half).
+    disjoint sets of scopes add up exactly (the loader's parse processes each
+    compute the parts they parse).
 
     (SE, SIMD) scopes go in batches of about ``batch_records`` records (a scope
     is never split: its busy lists need all of it). Within a batch every time

@@ -96,8 +96,8 @@ def per_pc_sum(pc: np.ndarray, values: np.ndarray, n_pc: int) -> np.ndarray:
 
 def basic_pc_sums(recs, n_pc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per pc: executions, latency, stall and idle of the records ``recs``
-    (``pc``, ``duration``, ``stall``, ``idle``); int64, so the sums of two
-    halves of a capture add up to the sums of the whole."""
+    (``pc``, ``duration``, ``stall``, ``idle``); int64, so the sums of the
+    parts of a capture add up to the sums of the whole."""
     pc = recs.pc
     return (np.bincount(pc, minlength=n_pc).astype(np.int64), per_pc_sum(pc, recs.duration, n_pc),
             per_pc_sum(pc, recs.stall, n_pc), per_pc_sum(pc, recs.idle, n_pc))
