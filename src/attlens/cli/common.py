@@ -519,8 +519,13 @@ class _OneBlasThread:
 
 
 class _EnvDuringExec:
+    """NumPy's own loader, with the variable set while its package runs."""
+
     def __init__(self, loader):
         self.loader = loader
+
+    def __getattr__(self, name):  # everything else (resource readers, is_package, ...) is the real loader's
+        return getattr(self.loader, name)
 
     def create_module(self, spec):
         return self.loader.create_module(spec)

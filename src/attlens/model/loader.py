@@ -205,7 +205,7 @@ def load(path: str | Path, rocprof_dir: str | Path | None = None, cache=None, pr
     return _assemble(d, data, rocprof_dir, digest)
 
 
-def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, samples: bool = False) -> CaptureData:
+def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, samples: bool = True) -> CaptureData:
     """Read every file of one capture directory (no cache); ``progress``,
     ``hidden`` and ``samples`` as in :func:`load`. While the wave files are
     parsed, the target and resources are resolved too (``rocprof_dir`` as in

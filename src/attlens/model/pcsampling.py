@@ -83,7 +83,7 @@ def read_samples(path, cache=None):
             _RECENT.pop(next(iter(_RECENT)), None)
         _RECENT[key] = got
     if isinstance(got, AttlensError):
-        raise got
+        raise got.with_traceback(None)  # the same refusal again, without the frames of every earlier raise
     return got
 
 
