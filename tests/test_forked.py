@@ -151,3 +151,55 @@ def test_while_waiting_runs_before_the_parents_parts_of_a_two_process_parse():
         table = read_wave_files(cap, entries, workers=2, per_part=lambda t: events.append("part") if os.getpid() == parent else None)
     assert len(table.entries) == len(entries)
     assert events[:1] == ["task"] and events.count("task") == 1, events
+
+
+def test_a_childs_arrays_come_back_through_memory_not_the_pipe(monkeypatch):
+    """The result's arrays travel out of band (a memory file the parent maps,
+    copy-on-write): equal, writable, and the pipe carries only the rest."""
+    big = np.arange(3_000_000, dtype=np.int64)
+    piped = []
+    real_fdopen = os.fdopen
+
+    def fdopen(fd, mode="r", *a, **k):
+        f = real_fdopen(fd, mode, *a, **k)
+        if mode == "rb":
+            read = f.read
+            f.read = lambda *x: piped.append(len(b := read(*x))) or b
+        return f
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    pid, rfd = forked.start(lambda: {"a": big * 3, "b": [big[:5] + 1, "text"], "n": 7})
+    ok, got = forked.join(pid, rfd)
+    assert ok and np.array_equal(got["a"], big * 3) and got["b"][1] == "text" and got["n"] == 7
+    assert np.array_equal(got["b"][0], big[:5] + 1)
+    got["a"][0] = -1  # a private copy of the page: writable, and nobody else sees it
+    assert got["a"][0] == -1 and sum(piped) < 10_000, "the 24 MB went through memory, not the pipe"
+
+
+def test_a_result_cut_short_is_a_failed_child():
+    """A child that died half-way through sending: the parent sees fewer bytes
+    than announced and does the work itself (beside, relay), never unpickles
+    a fragment."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        os.write(wfd, (1000).to_bytes(8, "little") + b"\x80\x05partial")
+        os._exit(0)
+    os.close(wfd)
+    assert forked.join(pid, rfd) == (False, None)
+
+
+def test_a_joined_child_is_reaped_later_never_waited_for():
+    pid, rfd = forked.start(lambda: 5)
+    assert forked.join(pid, rfd) == (True, 5)
+    import time
+
+    for _ in range(200):
+        forked.reap()
+        if pid not in forked._ZOMBIES:
+            break
+        time.sleep(0.01)
+    assert pid not in forked._ZOMBIES
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)

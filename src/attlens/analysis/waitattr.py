@@ -64,18 +64,20 @@ def join_wait_pairs(parts: list[tuple[WaitPairs, int]]) -> WaitPairs:
     """The pairs of parts of a dispatch (each with its record count, records
     numbered from 0 in each), as one: a wait execution and its producers are
     in one wave, so :func:`split_waits` of the whole gives the same rows."""
+    from attlens.analysis.waitdeps import concat_shifted
+
     rec0 = np.cumsum([0] + [n for _, n in parts[:-1]])
     row0 = np.cumsum([0] + [len(p.wait_rec) for p, _ in parts[:-1]])
     ps = [p for p, _ in parts]
     return WaitPairs(
-        wait_rec=np.concatenate([p.wait_rec + r for p, r in zip(ps, rec0)]),
-        prod_rec=np.concatenate([p.prod_rec + r for p, r in zip(ps, rec0)]),
+        wait_rec=concat_shifted([p.wait_rec for p in ps], rec0),
+        prod_rec=concat_shifted([p.prod_rec for p in ps], rec0),
         stall_share=np.concatenate([p.stall_share for p in ps]),
         latency_share=np.concatenate([p.latency_share for p in ps]),
         distance_instr=np.concatenate([p.distance_instr for p in ps]),
         distance_cycles=np.concatenate([p.distance_cycles for p in ps]),
         outstanding=np.concatenate([p.outstanding for p in ps]),
-        first_of_wait=np.concatenate([p.first_of_wait + r for p, r in zip(ps, row0)]),
+        first_of_wait=concat_shifted([p.first_of_wait for p in ps], row0),
     )
 
 

@@ -387,13 +387,26 @@ def join_wait_deps(parts: list[tuple[WaitDeps, int, int]]) -> WaitDeps:
     deps = [d for d, _, _ in parts]
     return WaitDeps(
         model=deps[0].model,
-        entry_wait=np.concatenate([d.entry_wait + r for d, r in zip(deps, rec0)]),
-        entry_wave=np.concatenate([d.entry_wave + w for d, w in zip(deps, wave0)]).astype(np.int32),
-        entry_start=np.concatenate([d.entry_start + p for d, p in zip(deps, prod0)]),
-        entry_stop=np.concatenate([d.entry_stop + p for d, p in zip(deps, prod0)]),
-        producers=np.concatenate([d.producers + r for d, r in zip(deps, rec0)]),
+        entry_wait=concat_shifted([d.entry_wait for d in deps], rec0),
+        entry_wave=concat_shifted([d.entry_wave for d in deps], wave0, np.int32),
+        entry_start=concat_shifted([d.entry_start for d in deps], prod0),
+        entry_stop=concat_shifted([d.entry_stop for d in deps], prod0),
+        producers=concat_shifted([d.producers for d in deps], rec0),
         entry_outstanding=np.concatenate([d.entry_outstanding for d in deps]),
     )
+
+
+def concat_shifted(arrays: list[np.ndarray], shifts, dtype=None) -> np.ndarray:
+    """``concatenate([a + s for a, s in zip(arrays, shifts)])`` in one pass:
+    each part is added into its place, with no temporary of its size (the
+    final join of the parse processes' wait results: 32 MB at softmax x5)."""
+    dtype = np.result_type(*arrays, np.int64) if dtype is None else np.dtype(dtype)  # the sum's type, as a + int64 gives
+    out = np.empty(sum(len(a) for a in arrays), dtype=dtype)
+    at = 0
+    for a, s in zip(arrays, shifts):
+        np.add(a, np.int64(s), out=out[at : at + len(a)], casting="unsafe")
+        at += len(a)
+    return out
 
 
 BATCH_EVENTS = 1 << 16  # memory ops and waits simulated together (bounds the temporaries)
