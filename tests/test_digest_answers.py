@@ -45,6 +45,58 @@ def test_packing_narrows_and_uses_differences_when_smaller():
             unpack(np.zeros(3, dtype=np.uint8), bad)
 
 
+def _reference_pack_choice(a: np.ndarray, delta):
+    """The stored dtype and kind pack() must choose, from every difference at once."""
+    from attlens.cache.packing import MIN_DELTA, _fits
+
+    plain = _fits(int(a.min()), int(a.max()))
+    if a.ndim == 1 and delta is not False and (delta or (len(a) >= MIN_DELTA and plain.itemsize >= 4)):
+        d = np.diff(a.astype(np.int64)) if len(a) > 1 else np.zeros(0, dtype=np.int64)
+        dt = _fits(min(0, int(d.min(initial=0))), max(0, int(d.max(initial=0))))
+        if dt is not None and (dt.itemsize < plain.itemsize or (delta and dt.itemsize <= a.dtype.itemsize)):
+            return dt, "delta"
+    return (plain, "plain") if plain.itemsize < a.dtype.itemsize else (a.dtype, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([np.int32, np.int64, np.uint32]).flatmap(lambda t: arrays(t, st.integers(1, 3000))),
+       st.sampled_from([None, True]), st.integers(1, 64), st.booleans())
+def test_packing_stops_looking_at_differences_once_they_cannot_win(a, delta, step, jumps):
+    """The differences are scanned in steps and the scan stops when they need
+    more bytes than can win: the choice is the one a scan of all of them makes
+    (steps of a few elements here, so the stop happens within one array)."""
+    from attlens.cache import packing
+
+    if jumps and len(a) > 2 and a.dtype != np.uint32:  # record times: growing by little, falling back at each wave's start
+        a = np.cumsum(np.abs(a.astype(np.int64)) % 50).astype(a.dtype)
+        a[len(a) // 2 :] -= a[len(a) // 2]
+    want_dtype, want_kind = _reference_pack_choice(a, delta)
+    real = packing.STEP
+    packing.STEP = step
+    try:
+        stored, enc = pack(a, delta)
+    finally:
+        packing.STEP = real
+    assert stored.dtype == want_dtype and (enc[1] if enc else None) == want_kind
+    assert np.array_equal(unpack(stored, enc), a)
+
+
+def test_packing_record_times_look_at_one_step_of_differences(monkeypatch):
+    """Times that fall back at a wave's start in the first step: the
+    differences are not looked at past it (they cannot be narrower than the
+    values), and the times are stored plain."""
+    from attlens.cache import packing
+
+    times = np.concatenate([np.arange(0, 70_000, 7), np.arange(5, 70_000, 7)] * 50).astype(np.int64) + 10**9
+    steps = []
+    real_fits = packing._fits
+    monkeypatch.setattr(packing, "_fits", lambda lo, hi: steps.append(1) or real_fits(lo, hi))
+    monkeypatch.setattr(packing, "STEP", 20_000)
+    stored, enc = pack(times)
+    assert enc[1] == "plain" and stored.dtype == np.uint32 and np.array_equal(unpack(stored, enc), times)
+    assert len(steps) == 1 + 1, "the values' range, then one step of differences"
+
+
 def _columns(d) -> dict:
     out = {}
     for group in ("records", "waves", "timeline", "code"):
@@ -256,6 +308,59 @@ def test_a_failed_digest_writer_costs_only_the_digest(tmp_path, monkeypatch, beh
     assert behind_always == [1] and (first.code, first.out) == (ref.code, ref.out)
     assert not list(cache.rglob("capture.json")) and not list(cache.rglob("answer-*.json"))
     assert not [p for p in cache.rglob("*") if p.name.startswith(".tmp")]
+
+
+def test_a_capture_changed_before_the_digest_settles_gets_no_digest(tmp_path, monkeypatch, behind_always):
+    """The command checks that the capture did not change while it was read
+    when it settles, and the child places the digest only on its word: a wave
+    file touched after the parse (during the analysis) leaves no digest and no
+    temporary folder, and the next command reads the capture again."""
+    import attlens.analysis.analyze as analyze_mod
+
+    cap = tmp_path / "cap"
+    shutil.copytree(require_shared() / "traces" / VEC_ADD, cap)
+    ref = run_main("analyze", cap, "--json", "--no-cache")
+    real = analyze_mod.analyze
+    wave = next(p for p in sorted(cap.iterdir()) if p.name.startswith("se"))
+
+    def touching(*a, **k):
+        os.utime(wave, ns=(1, 1))  # after the parse, before the settling
+        return real(*a, **k)
+
+    monkeypatch.setattr(analyze_mod, "analyze", touching)
+    cache = tmp_path / "cache"
+    first = run_main("analyze", cap, "--json", "--cache-dir", cache)
+    assert behind_always == [1], "the digest was written by a child"
+    assert (first.code, first.out) == (ref.code, ref.out)
+    assert not list(cache.rglob("capture.json")) and not [p for p in cache.rglob("*") if p.name.startswith(".tmp")]
+    monkeypatch.setattr(analyze_mod, "analyze", real)
+    again = run_main("analyze", cap, "--json", "--cache-dir", cache)
+    assert again.out == ref.out and len(list(cache.rglob("capture.json"))) == 1
+
+
+def test_a_digest_child_without_the_commands_word_places_nothing(tmp_path, monkeypatch):
+    """The command ended (killed, an error) before it settled: the child sees
+    the end of the pipe instead of a word and removes what it wrote."""
+    from attlens.cache import behind, open_cache
+    from attlens.cache.capture import digest_of
+    from attlens.forked import reap
+    from attlens.model.loader import read_capture
+
+    require_fork()
+    cap = require_shared() / "traces" / VEC_ADD
+    monkeypatch.setattr(behind, "MIN_RECORDS_BYTES", 0)
+    store = open_cache(tmp_path / "cache")
+    monkeypatch.setitem(behind._state, "on", True)
+    monkeypatch.setitem(behind._state, "pending", [])
+    pending = behind.write(store, cap, digest_of(cap), read_capture(cap))
+    assert isinstance(pending, behind.PendingDigest)
+    os.close(pending.word_w)  # no word
+    assert os.read(pending.done_r, 1) == bytes([3])
+    os.close(pending.done_r)
+    os.waitpid(pending.pid, 0)
+    reap()
+    assert not list((tmp_path / "cache").rglob("capture.json"))
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.name.startswith(".tmp")]
 
 
 @pytest.mark.parametrize("fmt", ["html", "md"])

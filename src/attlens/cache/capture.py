@@ -32,13 +32,17 @@ def digest_of(capture: Path) -> str:
     return capture_key(capture)
 
 
-def write_digest(store, capture: Path, key: str, data):
-    """Store ``data`` if the capture did not change while it was read."""
-    try:
-        if capture_key(capture, fresh=True) != key:
+def write_digest(store, capture: Path, key: str, data, unchanged=None, placed=None):
+    """Store ``data`` if the capture did not change while it was read: looked
+    at first, or, given ``unchanged()``, asked just before the digest is
+    renamed into place (the write-behind child asks the command: cache.behind).
+    ``placed()``: called once the digest is in place (DigestStore.write)."""
+    if unchanged is None:
+        try:
+            if capture_key(capture, fresh=True) != key:
+                return None
+        except OSError:
             return None
-    except OSError:
-        return None
     from attlens.cache.packing import pack
 
     arrays: dict[str, np.ndarray] = {}
@@ -84,7 +88,7 @@ def write_digest(store, capture: Path, key: str, data):
         "skipped_waves": data.skipped_waves,
     }
     try:
-        return store.write(capture, key, arrays, meta)
+        return store.write(capture, key, arrays, meta, commit=unchanged, placed=placed)
     except TypeError:  # a value JSON cannot hold (never from the readers): no digest
         return None
 

@@ -115,6 +115,13 @@ def capture_key(capture: Path, fresh: bool = False) -> str:
     return _scoped("capture", (real,), lambda: _compute_capture_key(Path(capture)), fresh)
 
 
+def current_capture_key(capture: Path) -> str:
+    """:func:`capture_key` looked at now, leaving the command's known key as it
+    is (the check that a capture did not change while it was read: a command
+    that goes on keeps the key of the state it read)."""
+    return _compute_capture_key(Path(capture))
+
+
 def path_hash(capture: Path) -> str:
     """The digest folder's name: a hash of the capture's real path."""
     return hashlib.blake2b(os.path.realpath(capture).encode("utf-8", "surrogateescape"), digest_size=10).hexdigest()

@@ -29,12 +29,18 @@ def _fits(lo: int, hi: int):
     return None
 
 
-def _delta_range(a: np.ndarray) -> tuple[int, int]:
-    """(min, max) of 0 and of ``a[i] - a[i-1]``, in steps."""
+def _delta_range(a: np.ndarray, widest: int) -> tuple[int, int] | None:
+    """(min, max) of 0 and of ``a[i] - a[i-1]``, in steps; None as soon as
+    they need more than ``widest`` bytes (the differences cannot win: record
+    times jump back at every wave's start, so one step tells, and the other
+    steps were 0.05 s of a digest's writing at softmax x5)."""
     lo = hi = 0
     for s in range(1, len(a), STEP):
         d = a[s : s + STEP].astype(np.int64) - a[s - 1 : s - 1 + STEP][: len(a[s : s + STEP])]
         lo, hi = min(lo, int(d.min())), max(hi, int(d.max()))
+        dt = _fits(lo, hi)
+        if dt is None or dt.itemsize > widest:
+            return None
     return lo, hi
 
 
@@ -60,10 +66,10 @@ def pack(a: np.ndarray, delta: bool | None = None) -> tuple[np.ndarray, list | N
     # differences are tried where they can win: a value needing 4+ bytes
     # (times, offsets, record indices), not a 1-2 byte column (one more pass)
     if a.ndim == 1 and delta is not False and (delta or (len(a) >= MIN_DELTA and plain.itemsize >= 4)):
-        lo, hi = _delta_range(a)
-        dt = _fits(lo, hi)
-        if dt is not None and (dt.itemsize < plain.itemsize or (delta and dt.itemsize <= a.dtype.itemsize)):
-            plain, use_delta = dt, True
+        # the widest differences that still win: narrower than the values, or (asked for) no wider than the array
+        span = _delta_range(a, max(plain.itemsize - 1, a.dtype.itemsize if delta else 0))
+        if span is not None:
+            plain, use_delta = _fits(*span), True
     if not use_delta and plain.itemsize >= a.dtype.itemsize:
         return a, None
     if use_delta:

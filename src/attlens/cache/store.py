@@ -234,9 +234,12 @@ class DigestStore:
         _remove(folder)
 
     # -- writing ------------------------------------------------------------
-    def write(self, capture: Path, key: str, arrays: dict, meta: dict):
+    def write(self, capture: Path, key: str, arrays: dict, meta: dict, commit=None, placed=None):
         """Store a new digest; returns it (mapped), or None when the cache
-        directory cannot be written (noted once) or is not private."""
+        directory cannot be written (noted once) or is not private, or when
+        ``commit()``, asked once everything is written, says not to.
+        ``placed()`` is called once the digest is in place and the cache
+        evicted (before the digest is mapped here)."""
         if not self.usable():
             return None
         folder = self.folder_of(capture)
@@ -247,6 +250,9 @@ class DigestStore:
             os.mkdir(tmp, 0o700)
             written = _write_record(tmp, "capture", arrays, meta)
             private.touch(tmp / "used")
+            if commit is not None and not commit():
+                _remove(tmp)
+                return None
             try:
                 os.rename(tmp, target)
             except OSError:
@@ -266,6 +272,8 @@ class DigestStore:
             _remove(tmp)  # a record that cannot be serialized (or Ctrl-C) leaves no hidden folder the eviction never sees
             raise
         self.evict(keep=target, added=written)
+        if placed is not None:
+            placed()
         try:
             return Digest(self, capture, target, _Record(target, "capture"))
         except (OSError, DamagedDigest):
