@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -208,11 +209,14 @@ def test_fifo_and_device_symlink_among_wave_files_are_skipped(shared, tmp_path):
         assert f"{w.name}:" in text
 
 
-def test_two_processes_read_the_same_columns_as_one(shared, monkeypatch):
+@pytest.mark.parametrize("move_threads", [True, False])
+def test_two_processes_read_the_same_columns_as_one(shared, monkeypatch, move_threads):
+    from attlens.io import wave_files
     from attlens.io.filenames_json import read_filenames_json
     from attlens.io.wave_files import read_wave_files
 
     require_fork()  # else "two" is read in one process too
+    monkeypatch.setattr(wave_files, "MOVE_THREADS_MIN_BYTES", 0 if move_threads else 1 << 62)
     cap = shared / "traces" / VEC_ADD
     entries = read_filenames_json(cap / "filenames.json").waves
     one = read_wave_files(cap, entries, workers=1)
@@ -311,6 +315,59 @@ def test_rows_move_down_over_their_own_place():
     col = np.arange(40, dtype=np.int64)
     _move_down({"c": col}, 11, 10, 25, step=4)
     assert col[10:35].tolist() == list(range(11, 36)) and col[:10].tolist() == list(range(10))
+
+
+def _sink_with_child_parts():
+    """Columns of 60 rows: the parent's rows 0..9, three child parts placed
+    top-down with gaps (as the child places them), and where each must go."""
+    from types import SimpleNamespace
+
+    rec = {"a": np.arange(60, dtype=np.int64) * 10, "b": (np.arange(60) % 7).astype(np.uint8)}
+    tl = {"s": np.arange(60, dtype=np.int32) + 1000}
+    parts = [(14, 6, 12, 3), (27, 9, 30, 5), (45, 12, 48, 4)]  # (at, rows, t_at, states), file order
+    moves, r, t = [], 10, 10
+    for at, n, t_at, nt in parts:
+        moves.append(((at, r, n), (t_at, t, nt)))
+        r, t = r + n, t + nt
+    want = {k: np.concatenate([c[:10]] + [c[at : at + n] for at, n, _, _ in parts]) for k, c in rec.items()}
+    want_tl = {k: np.concatenate([c[:10]] + [c[t_at : t_at + nt] for _, _, t_at, nt in parts]) for k, c in tl.items()}
+    return SimpleNamespace(rec=rec, tl=tl), moves, want, want_tl
+
+
+@pytest.mark.parametrize("threads", [True, False])
+def test_child_parts_move_down_in_order_on_one_or_two_threads(monkeypatch, threads):
+    """Each column's parts move in file order (a part's destination overlaps
+    the source of the one before it), whichever thread moves the column."""
+    from attlens.io import wave_files
+
+    monkeypatch.setattr(wave_files, "MOVE_THREADS_MIN_BYTES", 0 if threads else 1 << 62)
+    started = []
+    real_thread = threading.Thread
+    monkeypatch.setattr(threading, "Thread", lambda *a, **k: started.append(1) or real_thread(*a, **k))
+    sink, moves, want, want_tl = _sink_with_child_parts()
+    wave_files._move_parts(sink, moves)
+    assert bool(started) == threads
+    for k, w in want.items():
+        assert np.array_equal(sink.rec[k][: len(w)], w), k
+    for k, w in want_tl.items():
+        assert np.array_equal(sink.tl[k][: len(w)], w), k
+
+
+def test_an_error_in_the_move_thread_is_raised_and_no_thread_is_left(monkeypatch):
+    from attlens.io import wave_files
+
+    monkeypatch.setattr(wave_files, "MOVE_THREADS_MIN_BYTES", 0)
+    main = threading.get_ident()
+
+    def failing(cols, src, dst, n, step=1 << 20):
+        if threading.get_ident() != main:
+            raise MemoryError("no page for the move")
+
+    monkeypatch.setattr(wave_files, "_move_down", failing)
+    sink, moves, _, _ = _sink_with_child_parts()
+    with pytest.raises(MemoryError):
+        wave_files._move_parts(sink, moves)
+    assert threading.active_count() == 1
 
 
 def test_record_columns_have_the_decoder_dtypes(shared):
