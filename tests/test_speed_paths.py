@@ -307,6 +307,30 @@ def test_a_wave_file_that_grew_while_read_is_refused_not_overflowed(shared, monk
     assert len(table.entries) == len(entries) - 1
 
 
+def test_the_reader_sizes_files_by_the_listings_check_not_another_stat(shared, monkeypatch, tmp_path):
+    """read_filenames_json notes each file's size as it checks it; the reader
+    uses that (no second stat of every file), and a file that is larger when
+    read than when the listing was checked is refused as one that grew."""
+    from attlens.io import wave_files
+    from attlens.io.filenames_json import read_filenames_json
+
+    cap = tmp_path / "cap"
+    shutil.copytree(shared / "traces" / VEC_ADD, cap)
+    entries = read_filenames_json(cap / "filenames.json").waves
+    assert all(e.size == (cap / e.filename).stat().st_size for e in entries)
+    ref = wave_files.read_wave_files(cap, entries, workers=1)
+    grown = cap / entries[0].filename
+    grown.write_bytes(grown.read_bytes() + b" " * 4096)  # after the listing was checked
+    stats = []
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda *a, **k: stats.append(a[0]) or real_stat(*a, **k))
+    table = wave_files.read_wave_files(cap, entries, workers=1)
+    monkeypatch.setattr(os, "stat", real_stat)
+    assert not [s for s in stats if str(s).endswith(".json")], "no wave file looked at again before reading"
+    assert [(e.filename, msg) for e, msg in table.problems] == [(entries[0].filename, "the file grew while the capture was read")]
+    assert len(table.entries) == len(ref.entries) - 1
+
+
 def test_rows_move_down_over_their_own_place():
     """_move_down with source and destination one row apart (a part whose
     rows nearly filled the room its bytes allowed) and steps shorter than the move."""

@@ -549,15 +549,15 @@ class _Sink:
         self.n_tl = b
 
 
-def _read_files(root_real: str, entries: list[WaveEntry], sink: _Sink, n_pc, valid_pc, budget: int) -> None:
-    """Parse ``entries`` into ``sink``. ``budget``: the bytes the files had
-    when the columns were sized (:func:`_file_sizes`); a file that makes them
-    more (it grew since) is refused, so the rows always fit."""
+def _read_files(root_real: str, entries: list[WaveEntry], sink: _Sink, n_pc, valid_pc, sizes: list[int]) -> None:
+    """Parse ``entries`` into ``sink``. ``sizes``: the bytes each file had
+    when the columns were sized (:func:`_file_sizes`); a file that has more
+    (it grew since) is refused, so the rows always fit."""
     from attlens.io.confine import RefusedPath, read_inside
 
     batch: list[_Cut] = []
     size = 0
-    for entry in entries:
+    for entry, listed in zip(entries, sizes):
         try:
             data = read_inside(root_real, entry.filename, limit=MAX_JSON_BYTES)
         except FileNotFoundError:
@@ -569,10 +569,9 @@ def _read_files(root_real: str, entries: list[WaveEntry], sink: _Sink, n_pc, val
         except OSError as exc:
             sink.problems.append((entry, f"cannot read ({exc.strerror or exc})"))
             continue
-        if len(data) > budget:
+        if len(data) > listed:
             sink.problems.append((entry, "the file grew while the capture was read"))
             continue
-        budget -= len(data)
         try:
             cut = _cut_file(data, entry)
         except WaveFileError as exc:
@@ -588,8 +587,13 @@ def _read_files(root_real: str, entries: list[WaveEntry], sink: _Sink, n_pc, val
 
 
 def _file_sizes(root_real: str, entries: list[WaveEntry]) -> list[int]:
+    """Each file's bytes: as the listing's check found them, or looked at now.
+    A file that grew since is refused by the reader (it reads at most this)."""
     sizes = []
     for e in entries:
+        if e.size is not None:
+            sizes.append(min(e.size, MAX_JSON_BYTES))
+            continue
         try:
             # capped as the reader caps a file: a file that grew past it since the listing was checked is refused, not allocated for
             sizes.append(min(os.stat(os.path.join(root_real, e.filename)).st_size, MAX_JSON_BYTES))
@@ -636,7 +640,7 @@ def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None 
         if claims is not None:
             return _read_two_processes(root_real, entries, sizes, claims, n_pc, valid_pc, per_part, fold, extra_columns, meanwhile)
     sink = _Sink(*_caps(sizes), shared=False, extra=extra_columns)
-    _read_files(root_real, entries, sink, n_pc, valid_pc, total)
+    _read_files(root_real, entries, sink, n_pc, valid_pc, sizes)
     table = _table([sink])
     if per_part is not None:
         table.derived = [fold([per_part(table)])]
@@ -730,7 +734,7 @@ def _read_part(root_real, entries, sizes, sink: _Sink, n_pc, valid_pc, per_part,
     part.n_rec = part.n_tl = 0
     part.meta, part.waitcnt, part.problems, part.notes = [], [], [], []
     part.parser = sink.parser
-    _read_files(root_real, entries, part, n_pc, valid_pc, sum(sizes))
+    _read_files(root_real, entries, part, n_pc, valid_pc, sizes)
     derived = per_part(_table([part])) if per_part is not None else None
     return at, t_at, part, derived
 
