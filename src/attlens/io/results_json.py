@@ -112,7 +112,12 @@ def _symbol(s: dict) -> dict:
     integers that fit 64 bits stay (every number of a symbol is an id, a size
     or a count), anything else (a string count, -1, 2**64, a float) is None;
     nested objects (``kernel_address``) are kept as they are."""
-    return {k: v if isinstance(v, (str, dict)) else _count(v) for k, v in s.items()}
+    # the common case (a plain non-negative int) decided inline: a run's results.json lists every
+    # kernel of the process (1,560 symbols, 18,720 values: 30 ms through _count)
+    return {k: v if (type(v) is int and 0 <= v < _INT64_END) or isinstance(v, (str, dict)) else _count(v) for k, v in s.items()}
+
+
+_INT64_END = 1 << 63
 
 
 def _symbol_name(s: dict) -> str:
