@@ -45,6 +45,28 @@ def test_packing_narrows_and_uses_differences_when_smaller():
             unpack(np.zeros(3, dtype=np.uint8), bad)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(INT_TYPES).flatmap(lambda t: arrays(t, st.one_of(st.integers(0, 3000), st.tuples(st.integers(1, 40), st.integers(1, 9))))),
+       st.sampled_from([None, True, False]), st.integers(1, 50))
+def test_a_column_packed_step_by_step_has_the_bytes_of_the_whole(a, delta, step):
+    """The digest's writer makes each stored column a step at a time in one
+    reused buffer (packing.Packed); its bytes, step after step, are those of
+    the stored array pack() makes whole, with the same encoding."""
+    from attlens.cache import packing
+    from attlens.cache.store import _byte_steps
+
+    real = packing.STEP
+    packing.STEP = step
+    try:
+        whole, enc = pack(a, delta)
+        lazy, enc_lazy = packing.pack_lazily(a, delta)
+        made = b"".join(bytes(v) for v in _byte_steps(lazy))
+    finally:
+        packing.STEP = real
+    assert enc_lazy == enc and lazy.dtype == whole.dtype and tuple(lazy.shape) == whole.shape and lazy.nbytes == whole.nbytes
+    assert made == np.ascontiguousarray(whole).tobytes()
+
+
 def _reference_pack_choice(a: np.ndarray, delta):
     """The stored dtype and kind pack() must choose, from every difference at once."""
     from attlens.cache.packing import MIN_DELTA, _fits

@@ -43,7 +43,7 @@ def write_digest(store, capture: Path, key: str, data, unchanged=None, placed=No
                 return None
         except OSError:
             return None
-    from attlens.cache.packing import pack
+    from attlens.cache.packing import pack_lazily as pack  # each column made step by step as it is written
 
     arrays: dict[str, np.ndarray] = {}
     packing: dict[str, list] = {}

@@ -45,6 +45,18 @@ class DamagedDigest(Exception):
 # ---------------------------------------------------------------------------
 
 
+def _byte_steps(arr):
+    """The bytes of an array (or of a :class:`~attlens.cache.packing.Packed`
+    one, step by step as it is made), each step written before the next is made."""
+    if hasattr(arr, "steps"):
+        for _, part in arr.steps():
+            yield memoryview(part).cast("B")
+        return
+    arr = np.ascontiguousarray(arr)
+    if arr.size:
+        yield memoryview(arr).cast("B")
+
+
 def _write_record(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta) -> int:
     """Write ``<stem>-<token>.bin`` then ``<stem>.json`` (atomically, mode
     0600); returns bytes. A failure (a full disk, Ctrl-C) leaves no temporary
@@ -57,14 +69,15 @@ def _write_record(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta) 
     def chunks():
         offset = 0
         for name, arr in arrays.items():
-            arr = np.ascontiguousarray(arr)
             pad = (-offset) % _ALIGN
             if pad:
                 yield b"\0" * pad
                 offset += pad
-            view = memoryview(arr).cast("B") if arr.size else b""
-            yield view
-            table[name] = [arr.dtype.str, list(arr.shape), offset, arr.nbytes, zlib.crc32(view)]
+            crc = 0
+            for view in _byte_steps(arr):
+                crc = zlib.crc32(view, crc)
+                yield view
+            table[name] = [arr.dtype.str, list(arr.shape), offset, arr.nbytes, crc]
             offset += arr.nbytes
         sizes[0] = offset
 
