@@ -332,12 +332,14 @@ def test_a_failed_digest_writer_costs_only_the_digest(tmp_path, monkeypatch, beh
     assert not [p for p in cache.rglob("*") if p.name.startswith(".tmp")]
 
 
-def test_a_capture_changed_before_the_digest_settles_gets_no_digest(tmp_path, monkeypatch, behind_always):
-    """The command checks that the capture did not change while it was read
-    when it settles, and the child places the digest only on its word: a wave
-    file touched after the parse (during the analysis) leaves no digest and no
-    temporary folder, and the next command reads the capture again."""
+def test_a_capture_changed_before_the_digest_settles_gets_no_digest_of_its_new_state(tmp_path, monkeypatch, behind_always):
+    """The capture's key is looked at again before a digest written behind is
+    placed (by the command when it waits, or by the child done before it): a
+    wave file touched after the parse leaves no digest under the capture's
+    new state and no temporary folder, and the next command reads it again."""
     import attlens.analysis.analyze as analyze_mod
+    from attlens.cache import open_cache
+    from attlens.cache.keys import current_capture_key
 
     cap = tmp_path / "cap"
     shutil.copytree(require_shared() / "traces" / VEC_ADD, cap)
@@ -354,34 +356,38 @@ def test_a_capture_changed_before_the_digest_settles_gets_no_digest(tmp_path, mo
     first = run_main("analyze", cap, "--json", "--cache-dir", cache)
     assert behind_always == [1], "the digest was written by a child"
     assert (first.code, first.out) == (ref.code, ref.out)
-    assert not list(cache.rglob("capture.json")) and not [p for p in cache.rglob("*") if p.name.startswith(".tmp")]
+    assert not [p for p in cache.rglob("*") if p.name.startswith(".tmp")]
+    assert open_cache(cache).open(cap, current_capture_key(cap)) is None
     monkeypatch.setattr(analyze_mod, "analyze", real)
     again = run_main("analyze", cap, "--json", "--cache-dir", cache)
-    assert again.out == ref.out and len(list(cache.rglob("capture.json"))) == 1
+    assert again.out == ref.out and behind_always == [1, 1], "read again, and its digest written"
+    assert open_cache(cache).open(cap, current_capture_key(cap)) is not None
 
 
-def test_a_digest_child_without_the_commands_word_places_nothing(tmp_path, monkeypatch):
-    """The command ended (killed, an error) before it settled: the child sees
-    the end of the pipe instead of a word and removes what it wrote."""
+@pytest.mark.parametrize("unchanged", [True, False])
+def test_a_digest_child_without_the_commands_word_looks_itself(tmp_path, monkeypatch, unchanged):
+    """The child is done writing before the command comes to wait (a report,
+    the next capture of --all) or the command ended without a word: it looks
+    at the capture itself and places the digest only if it is unchanged."""
     from attlens.cache import behind, open_cache
     from attlens.cache.capture import digest_of
-    from attlens.forked import reap
     from attlens.model.loader import read_capture
 
     require_fork()
     cap = require_shared() / "traces" / VEC_ADD
     monkeypatch.setattr(behind, "MIN_RECORDS_BYTES", 0)
+    monkeypatch.setattr(behind, "_unchanged", lambda capture, key: unchanged)  # what the child finds
     store = open_cache(tmp_path / "cache")
     monkeypatch.setitem(behind._state, "on", True)
     monkeypatch.setitem(behind._state, "pending", [])
-    pending = behind.write(store, cap, digest_of(cap), read_capture(cap))
+    key = digest_of(cap)
+    pending = behind.write(store, cap, key, read_capture(cap))
     assert isinstance(pending, behind.PendingDigest)
     os.close(pending.word_w)  # no word
-    assert os.read(pending.done_r, 1) == bytes([3])
+    assert os.read(pending.done_r, 1) == bytes([0 if unchanged else 3])
     os.close(pending.done_r)
     os.waitpid(pending.pid, 0)
-    reap()
-    assert not list((tmp_path / "cache").rglob("capture.json"))
+    assert (store.open(cap, key) is not None) == unchanged
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.name.startswith(".tmp")]
 
 

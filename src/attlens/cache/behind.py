@@ -46,14 +46,14 @@ def write(store, capture, key: str, data):
     """The digest of ``data`` (attlens.cache.capture.write_digest): written now,
     or by a forked child within :func:`scope` (a :class:`PendingDigest`).
 
-    The child does not look at the capture again: this process checks that
-    it did not change while it was read when it settles (it would wait for
-    the child then anyway; softmax x5: 0.06-0.09 s of the child's 0.4 s),
-    and tells the child, which renames the digest into place only on its
-    word (a digest of a capture that changed, or whose command ended before
-    settling, is never stored). The child tells back as soon as the digest
-    is in place and the cache evicted; what it does after and its exit cost
-    the command nothing."""
+    The digest is placed only if the capture did not change while it was
+    read (its key looked at again). Whoever waits does that: the command,
+    when it comes to wait for the child (:meth:`PendingDigest.settle`: it
+    would wait anyway; softmax x5: 0.06-0.09 s of the child's 0.4 s), sends
+    the child its word; a child done before the word came (the command is
+    still busy: a report, the next capture) looks itself and ends, holding
+    nothing. The child tells the command as soon as the digest is in place;
+    what it does after and its exit cost the command nothing."""
     from attlens.cache.capture import write_digest
     from attlens.forked import can_fork, quiet_exit
 
@@ -76,7 +76,8 @@ def write(store, capture, key: str, data):
         try:
             os.close(word_w)
             os.close(done_r)
-            written = write_digest(store, capture, key, data, unchanged=lambda: _read_word(word_r), placed=lambda: tell(0))
+            written = write_digest(store, capture, key, data, unchanged=lambda: _word_or_look(word_r, capture, key),
+                                   placed=lambda: tell(0))
             code = 0 if written is not None else 3
         except BaseException:
             pass
@@ -90,10 +91,18 @@ def write(store, capture, key: str, data):
     return pending
 
 
-def _read_word(fd: int) -> bool:
-    """In the child: the parent's word that the capture is unchanged (False at EOF: it ended first)."""
+def _word_or_look(fd: int, capture, key: str) -> bool:
+    """In the child, its digest written: the command's word that the capture
+    is unchanged, if it came already, else a look of its own (also when the
+    command ended without a word)."""
+    import select
+
     try:
-        return os.read(fd, 1) == b"1"
+        if select.select([fd], [], [], 0)[0]:
+            word = os.read(fd, 1)
+            if word in (b"0", b"1"):
+                return word == b"1"
+        return _unchanged(capture, key)
     finally:
         os.close(fd)
 
@@ -134,19 +143,22 @@ class PendingDigest:
         self.kept[name] = (value, arrays, meta)
 
     def settle(self):
-        """Tell the child whether the capture is unchanged, wait for its word
-        that the digest is in place (not for its exit: it is reaped later),
-        open what it wrote and store what was kept."""
+        """Unless the child is done already, tell it whether the capture is
+        unchanged; wait for its word that the digest is in place (not for its
+        exit: it is reaped later), open what it wrote and store what was kept."""
         if self.settled:
             return self.digest
+        import select
+
         from attlens.forked import leave_to_reap
 
         self.settled = True
         try:
-            try:
-                os.write(self.word_w, b"1" if _unchanged(self.capture, self.key) else b"0")
-            except OSError:  # the child is gone
-                pass
+            if not select.select([self.done_r], [], [], 0)[0]:
+                try:
+                    os.write(self.word_w, b"1" if _unchanged(self.capture, self.key) else b"0")
+                except OSError:  # the child is gone
+                    pass
             os.close(self.word_w)
             code = os.read(self.done_r, 1)
             os.close(self.done_r)
