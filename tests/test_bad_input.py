@@ -840,6 +840,25 @@ def test_ctrl_c_while_json_fills_a_pipe_never_cuts_the_document(answer, tmp_path
     assert err.decode().strip().splitlines()[-1] == "attlens: interrupted"
 
 
+def test_ctrl_c_inside_a_callback_python_cannot_raise_from_is_acted_on_not_printed():
+    """A Ctrl-C whose handler runs inside a weakref callback (the import
+    machinery's module locks have one) cannot leave it: Python would print
+    "Exception ignored ... Traceback" and go on. attlens delivers it again,
+    so the command still ends with exit 130 and one line."""
+    child = ("import sys, signal, time, weakref\n"
+             "from attlens.__main__ import _quiet_interrupt\n"
+             "from attlens.interrupts import unraisable\n"
+             "sys.unraisablehook = unraisable\n"
+             "signal.signal(signal.SIGINT, _quiet_interrupt)\n"
+             "class Lock: pass\n"
+             "def cb(ref):\n    raise KeyboardInterrupt\n"
+             "lock = Lock(); ref = weakref.ref(lock, cb); del lock\n"
+             "for _ in range(2000): time.sleep(0.001)\n"
+             "print('went on')\n")
+    p = subprocess.run([sys.executable, "-c", child], env=_child_env(), capture_output=True, timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (130, b"", b"attlens: interrupted\n")
+
+
 def test_ctrl_c_at_any_moment_is_never_a_traceback():
     """Row 15: a Ctrl-C from the first line attlens runs (``entry()`` installs
     a quiet handler before the command line is imported), through the

@@ -10,8 +10,12 @@ import gc
 import signal
 import sys
 
+from attlens.interrupts import deferred, unraisable
+
 
 def _quiet_interrupt(signum, frame):
+    if deferred(frame):
+        return
     try:
         sys.stderr.write("attlens: interrupted\n")
         sys.stderr.flush()
@@ -40,6 +44,7 @@ def _load_fragile_extensions() -> None:
 
 
 def entry() -> int:
+    sys.unraisablehook = unraisable
     try:
         _load_fragile_extensions()
     except KeyboardInterrupt:  # before the handler was set (Python's default one)

@@ -76,8 +76,11 @@ class _Interrupt:
 
     @classmethod
     def handler(cls, signum, frame):
+        from attlens.interrupts import deferred
+
         cls.seen = True
-        raise KeyboardInterrupt
+        if not deferred(frame):
+            raise KeyboardInterrupt
 
     @classmethod
     def install(cls):
