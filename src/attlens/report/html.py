@@ -261,36 +261,53 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     if len(sp):  # and their last bins, in the same pass (integer sums: exact in any order)
         first = np.concatenate([first, base[sp] + b1[sp]])
         wts = np.concatenate([wts, rel_e[sp] - b1[sp] * width])
-    out = np.bincount(first, weights=wts, minlength=size).astype(np.int64)
-    # full bins b0+1 .. b1-1 of spanning intervals: a difference array along the bin axis
+    # full bins b0+1 .. b1-1 of spanning intervals (width cycles each)
     full = sp[b1[sp] - b0[sp] > 1]
-    if len(full):
-        didx = np.concatenate([base[full] + b0[full] + 1, base[full] + b1[full]])
-        k = len(full)
-        dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
-        # only the (category, lane) rows some interval spans (few for instruction classes: the long waits)
-        rows = np.unique(didx // n_bins)
-        grid = out.reshape(n_cat * n_lanes, n_bins)
-        if len(rows) == len(grid):
-            grid += np.cumsum(np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(len(grid), n_bins), axis=1)
-        else:
-            local = np.searchsorted(rows, didx // n_bins) * n_bins + didx % n_bins
-            diff = np.bincount(local, weights=dw, minlength=len(rows) * n_bins).astype(np.int64).reshape(len(rows), n_bins)
-            grid[rows] += np.cumsum(diff, axis=1)
+    n_full = b1[full] - b0[full] - 1
+    cells = int(n_full.sum())
+    if cells <= n_lanes * n_bins:
+        # as many cells as one grid of lanes at most (the usual case: a lane's intervals barely
+        # overlap): listed one by one into the same bincount, no difference array over whole rows
+        if cells:
+            first = np.concatenate([first, _ranges(base[full] + b0[full] + 1, n_full)])
+            wts = np.concatenate([wts, np.full(cells, width, dtype=np.int64)])
+        return np.bincount(first, weights=wts, minlength=size).astype(np.int64).reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
+    out = np.bincount(first, weights=wts, minlength=size).astype(np.int64)
+    _add_full_bins(out.reshape(n_cat * n_lanes, n_bins), base[full] + b0[full] + 1, base[full] + b1[full], width)
     return out.reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
 
 
-def _rle(rows) -> dict:
-    """Per lane runs of equal values: delta-encoded starts, values (-1 empty), packed."""
-    off, starts, vals = [0], [], []
-    for row in rows:
-        change = np.flatnonzero(row[1:] != row[:-1]) + 1
-        s = np.r_[0, change]
-        starts.append(np.diff(np.r_[0, s]))
-        vals.append(row[s])
-        off.append(off[-1] + len(s))
-    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
-    return {"off": off, "start": pack(cat(starts)), "val": pack(cat(vals))}
+def _add_full_bins(grid: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> None:
+    """Add ``width`` to the flat cells ``lo .. hi - 1`` of each interval (each
+    within one row of ``grid``): a difference array along the bin axis, over
+    only the rows some interval spans (intervals that overlap a lot: listing
+    their cells would outgrow the grid)."""
+    n_bins = grid.shape[1]
+    didx = np.concatenate([lo, hi])
+    k = len(lo)
+    dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
+    rows = np.unique(didx // n_bins)
+    if len(rows) == len(grid):
+        grid += np.cumsum(np.bincount(didx, weights=dw, minlength=grid.size).astype(np.int64).reshape(grid.shape), axis=1)
+    else:
+        local = np.searchsorted(rows, didx // n_bins) * n_bins + didx % n_bins
+        diff = np.bincount(local, weights=dw, minlength=len(rows) * n_bins).astype(np.int64).reshape(len(rows), n_bins)
+        grid[rows] += np.cumsum(diff, axis=1)
+
+
+def _rle(rows: np.ndarray) -> dict:
+    """Per lane (a row of ``rows``, lanes x bins) runs of equal values:
+    delta-encoded starts (each lane's first run starts at 0), values (-1
+    empty), packed. All lanes in a few passes over the whole grid."""
+    n_lanes, n_bins = rows.shape
+    new = np.ones(rows.shape, dtype=bool)
+    np.not_equal(rows[:, 1:], rows[:, :-1], out=new[:, 1:])
+    lane, col = np.nonzero(new)  # row-major: each lane's runs in order
+    step = np.diff(col, prepend=0)
+    step[col == 0] = 0  # a lane's first run: 0, not the gap from the last lane's last run
+    off = np.zeros(n_lanes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(lane, minlength=n_lanes), out=off[1:])
+    return {"off": off.tolist(), "start": pack(step), "val": pack(rows[lane, col])}
 
 
 def _clip_bins(b: np.ndarray, n_bins: int) -> np.ndarray:
@@ -301,21 +318,20 @@ def _clip_bins(b: np.ndarray, n_bins: int) -> np.ndarray:
 
 def _dominant(cov: np.ndarray) -> np.ndarray:
     """Per (lane, bin): the category covering most cycles (the first of
-    equals), -1 where none. One pass per category over its (lane, bin) grid
+    equals), -1 where none (coverage is never negative: the largest is 0
+    only where nothing ran). One pass per category over its (lane, bin) grid
     (contiguous in :func:`_coverage`'s layout)."""
     by_cat = np.moveaxis(cov, 2, 0)
     if len(by_cat) == 0:
         return np.full(cov.shape[:2], -1, dtype=np.int64)
     best = by_cat[0].copy()
     dom = np.zeros(cov.shape[:2], dtype=np.int64)
-    total = best.copy()
-    for c in range(1, len(by_cat)):
-        row = by_cat[c]
-        more = row > best
-        np.copyto(best, row, where=more)
-        dom[more] = c
-        total += row
-    dom[total <= 0] = -1
+    more = np.empty(best.shape, dtype=bool)
+    for c in range(1, len(by_cat)):  # one pass per category beats argmax across the grids (strided)
+        np.greater(by_cat[c], best, out=more)
+        np.copyto(best, by_cat[c], where=more)
+        np.copyto(dom, c, where=more)
+    dom[best <= 0] = -1
     return dom
 
 
@@ -381,7 +397,6 @@ def _timeline(result, waves) -> dict:
     se_ids = sorted({k[0] for k in keys})
     se_of_lane = np.array([se_ids.index(k[0]) for k in keys], dtype=np.int64)
     per_se_state = np.zeros((len(se_ids), n_bins, 5), dtype=np.int64)
-    res = np.zeros(n_bins, dtype=np.int64)
     for lo in range(0, n_lanes, step):
         hi = min(lo + step, n_lanes)
         wv = wave_order[lane_ptr[lo] : lane_ptr[hi]]
@@ -395,7 +410,7 @@ def _timeline(result, waves) -> dict:
         seg_start = begin[wv][seg_w] + (csum - dur) - np.r_[0, csum][first][seg_w]
         state = np.clip(tl.state[seg].astype(np.int64), 0, 4)
         cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width)
-        state_rows.extend(_dominant(cov_state))
+        state_rows.append(_dominant(cov_state))
         per_state += cov_state.sum(axis=0)
         for si in np.unique(se_of_lane[lo:hi]).tolist():
             per_se_state[si] += cov_state[se_of_lane[lo:hi] == si].sum(axis=0)
@@ -405,10 +420,10 @@ def _timeline(result, waves) -> dict:
         r_start = recs.time[rec].astype(np.int64) + shift[wv][rec_w]
         r_end = r_start + np.maximum(recs.duration[rec].astype(np.int64), 1)
         cov_cls = _coverage(wlane[rec_w], r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width)
-        cls_rows.extend(_dominant(cov_cls))
+        cls_rows.append(_dominant(cov_cls))
         del cov_cls, rec, rec_w, r_start, r_end
-        # occupancy over time: resident waves (all lanes)
-        res += _coverage(wlane, begin[wv], end[wv], np.zeros(len(wv), dtype=np.int64), hi - lo, n_bins, 1, t0, width).sum(axis=(0, 2))
+    # occupancy over time: resident waves, all lanes as one (their sum)
+    res = _coverage(np.zeros(n, dtype=np.int64), begin, end, np.zeros(n, dtype=np.int64), 1, n_bins, 1, t0, width)[0, :, 0]
 
     scale = 100.0 / width  # stored as hundredths of a wave
     simds_per_se = [len({(k[1], k[2]) for k in keys if k[0] == se}) for se in se_ids]
@@ -441,9 +456,9 @@ def _timeline(result, waves) -> dict:
             "records": pack(w.n_records[order]),
         },
         "state_names": [STATE_NAMES[s] for s in range(5)],
-        "state": _rle(state_rows),
+        "state": _rle(np.concatenate(state_rows)),
         "class_names": [CLASS_IDS[i] for i in present.tolist()],
-        "cls": _rle(cls_rows),
+        "cls": _rle(np.concatenate(cls_rows)),
         "occupancy": occupancy,
     }
 
