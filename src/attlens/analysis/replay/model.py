@@ -54,15 +54,17 @@ def _events(s, lat, spec: Spec):
     """Event arrays in replayed order, wave-contiguous."""
     n = len(s.pc)
     order = spec.order
-    if order is None:
-        g, st = s.gap, s.stall
-        pos_of = None
-    else:
-        g, st = s.gap[order], s.stall[order]
-        pos_of = np.empty(n, dtype=np.int64)
-        pos_of[order] = np.arange(n, dtype=np.int64)
-    c = np.cumsum(g + st)
-    wave_base = np.where(s.rec_start > 0, c[np.maximum(s.rec_start - 1, 0)], 0)
+    pos_of = None
+    if order is None and (s.rec_stop > s.rec_start).all():
+        # in the traced order a wave's sums of gap + stall telescope (build_streams: a gap is the
+        # time since the previous issue, or since the wave's begin): the issue minus the begin
+        c, wave_base = s.issue, s.begin
+    else:  # (an empty wave's "last" is the running sum's value before it, as always)
+        if order is not None:
+            pos_of = np.empty(n, dtype=np.int64)
+            pos_of[order] = np.arange(n, dtype=np.int64)
+        c = np.cumsum(s.gap + s.stall if order is None else s.gap[order] + s.stall[order])
+        wave_base = np.where(s.rec_start > 0, c[np.maximum(s.rec_start - 1, 0)], 0)
     last = np.where(s.rec_stop > s.rec_start, c[np.maximum(s.rec_stop - 1, 0)], 0) - wave_base
     recs = np.concatenate([s.prod_rec, s.wait_rec, s.bar_rec])
     kind = np.concatenate([np.full(len(s.prod_rec), EV_LOAD), np.full(len(s.wait_rec), EV_WAIT), np.full(len(s.bar_rec), EV_BARRIER)])
