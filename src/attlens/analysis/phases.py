@@ -115,6 +115,17 @@ class _PhasesCodec:
                       {int(k): v for k, v in meta["traced_cu_share_of_median"]}, meta["flags"])
 
 
+def _rows_of_pcs(pc: np.ndarray, pcs: list, n_pc: int) -> dict:
+    """{pc: its record indices, ascending} for a few pcs, in one pass over the
+    records (not one per pc), grouped by a stable sort of the few selected."""
+    want = np.zeros(n_pc, dtype=bool)
+    want[pcs] = True
+    sel = np.flatnonzero(want[pc])
+    sel = sel[np.argsort(pc[sel], kind="stable")]
+    spc = pc[sel]
+    return {p: sel[np.searchsorted(spc, p, side="left"):np.searchsorted(spc, p, side="right")] for p in pcs}
+
+
 def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
     """Kept in the capture's digest when there is one (the hotspot ranking
     it starts from depends on the dispatch and the wait-counter model only)."""
@@ -135,8 +146,9 @@ def _compute_phases(dispatch, hotspots, top: int) -> Phases:
     dists = []
     if hotspots is not None:
         pcs = [hotspots.instructions[i].pc for i in hotspots.by_stall[:top]]
+        rows_of = _rows_of_pcs(recs.pc, pcs, dispatch.code.size)
         for pc in pcs:
-            rows = np.flatnonzero(recs.pc == pc)  # a few passes instead of sorting every record
+            rows = rows_of[pc]
             if len(rows) == 0:
                 continue
             s = recs.stall[rows]
