@@ -885,6 +885,8 @@ def _attach(pmc, result, force: bool, several: bool):
     """Counters read with ``--pmc`` (a PmcCounters) checked against one
     capture: ``(PmcAttachment, None)``, or ``(None, why)`` for a capture of an
     index they do not match; anything else is passed through as given."""
+    if pmc is None:
+        return None, None  # (without importing the counters' modules: the replay's child forks after this)
     from attlens.analysis.pmc import PmcCounters
     from attlens.analysis.pmc_attach import attach_pmc
     from attlens.errors import Incomparable
@@ -905,8 +907,15 @@ def _import_later_steps() -> None:
     its rules, the wave analyses, the replay, the viewer panels): run when
     the load waits for the parse child's last parts
     (attlens.forked.while_waiting), else just before the replay's child
-    forks: either way the two processes do not both import them."""
-    from attlens.analysis import plan, waves  # noqa: F401
+    forks: either way the two processes do not both import them. Also what
+    their first calls import: numpy.ma (np.unique, np.median: 10 ms on
+    NumPy 2.4), heapq (the replay's slots, Counter.most_common), the rules'
+    helpers, the PC samples' join (the analysis imports it even without samples)."""
+    import heapq  # noqa: F401
+
+    import numpy.ma  # noqa: F401
+
+    from attlens.analysis import lanes, pcsampling, plan, verdict, waves  # noqa: F401
     from attlens.analysis.registry import load_rules
     from attlens.analysis.replay import calibrate, findings, predict  # noqa: F401
     from attlens.report import viewerdata  # noqa: F401
