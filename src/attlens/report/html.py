@@ -357,6 +357,13 @@ def _frame(d, clk) -> tuple:
     return shift, begin, end, t0, t1, width, -(-span // width)
 
 
+def _executions(result, n_pc: int) -> np.ndarray:
+    """Executions per pc: the analysis' sums (no pass over every record), or
+    counted when they do not cover ``n_pc`` pcs."""
+    hit = result.sums.hit
+    return hit if len(hit) == n_pc else np.bincount(result.dispatch.records.pc, minlength=n_pc)
+
+
 def _timeline(result, waves) -> dict:
     d = result.dispatch
     w = d.waves
@@ -377,7 +384,7 @@ def _timeline(result, waves) -> dict:
     for h in result.hotspots.instructions:
         if h.class_ in CLASS_IDS:
             pc_cls[h.pc] = CLASS_IDS.index(h.class_)
-    ran = np.bincount(recs.pc, minlength=len(pc_cls)) > 0  # the pcs that ran (np.unique of every record's pc sorts them all)
+    ran = _executions(result, len(pc_cls)) > 0  # the pcs that ran
     present = np.flatnonzero(np.bincount(pc_cls[ran], minlength=len(CLASS_IDS)))
     cls_code = np.full(len(CLASS_IDS), -1, dtype=np.int64)
     cls_code[present] = np.arange(len(present))
@@ -529,23 +536,24 @@ def page_parts(result, waves, pmc=None, topk: int = 20, panels: dict | None = No
         "source": _source_view(result),
         "deps": _deps(waves),
         "timeline": timeline,
-        **(viewer_panels(d, waves.clock) if panels is None else panels),
+        **(viewer_panels(d, waves.clock, result.sums.hit) if panels is None else panels),
         "pmc": _pmc_dict(pmc, d.resources.dispatch_id),
         "reproduce": reproduce_commands(str(d.path)),
     }
 
 
-def viewer_panels(d, clock) -> dict:
+def viewer_panels(d, clock, hits=None) -> dict:
     """The hotspot scope (clock-range brush, latency histogram) and the
     single-wave timeline's records (attlens.report.viewerdata), on the
-    timeline's frame. ``clock``: the dispatch's ClockInfo (analysis.clock)."""
+    timeline's frame. ``clock``: the dispatch's ClockInfo (analysis.clock);
+    ``hits``: the executions per pc when known (the analysis' sums)."""
     from attlens.report import viewerdata as vd
 
     if d.waves.count == 0:
         return {"scope": None, "wave_detail": None}
     _, begin, end, t0, t1, width, _ = _frame(d, clock)
     picks = vd.detail_waves(begin, end)
-    return {"scope": vd.scope(d, clock.se_offsets_cycles or {}, t0, t1, width), "wave_detail": vd.wave_detail(d, picks)}
+    return {"scope": vd.scope(d, clock.se_offsets_cycles or {}, t0, t1, width, hits), "wave_detail": vd.wave_detail(d, picks)}
 
 
 def headline(result) -> dict:
@@ -945,7 +953,7 @@ def _child_ahead(result) -> dict:
     from attlens.analysis.clock import compute_clock
 
     _replay_ahead(result)
-    return viewer_panels(result.dispatch, compute_clock(result.dispatch))
+    return viewer_panels(result.dispatch, compute_clock(result.dispatch), result.sums.hit)
 
 
 def _predictions(result, message) -> list:

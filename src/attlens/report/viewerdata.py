@@ -79,21 +79,24 @@ def aligned_record_times(dispatch, se_offsets: dict | None) -> np.ndarray:
     return recs.time.astype(np.int64) + shift[recs.wave]
 
 
-def scope(dispatch, se_offsets: dict | None, t0: int, t1: int, timeline_bin_cycles: int) -> dict:
+def scope(dispatch, se_offsets: dict | None, t0: int, t1: int, timeline_bin_cycles: int, hits=None) -> dict:
     """Hit, latency (Σ duration), stall and idle per (pc, clock bin): the
     hotspot tables, the per-class totals and the latency histogram of any
     range of whole bins are sums of these cells. A record belongs to the bin
     of its issue-attempt time on the aligned clock. Bins are whole multiples
     of the wave timeline's bins, so a range read off the timeline falls on
     bin edges. Only cells with a record are kept (flat index ``pc * bins +
-    bin``, delta-encoded)."""
+    bin``, delta-encoded). ``hits``: executions per pc when known (the
+    analysis' sums), else counted here."""
     recs = dispatch.records
     span = max(t1 - t0, 1)
     k = max(1, -(-span // (timeline_bin_cycles * SCOPE_BINS)))
     width = timeline_bin_cycles * k
     n_bins = -(-span // width)
     # cells of the pcs that ran, counted with bincount (no sort, no copy of the records per column)
-    ran = np.flatnonzero(np.bincount(recs.pc, minlength=dispatch.code.size))
+    if hits is None or len(hits) != dispatch.code.size:
+        hits = np.bincount(recs.pc, minlength=dispatch.code.size)
+    ran = np.flatnonzero(hits)
     row = np.full(dispatch.code.size, -1, dtype=np.int64)
     row[ran] = np.arange(len(ran))
     key = aligned_record_times(dispatch, se_offsets)
