@@ -400,7 +400,6 @@ def _timeline(result, waves) -> dict:
     per_lane = n_bins * max(5, n_cls, 1)
     step = max(1, GRID_CHUNK_CELLS // per_lane)
     state_rows, cls_rows = [], []
-    per_state = np.zeros((n_bins, 5), dtype=np.int64)
     se_ids = sorted({k[0] for k in keys})
     se_of_lane = np.array([se_ids.index(k[0]) for k in keys], dtype=np.int64)
     per_se_state = np.zeros((len(se_ids), n_bins, 5), dtype=np.int64)
@@ -418,9 +417,10 @@ def _timeline(result, waves) -> dict:
         state = np.clip(tl.state[seg].astype(np.int64), 0, 4)
         cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width)
         state_rows.append(_dominant(cov_state))
-        per_state += cov_state.sum(axis=0)
-        for si in np.unique(se_of_lane[lo:hi]).tolist():
-            per_se_state[si] += cov_state[se_of_lane[lo:hi] == si].sum(axis=0)
+        # lanes are sorted by SE first: each SE's lanes of the chunk are one slice (summed without a copy)
+        cut = np.searchsorted(se_of_lane[lo:hi], np.arange(len(se_ids) + 1))
+        for si in np.flatnonzero(np.diff(cut)).tolist():
+            per_se_state[si] += cov_state[cut[si]:cut[si + 1]].sum(axis=0)
         del cov_state, seg, dur, seg_w, csum, seg_start, state
         rec = _ranges(w.rec_start[wv], rec_count[wv])
         rec_w = np.repeat(np.arange(len(wv)), rec_count[wv])
@@ -432,6 +432,7 @@ def _timeline(result, waves) -> dict:
     # occupancy over time: resident waves, all lanes as one (their sum)
     res = _coverage(np.zeros(n, dtype=np.int64), begin, end, np.zeros(n, dtype=np.int64), 1, n_bins, 1, t0, width)[0, :, 0]
 
+    per_state = per_se_state.sum(axis=0)  # every lane's SE is one of them (integer sums: exact)
     scale = 100.0 / width  # stored as hundredths of a wave
     simds_per_se = [len({(k[1], k[2]) for k in keys if k[0] == se}) for se in se_ids]
     occupancy = {
