@@ -543,18 +543,23 @@ def page_parts(result, waves, pmc=None, topk: int = 20, panels: dict | None = No
     }
 
 
-def viewer_panels(d, clock, hits=None) -> dict:
+def viewer_panels(d, clock, hits=None, panels=("scope", "wave_detail")) -> dict:
     """The hotspot scope (clock-range brush, latency histogram) and the
     single-wave timeline's records (attlens.report.viewerdata), on the
     timeline's frame. ``clock``: the dispatch's ClockInfo (analysis.clock);
-    ``hits``: the executions per pc when known (the analysis' sums)."""
+    ``hits``: the executions per pc when known (the analysis' sums);
+    ``panels``: which of the two (the report makes them on two processes)."""
     from attlens.report import viewerdata as vd
 
     if d.waves.count == 0:
-        return {"scope": None, "wave_detail": None}
+        return {k: None for k in panels}
     _, begin, end, t0, t1, width, _ = _frame(d, clock)
-    picks = vd.detail_waves(begin, end)
-    return {"scope": vd.scope(d, clock.se_offsets_cycles or {}, t0, t1, width, hits), "wave_detail": vd.wave_detail(d, picks)}
+    out = {}
+    if "scope" in panels:
+        out["scope"] = vd.scope(d, clock.se_offsets_cycles or {}, t0, t1, width, hits)
+    if "wave_detail" in panels:
+        out["wave_detail"] = vd.wave_detail(d, vd.detail_waves(begin, end))
+    return out
 
 
 def headline(result) -> dict:
@@ -950,11 +955,12 @@ def _replay_ahead(result) -> None:
 
 def _child_ahead(result) -> dict:
     """What the child makes before it gets the plan's findings: the replay
-    engine (kept on ``result``) and the page's viewer panels (returned)."""
+    engine (kept on ``result``) and the page's hotspot scope (returned; the
+    single-wave records are this process's: the two sides' work is even)."""
     from attlens.analysis.clock import compute_clock
 
     _replay_ahead(result)
-    return viewer_panels(result.dispatch, compute_clock(result.dispatch), result.sums.hit)
+    return viewer_panels(result.dispatch, compute_clock(result.dispatch), result.sums.hit, panels=("scope",))
 
 
 def _predictions(result, message) -> list:
@@ -970,7 +976,7 @@ def _predictions(result, message) -> list:
 
 def _page_side(result, pmc, send):
     """The wave analyses, the plan's rules (their findings sent to the child
-    that replays them) and the page's parts but the viewer panels (the
+    that replays them) and the page's parts but the hotspot scope (the
     child's): ``(waves, plan, parts)``, the plan still without predictions.
     Counters attached to the capture give the bandwidth rule its bytes (not
     when attached only by --force over a mismatch: see bandwidth._pmc_for)."""
@@ -980,11 +986,12 @@ def _page_side(result, pmc, send):
     waves = analyze_waves(result)
     plan = make_plan(result, waves=waves, pmc=pmc, predict=False)
     send((plan.findings, plan.dispatch_facts, plan.bandwidth))
-    return waves, plan, page_parts(result, waves, pmc, panels={})
+    return waves, plan, page_parts(result, waves, pmc, panels=viewer_panels(result.dispatch, waves.clock, panels=("wave_detail",)))
 
 
 def _with_panels(parts: dict, panels: dict) -> dict:
-    """The page's parts with the viewer panels in their place (the page's JSON keeps its key order)."""
+    """The page's parts with the child's viewer panels in their place, before
+    this process's (the page's JSON keeps its key order: timeline, scope, wave_detail)."""
     out = {}
     for k, v in parts.items():
         out[k] = v
