@@ -953,14 +953,19 @@ def _replay_ahead(result) -> None:
         pass
 
 
+# The page's viewer panels in their order, and the ones the replay's child makes (the
+# single-wave records: with it the child's work, replay and predictions, matches this side's)
+VIEWER_PANELS = ("scope", "wave_detail")
+CHILD_PANELS = ("wave_detail",)
+
+
 def _child_ahead(result) -> dict:
     """What the child makes before it gets the plan's findings: the replay
-    engine (kept on ``result``) and the page's hotspot scope (returned; the
-    single-wave records are this process's: the two sides' work is even)."""
+    engine (kept on ``result``) and the viewer panels of CHILD_PANELS (returned)."""
     from attlens.analysis.clock import compute_clock
 
     _replay_ahead(result)
-    return viewer_panels(result.dispatch, compute_clock(result.dispatch), result.sums.hit, panels=("scope",))
+    return viewer_panels(result.dispatch, compute_clock(result.dispatch), result.sums.hit, panels=CHILD_PANELS)
 
 
 def _predictions(result, message) -> list:
@@ -976,8 +981,8 @@ def _predictions(result, message) -> list:
 
 def _page_side(result, pmc, send):
     """The wave analyses, the plan's rules (their findings sent to the child
-    that replays them) and the page's parts but the hotspot scope (the
-    child's): ``(waves, plan, parts)``, the plan still without predictions.
+    that replays them) and the page's parts but the child's viewer panels:
+    ``(waves, plan, parts)``, the plan still without predictions.
     Counters attached to the capture give the bandwidth rule its bytes (not
     when attached only by --force over a mismatch: see bandwidth._pmc_for)."""
     from attlens.analysis.plan import make_plan
@@ -986,17 +991,20 @@ def _page_side(result, pmc, send):
     waves = analyze_waves(result)
     plan = make_plan(result, waves=waves, pmc=pmc, predict=False)
     send((plan.findings, plan.dispatch_facts, plan.bandwidth))
-    return waves, plan, page_parts(result, waves, pmc, panels=viewer_panels(result.dispatch, waves.clock, panels=("wave_detail",)))
+    mine = tuple(p for p in VIEWER_PANELS if p not in CHILD_PANELS)
+    return waves, plan, page_parts(result, waves, pmc, panels=viewer_panels(result.dispatch, waves.clock, result.sums.hit, panels=mine))
 
 
 def _with_panels(parts: dict, panels: dict) -> dict:
-    """The page's parts with the child's viewer panels in their place, before
-    this process's (the page's JSON keeps its key order: timeline, scope, wave_detail)."""
+    """The page's parts with the child's viewer panels added: all of them
+    after the timeline, in VIEWER_PANELS order (the page's JSON keeps its key order)."""
     out = {}
     for k, v in parts.items():
+        if k in VIEWER_PANELS:
+            continue
         out[k] = v
         if k == "timeline":
-            out.update(panels)
+            out.update((p, panels[p] if p in panels else parts[p]) for p in VIEWER_PANELS)
     return out
 
 
