@@ -81,7 +81,7 @@ def _compute_pipes(dispatch, quantum) -> PipeUtilization:
         # the SIMD's records grouped by pipe (a stable sort of one-byte ids), each pipe a slice
         by_pipe = np.argsort(p_m, kind="stable")
         s_m, e_m = s_m[by_pipe], e_m[by_pipe]
-        bounds = np.searchsorted(p_m[by_pipe], np.arange(len(PIPES) + 1)).tolist()
+        bounds = [0, *np.cumsum(np.bincount(p_m, minlength=len(PIPES))).tolist()]
         pipes = {}
         for pi, name in enumerate(PIPES):
             a, b = bounds[pi], bounds[pi + 1]
