@@ -232,18 +232,20 @@ def _deps(waves) -> dict:
 GRID_CHUNK_CELLS = 1 << 18  # lane x bin x category cells computed at a time
 
 
-def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int) -> np.ndarray:
+def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int, dtype=np.int64) -> np.ndarray:
     """Cycles of each (lane, bin, category) covered by the intervals
-    ``[start, end)``; int64 array (n_lanes, n_bins, n_cat), a view of one
-    laid out category-major (each category's grid contiguous: the bin-axis
-    sums and :func:`_dominant` pass over contiguous rows). Callers pass one
-    bounded chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`)."""
+    ``[start, end)``; array (n_lanes, n_bins, n_cat), a view of one laid out
+    category-major (each category's grid contiguous: the bin-axis sums and
+    :func:`_dominant` pass over contiguous rows). Callers pass one bounded
+    chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`). ``dtype``: int64,
+    or float64 where the cycles are only compared and summed (whole numbers
+    below 2**53: exact; a pass over the grid to convert them saved)."""
     m = end > start
     if not m.all():  # records always last a cycle: most calls keep everything and copy nothing
         lane, start, end, cat = lane[m], start[m], end[m], cat[m]
     size = n_lanes * n_bins * n_cat
     if len(start) == 0:
-        return np.zeros((n_lanes, n_bins, n_cat), dtype=np.int64)
+        return np.zeros((n_lanes, n_bins, n_cat), dtype=dtype)
     rel_s = start - t0
     rel_e = end - t0
     b0 = _clip_bins(rel_s // width, n_bins)
@@ -271,8 +273,8 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
         if cells:
             first = np.concatenate([first, _ranges(base[full] + b0[full] + 1, n_full)])
             wts = np.concatenate([wts, np.full(cells, width, dtype=np.int64)])
-        return np.bincount(first, weights=wts, minlength=size).astype(np.int64).reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
-    out = np.bincount(first, weights=wts, minlength=size).astype(np.int64)
+        return np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False).reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
+    out = np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False)
     _add_full_bins(out.reshape(n_cat * n_lanes, n_bins), base[full] + b0[full] + 1, base[full] + b1[full], width)
     return out.reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
 
@@ -402,7 +404,7 @@ def _timeline(result, waves) -> dict:
     state_rows, cls_rows = [], []
     se_ids = sorted({k[0] for k in keys})
     se_of_lane = np.array([se_ids.index(k[0]) for k in keys], dtype=np.int64)
-    per_se_state = np.zeros((len(se_ids), n_bins, 5), dtype=np.int64)
+    per_se_state = np.zeros((len(se_ids), n_bins, 5))  # whole cycles in float64 (exact), as the grids
     for lo in range(0, n_lanes, step):
         hi = min(lo + step, n_lanes)
         wv = wave_order[lane_ptr[lo] : lane_ptr[hi]]
@@ -415,7 +417,7 @@ def _timeline(result, waves) -> dict:
         csum = np.cumsum(dur)
         seg_start = begin[wv][seg_w] + (csum - dur) - np.r_[0, csum][first][seg_w]
         state = np.clip(tl.state[seg].astype(np.int64), 0, 4)
-        cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width)
+        cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
         state_rows.append(_dominant(cov_state))
         # lanes are sorted by SE first: each SE's lanes of the chunk are one slice (summed without a copy)
         cut = np.searchsorted(se_of_lane[lo:hi], np.arange(len(se_ids) + 1))
@@ -426,7 +428,7 @@ def _timeline(result, waves) -> dict:
         rec_w = np.repeat(np.arange(len(wv)), rec_count[wv])
         r_start = recs.time[rec].astype(np.int64) + shift[wv][rec_w]
         r_end = r_start + np.maximum(recs.duration[rec].astype(np.int64), 1)
-        cov_cls = _coverage(wlane[rec_w], r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width)
+        cov_cls = _coverage(wlane[rec_w], r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
         cls_rows.append(_dominant(cov_cls))
         del cov_cls, rec, rec_w, r_start, r_end
     # occupancy over time: resident waves, all lanes as one (their sum)
