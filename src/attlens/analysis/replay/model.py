@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attlens.analysis.replay.streams import CTR_LGKM, CTR_NONE, CTR_VM, EV_BARRIER, EV_LOAD, EV_WAIT
+from attlens.analysis.waitdeps import _ranges
 
 
 @dataclass
@@ -315,8 +316,10 @@ def _many_lists(s) -> dict[int, list[int]]:
     if got is None:
         n = np.diff(s.wait_off)
         rows = np.flatnonzero(n > 1)
-        idx = np.searchsorted(s.prod_rec, s.wait_prod).tolist()
-        got = {a: idx[b:c] for a, b, c in zip(rows.tolist(), s.wait_off[rows].tolist(), s.wait_off[rows + 1].tolist())}
+        # only these rows' producers looked up (most waits resolve one op)
+        idx = np.searchsorted(s.prod_rec, s.wait_prod[_ranges(s.wait_off[rows], n[rows])]).tolist()
+        ends = np.cumsum(n[rows]).tolist()
+        got = {a: idx[c - k:c] for a, k, c in zip(rows.tolist(), n[rows].tolist(), ends)}
         s._many_lists = got
     return got
 
