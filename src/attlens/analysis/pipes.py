@@ -76,8 +76,9 @@ def _compute_pipes(dispatch, quantum) -> PipeUtilization:
         wv = np.flatnonzero(wm)
         rec = _ranges(w.rec_start[wv], n_rec[wv])
         p_m = pipe_id_by_pc[recs.pc[rec]]
-        s_m = recs.time[rec] + recs.stall[rec]
-        e_m = np.where(p_m == immed_id, s_m + quantum, recs.time[rec] + recs.duration[rec])
+        t_m = recs.time[rec]
+        s_m = t_m + recs.stall[rec]
+        e_m = np.where(p_m == immed_id, s_m + quantum, t_m + recs.duration[rec])
         # the SIMD's records grouped by pipe (a stable sort of one-byte ids), each pipe a slice
         by_pipe = np.argsort(p_m, kind="stable")
         s_m, e_m = s_m[by_pipe], e_m[by_pipe]
