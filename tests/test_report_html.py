@@ -132,9 +132,10 @@ def test_timeline_downsampling_is_consistent(toy):
     assert set(tl["state_names"][1:]) == {"IDLE", "EXEC", "WAIT", "STALL"}
 
 
-def test_coverage_matches_brute_force():
+@pytest.mark.parametrize("n", [300, 12])  # overlapping intervals (a difference array), few (their full bins listed)
+def test_coverage_matches_brute_force(n):
     rng = np.random.default_rng(1)
-    n, lanes, bins, cats, width, t0 = 300, 3, 17, 4, 7, 100
+    lanes, bins, cats, width, t0 = 3, 17, 4, 7, 100
     start = rng.integers(t0, t0 + bins * width - 1, n)
     end = np.minimum(start + rng.integers(0, 60, n), t0 + bins * width)
     lane = rng.integers(0, lanes, n)

@@ -242,11 +242,11 @@ def _pmc_for(dispatch, pmc):
     force: another kernel's bytes must not become this one's), a PmcCounters,
     a PmcResult or a list of them (by dispatch id, else the one result of
     the same kernel)."""
+    if pmc is None:
+        return None  # (before the imports: the counters' modules cost 7 ms)
     from attlens.analysis.pmc_attach import PmcAttachment
     from attlens.model.kernelname import same_kernel
 
-    if pmc is None:
-        return None
     if isinstance(pmc, PmcAttachment):
         return None if pmc.mismatches else pmc.result
     items = pmc.results if hasattr(pmc, "results") else pmc if isinstance(pmc, (list, tuple)) else [pmc]

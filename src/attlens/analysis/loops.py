@@ -42,7 +42,7 @@ def backward_branches(dispatch) -> list[StaticLoop]:
     """Backward branches of the listing, with the pc they jump back to."""
     code, st = dispatch.code, dispatch.static
     loops = []
-    hit = np.bincount(dispatch.records.pc, minlength=code.size)
+    hit = dispatch.executions_per_pc()
     listed = code.instruction_mask.tolist()  # a property: computed once, not per pc
     vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if listed[pc]}
     for pc in np.flatnonzero(code.instruction_mask).tolist():

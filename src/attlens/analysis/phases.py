@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attlens.analysis.loops import StaticLoop, backward_branches
+from attlens.analysis.waitdeps import _ranges
 from attlens.results import brief_repr
 
 PHASES = ("straight_line", "before_loop", "loop_first", "loop_steady", "after_loop")
@@ -84,16 +85,26 @@ def _phase_block(wave, pc, n_pc, starts, stops, exec_index, phase) -> None:
     counts = np.diff(np.r_[gstart, n])
     repeats = np.zeros(n, dtype=bool)
     repeats[order] = counts[gid] > 1  # this record's pc runs more than once in its wave
-    idx = np.arange(n)
-    for a, b in zip(starts.tolist(), stops.tolist()):
-        if a == b:
-            continue
-        looped = np.flatnonzero(repeats[a:b])
-        if len(looped) == 0:
-            continue  # straight_line (0)
-        lo, hi = a + looped[0], a + looped[-1]
-        seg = idx[a:b]
-        phase[a:b] = np.where(seg < lo, 1, np.where(seg > hi, 4, np.where(exec_index[a:b] == 0, 2, 3)))
+    _loop_phases(repeats, exec_index, starts, stops, phase)
+
+
+def _loop_phases(repeats, exec_index, starts, stops, phase) -> None:
+    """Per record of a wave with a repeated pc: before its first repeated
+    record (before_loop), after its last (after_loop), else its pc's first
+    execution (loop_first) or a later one (loop_steady); the records of
+    other waves stay straight_line. All waves at once: each wave's first and
+    last repeated record found by a search in the sorted positions of all."""
+    rep = np.flatnonzero(repeats)
+    i0 = np.searchsorted(rep, starts)
+    i1 = np.searchsorted(rep, stops)
+    looped = np.flatnonzero(i1 > i0)
+    if len(looped) == 0:
+        return
+    lo, hi = rep[i0[looped]], rep[i1[looped] - 1]
+    a, b = starts[looped], stops[looped]
+    rows = _ranges(a, b - a)
+    first, last = np.repeat(lo, b - a), np.repeat(hi, b - a)
+    phase[rows] = np.where(rows < first, 1, np.where(rows > last, 4, np.where(exec_index[rows] == 0, 2, 3)))
 
 
 class _PhasesCodec:
@@ -113,6 +124,17 @@ class _PhasesCodec:
                       [InstructionDistribution(**x) for x in meta["instructions"]],
                       [StaticLoop(**x) for x in meta["static_loops"]], meta["short_waves"], meta["short_wave_threshold"],
                       {int(k): v for k, v in meta["traced_cu_share_of_median"]}, meta["flags"])
+
+
+def _rows_of_pcs(pc: np.ndarray, pcs: list, n_pc: int) -> dict:
+    """{pc: its record indices, ascending} for a few pcs, in one pass over the
+    records (not one per pc), grouped by a stable sort of the few selected."""
+    want = np.zeros(n_pc, dtype=bool)
+    want[pcs] = True
+    sel = np.flatnonzero(want[pc])
+    sel = sel[np.argsort(pc[sel], kind="stable")]
+    spc = pc[sel]
+    return {p: sel[np.searchsorted(spc, p, side="left"):np.searchsorted(spc, p, side="right")] for p in pcs}
 
 
 def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
@@ -135,8 +157,9 @@ def _compute_phases(dispatch, hotspots, top: int) -> Phases:
     dists = []
     if hotspots is not None:
         pcs = [hotspots.instructions[i].pc for i in hotspots.by_stall[:top]]
+        rows_of = _rows_of_pcs(recs.pc, pcs, dispatch.code.size)
         for pc in pcs:
-            rows = np.flatnonzero(recs.pc == pc)  # a few passes instead of sorting every record
+            rows = rows_of[pc]
             if len(rows) == 0:
                 continue
             s = recs.stall[rows]

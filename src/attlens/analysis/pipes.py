@@ -76,14 +76,18 @@ def _compute_pipes(dispatch, quantum) -> PipeUtilization:
         wv = np.flatnonzero(wm)
         rec = _ranges(w.rec_start[wv], n_rec[wv])
         p_m = pipe_id_by_pc[recs.pc[rec]]
-        s_m = recs.time[rec] + recs.stall[rec]
-        e_m = np.where(p_m == immed_id, s_m + quantum, recs.time[rec] + recs.duration[rec])
-        i_m = e_m - s_m
+        t_m = recs.time[rec]
+        s_m = t_m + recs.stall[rec]
+        e_m = np.where(p_m == immed_id, s_m + quantum, t_m + recs.duration[rec])
+        # the SIMD's records grouped by pipe (a stable sort of one-byte ids), each pipe a slice
+        by_pipe = np.argsort(p_m, kind="stable")
+        s_m, e_m = s_m[by_pipe], e_m[by_pipe]
+        bounds = [0, *np.cumsum(np.bincount(p_m, minlength=len(PIPES))).tolist()]
         pipes = {}
         for pi, name in enumerate(PIPES):
-            sel = p_m == pi
-            busy = union_length(s_m[sel], e_m[sel])
-            iss = int(i_m[sel].sum())
+            a, b = bounds[pi], bounds[pi + 1]
+            busy = union_length(s_m[a:b], e_m[a:b])
+            iss = int((e_m[a:b] - s_m[a:b]).sum())
             pipes[name] = {"issue_cycles": iss, "busy_cycles": busy, "busy_share": busy / window if window else None}
             tot[name][0] += iss
             tot[name][1] += busy

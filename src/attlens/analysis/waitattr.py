@@ -173,7 +173,7 @@ def _attribute_waits(dispatch, deps, pairs: WaitPairs | None) -> WaitAttribution
         cyc = np.bincount(inv, weights=pairs.stall_share).round().astype(np.int64)
         for k, c in zip(uk.tolist(), cyc.tolist()):
             by_wait_pc.setdefault(k // code.size, {})[k % code.size] = c
-        hit = np.bincount(recs.pc, minlength=code.size)
+        hit = dispatch.executions_per_pc()
         order = np.argsort(ppc, kind="stable")
         ppc_s = ppc[order]
         bounds = np.flatnonzero(np.r_[True, ppc_s[1:] != ppc_s[:-1], True])

@@ -260,6 +260,17 @@ class Dispatch:
     # source copies read so far (a report asks for one file per hot line): read each once
     _sources: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def executions_per_pc(self) -> np.ndarray:
+        """Executions per pc (int64, one per listed pc): the sums the loader's
+        parse processes made, else counted from the records once and kept
+        (several analyses ask; each count is a pass over every record)."""
+        hits = self.prepared.get("pc_basic", (None,))[0]
+        if hits is None or len(hits) != self.code.size:
+            hits = self.prepared.get("pc_executions")
+        if hits is None or len(hits) != self.code.size:
+            hits = self.prepared["pc_executions"] = np.bincount(self.records.pc, minlength=self.code.size).astype(np.int64)
+        return hits
+
     def source_text(self, loc: SourceLoc) -> list[str] | None:
         """Lines of a source file from the capture's snapshots, if present."""
         return self.source_file(loc.file)[0]

@@ -232,18 +232,20 @@ def _deps(waves) -> dict:
 GRID_CHUNK_CELLS = 1 << 18  # lane x bin x category cells computed at a time
 
 
-def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int) -> np.ndarray:
+def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int, dtype=np.int64) -> np.ndarray:
     """Cycles of each (lane, bin, category) covered by the intervals
-    ``[start, end)``; int64 array (n_lanes, n_bins, n_cat), a view of one
-    laid out category-major (each category's grid contiguous: the bin-axis
-    sums and :func:`_dominant` pass over contiguous rows). Callers pass one
-    bounded chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`)."""
+    ``[start, end)``; array (n_lanes, n_bins, n_cat), a view of one laid out
+    category-major (each category's grid contiguous: the bin-axis sums and
+    :func:`_dominant` pass over contiguous rows). Callers pass one bounded
+    chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`). ``dtype``: int64,
+    or float64 where the cycles are only compared and summed (whole numbers
+    below 2**53: exact; a pass over the grid to convert them saved)."""
     m = end > start
     if not m.all():  # records always last a cycle: most calls keep everything and copy nothing
         lane, start, end, cat = lane[m], start[m], end[m], cat[m]
     size = n_lanes * n_bins * n_cat
     if len(start) == 0:
-        return np.zeros((n_lanes, n_bins, n_cat), dtype=np.int64)
+        return np.zeros((n_lanes, n_bins, n_cat), dtype=dtype)
     rel_s = start - t0
     rel_e = end - t0
     b0 = _clip_bins(rel_s // width, n_bins)
@@ -261,36 +263,53 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     if len(sp):  # and their last bins, in the same pass (integer sums: exact in any order)
         first = np.concatenate([first, base[sp] + b1[sp]])
         wts = np.concatenate([wts, rel_e[sp] - b1[sp] * width])
-    out = np.bincount(first, weights=wts, minlength=size).astype(np.int64)
-    # full bins b0+1 .. b1-1 of spanning intervals: a difference array along the bin axis
+    # full bins b0+1 .. b1-1 of spanning intervals (width cycles each)
     full = sp[b1[sp] - b0[sp] > 1]
-    if len(full):
-        didx = np.concatenate([base[full] + b0[full] + 1, base[full] + b1[full]])
-        k = len(full)
-        dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
-        # only the (category, lane) rows some interval spans (few for instruction classes: the long waits)
-        rows = np.unique(didx // n_bins)
-        grid = out.reshape(n_cat * n_lanes, n_bins)
-        if len(rows) == len(grid):
-            grid += np.cumsum(np.bincount(didx, weights=dw, minlength=size).astype(np.int64).reshape(len(grid), n_bins), axis=1)
-        else:
-            local = np.searchsorted(rows, didx // n_bins) * n_bins + didx % n_bins
-            diff = np.bincount(local, weights=dw, minlength=len(rows) * n_bins).astype(np.int64).reshape(len(rows), n_bins)
-            grid[rows] += np.cumsum(diff, axis=1)
+    n_full = b1[full] - b0[full] - 1
+    cells = int(n_full.sum())
+    if cells <= n_lanes * n_bins:
+        # as many cells as one grid of lanes at most (the usual case: a lane's intervals barely
+        # overlap): listed one by one into the same bincount, no difference array over whole rows
+        if cells:
+            first = np.concatenate([first, _ranges(base[full] + b0[full] + 1, n_full)])
+            wts = np.concatenate([wts, np.full(cells, width, dtype=np.int64)])
+        return np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False).reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
+    out = np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False)
+    _add_full_bins(out.reshape(n_cat * n_lanes, n_bins), base[full] + b0[full] + 1, base[full] + b1[full], width)
     return out.reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
 
 
-def _rle(rows) -> dict:
-    """Per lane runs of equal values: delta-encoded starts, values (-1 empty), packed."""
-    off, starts, vals = [0], [], []
-    for row in rows:
-        change = np.flatnonzero(row[1:] != row[:-1]) + 1
-        s = np.r_[0, change]
-        starts.append(np.diff(np.r_[0, s]))
-        vals.append(row[s])
-        off.append(off[-1] + len(s))
-    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
-    return {"off": off, "start": pack(cat(starts)), "val": pack(cat(vals))}
+def _add_full_bins(grid: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> None:
+    """Add ``width`` to the flat cells ``lo .. hi - 1`` of each interval (each
+    within one row of ``grid``): a difference array along the bin axis, over
+    only the rows some interval spans (intervals that overlap a lot: listing
+    their cells would outgrow the grid)."""
+    n_bins = grid.shape[1]
+    didx = np.concatenate([lo, hi])
+    k = len(lo)
+    dw = np.concatenate([np.full(k, width, dtype=np.int64), np.full(k, -width, dtype=np.int64)])
+    rows = np.unique(didx // n_bins)
+    if len(rows) == len(grid):
+        grid += np.cumsum(np.bincount(didx, weights=dw, minlength=grid.size).astype(np.int64).reshape(grid.shape), axis=1)
+    else:
+        local = np.searchsorted(rows, didx // n_bins) * n_bins + didx % n_bins
+        diff = np.bincount(local, weights=dw, minlength=len(rows) * n_bins).astype(np.int64).reshape(len(rows), n_bins)
+        grid[rows] += np.cumsum(diff, axis=1)
+
+
+def _rle(rows: np.ndarray) -> dict:
+    """Per lane (a row of ``rows``, lanes x bins) runs of equal values:
+    delta-encoded starts (each lane's first run starts at 0), values (-1
+    empty), packed. All lanes in a few passes over the whole grid."""
+    n_lanes, n_bins = rows.shape
+    new = np.ones(rows.shape, dtype=bool)
+    np.not_equal(rows[:, 1:], rows[:, :-1], out=new[:, 1:])
+    lane, col = np.nonzero(new)  # row-major: each lane's runs in order
+    step = np.diff(col, prepend=0)
+    step[col == 0] = 0  # a lane's first run: 0, not the gap from the last lane's last run
+    off = np.zeros(n_lanes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(lane, minlength=n_lanes), out=off[1:])
+    return {"off": off.tolist(), "start": pack(step), "val": pack(rows[lane, col])}
 
 
 def _clip_bins(b: np.ndarray, n_bins: int) -> np.ndarray:
@@ -301,21 +320,20 @@ def _clip_bins(b: np.ndarray, n_bins: int) -> np.ndarray:
 
 def _dominant(cov: np.ndarray) -> np.ndarray:
     """Per (lane, bin): the category covering most cycles (the first of
-    equals), -1 where none. One pass per category over its (lane, bin) grid
+    equals), -1 where none (coverage is never negative: the largest is 0
+    only where nothing ran). One pass per category over its (lane, bin) grid
     (contiguous in :func:`_coverage`'s layout)."""
     by_cat = np.moveaxis(cov, 2, 0)
     if len(by_cat) == 0:
         return np.full(cov.shape[:2], -1, dtype=np.int64)
     best = by_cat[0].copy()
     dom = np.zeros(cov.shape[:2], dtype=np.int64)
-    total = best.copy()
-    for c in range(1, len(by_cat)):
-        row = by_cat[c]
-        more = row > best
-        np.copyto(best, row, where=more)
-        dom[more] = c
-        total += row
-    dom[total <= 0] = -1
+    more = np.empty(best.shape, dtype=bool)
+    for c in range(1, len(by_cat)):  # one pass per category beats argmax across the grids (strided)
+        np.greater(by_cat[c], best, out=more)
+        np.copyto(best, by_cat[c], where=more)
+        np.copyto(dom, c, where=more)
+    dom[best <= 0] = -1
     return dom
 
 
@@ -341,6 +359,13 @@ def _frame(d, clk) -> tuple:
     return shift, begin, end, t0, t1, width, -(-span // width)
 
 
+def _executions(result, n_pc: int) -> np.ndarray:
+    """Executions per pc: the analysis' sums (no pass over every record), or
+    counted when they do not cover ``n_pc`` pcs."""
+    hit = result.sums.hit
+    return hit if len(hit) == n_pc else np.bincount(result.dispatch.records.pc, minlength=n_pc)
+
+
 def _timeline(result, waves) -> dict:
     d = result.dispatch
     w = d.waves
@@ -361,7 +386,7 @@ def _timeline(result, waves) -> dict:
     for h in result.hotspots.instructions:
         if h.class_ in CLASS_IDS:
             pc_cls[h.pc] = CLASS_IDS.index(h.class_)
-    ran = np.bincount(recs.pc, minlength=len(pc_cls)) > 0  # the pcs that ran (np.unique of every record's pc sorts them all)
+    ran = _executions(result, len(pc_cls)) > 0  # the pcs that ran
     present = np.flatnonzero(np.bincount(pc_cls[ran], minlength=len(CLASS_IDS)))
     cls_code = np.full(len(CLASS_IDS), -1, dtype=np.int64)
     cls_code[present] = np.arange(len(present))
@@ -377,11 +402,9 @@ def _timeline(result, waves) -> dict:
     per_lane = n_bins * max(5, n_cls, 1)
     step = max(1, GRID_CHUNK_CELLS // per_lane)
     state_rows, cls_rows = [], []
-    per_state = np.zeros((n_bins, 5), dtype=np.int64)
     se_ids = sorted({k[0] for k in keys})
     se_of_lane = np.array([se_ids.index(k[0]) for k in keys], dtype=np.int64)
-    per_se_state = np.zeros((len(se_ids), n_bins, 5), dtype=np.int64)
-    res = np.zeros(n_bins, dtype=np.int64)
+    per_se_state = np.zeros((len(se_ids), n_bins, 5))  # whole cycles in float64 (exact), as the grids
     for lo in range(0, n_lanes, step):
         hi = min(lo + step, n_lanes)
         wv = wave_order[lane_ptr[lo] : lane_ptr[hi]]
@@ -394,22 +417,24 @@ def _timeline(result, waves) -> dict:
         csum = np.cumsum(dur)
         seg_start = begin[wv][seg_w] + (csum - dur) - np.r_[0, csum][first][seg_w]
         state = np.clip(tl.state[seg].astype(np.int64), 0, 4)
-        cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width)
-        state_rows.extend(_dominant(cov_state))
-        per_state += cov_state.sum(axis=0)
-        for si in np.unique(se_of_lane[lo:hi]).tolist():
-            per_se_state[si] += cov_state[se_of_lane[lo:hi] == si].sum(axis=0)
+        cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
+        state_rows.append(_dominant(cov_state))
+        # lanes are sorted by SE first: each SE's lanes of the chunk are one slice (summed without a copy)
+        cut = np.searchsorted(se_of_lane[lo:hi], np.arange(len(se_ids) + 1))
+        for si in np.flatnonzero(np.diff(cut)).tolist():
+            per_se_state[si] += cov_state[cut[si]:cut[si + 1]].sum(axis=0)
         del cov_state, seg, dur, seg_w, csum, seg_start, state
         rec = _ranges(w.rec_start[wv], rec_count[wv])
         rec_w = np.repeat(np.arange(len(wv)), rec_count[wv])
         r_start = recs.time[rec].astype(np.int64) + shift[wv][rec_w]
         r_end = r_start + np.maximum(recs.duration[rec].astype(np.int64), 1)
-        cov_cls = _coverage(wlane[rec_w], r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width)
-        cls_rows.extend(_dominant(cov_cls))
+        cov_cls = _coverage(wlane[rec_w], r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
+        cls_rows.append(_dominant(cov_cls))
         del cov_cls, rec, rec_w, r_start, r_end
-        # occupancy over time: resident waves (all lanes)
-        res += _coverage(wlane, begin[wv], end[wv], np.zeros(len(wv), dtype=np.int64), hi - lo, n_bins, 1, t0, width).sum(axis=(0, 2))
+    # occupancy over time: resident waves, all lanes as one (their sum)
+    res = _coverage(np.zeros(n, dtype=np.int64), begin, end, np.zeros(n, dtype=np.int64), 1, n_bins, 1, t0, width)[0, :, 0]
 
+    per_state = per_se_state.sum(axis=0)  # every lane's SE is one of them (integer sums: exact)
     scale = 100.0 / width  # stored as hundredths of a wave
     simds_per_se = [len({(k[1], k[2]) for k in keys if k[0] == se}) for se in se_ids]
     occupancy = {
@@ -441,9 +466,9 @@ def _timeline(result, waves) -> dict:
             "records": pack(w.n_records[order]),
         },
         "state_names": [STATE_NAMES[s] for s in range(5)],
-        "state": _rle(state_rows),
+        "state": _rle(np.concatenate(state_rows)),
         "class_names": [CLASS_IDS[i] for i in present.tolist()],
-        "cls": _rle(cls_rows),
+        "cls": _rle(np.concatenate(cls_rows)),
         "occupancy": occupancy,
     }
 
@@ -514,23 +539,29 @@ def page_parts(result, waves, pmc=None, topk: int = 20, panels: dict | None = No
         "source": _source_view(result),
         "deps": _deps(waves),
         "timeline": timeline,
-        **(viewer_panels(d, waves.clock) if panels is None else panels),
+        **(viewer_panels(d, waves.clock, result.sums.hit) if panels is None else panels),
         "pmc": _pmc_dict(pmc, d.resources.dispatch_id),
         "reproduce": reproduce_commands(str(d.path)),
     }
 
 
-def viewer_panels(d, clock) -> dict:
+def viewer_panels(d, clock, hits=None, panels=("scope", "wave_detail")) -> dict:
     """The hotspot scope (clock-range brush, latency histogram) and the
     single-wave timeline's records (attlens.report.viewerdata), on the
-    timeline's frame. ``clock``: the dispatch's ClockInfo (analysis.clock)."""
+    timeline's frame. ``clock``: the dispatch's ClockInfo (analysis.clock);
+    ``hits``: the executions per pc when known (the analysis' sums);
+    ``panels``: which of the two (the report makes them on two processes)."""
     from attlens.report import viewerdata as vd
 
     if d.waves.count == 0:
-        return {"scope": None, "wave_detail": None}
+        return {k: None for k in panels}
     _, begin, end, t0, t1, width, _ = _frame(d, clock)
-    picks = vd.detail_waves(begin, end)
-    return {"scope": vd.scope(d, clock.se_offsets_cycles or {}, t0, t1, width), "wave_detail": vd.wave_detail(d, picks)}
+    out = {}
+    if "scope" in panels:
+        out["scope"] = vd.scope(d, clock.se_offsets_cycles or {}, t0, t1, width, hits)
+    if "wave_detail" in panels:
+        out["wave_detail"] = vd.wave_detail(d, vd.detail_waves(begin, end))
+    return out
 
 
 def headline(result) -> dict:
@@ -870,6 +901,8 @@ def _attach(pmc, result, force: bool, several: bool):
     """Counters read with ``--pmc`` (a PmcCounters) checked against one
     capture: ``(PmcAttachment, None)``, or ``(None, why)`` for a capture of an
     index they do not match; anything else is passed through as given."""
+    if pmc is None:
+        return None, None  # (without importing the counters' modules: the replay's child forks after this)
     from attlens.analysis.pmc import PmcCounters
     from attlens.analysis.pmc_attach import attach_pmc
     from attlens.errors import Incomparable
@@ -890,8 +923,15 @@ def _import_later_steps() -> None:
     its rules, the wave analyses, the replay, the viewer panels): run when
     the load waits for the parse child's last parts
     (attlens.forked.while_waiting), else just before the replay's child
-    forks: either way the two processes do not both import them."""
-    from attlens.analysis import plan, waves  # noqa: F401
+    forks: either way the two processes do not both import them. Also what
+    their first calls import: numpy.ma (np.unique, np.median: 10 ms on
+    NumPy 2.4), heapq (the replay's slots, Counter.most_common), the rules'
+    helpers, the PC samples' join (the analysis imports it even without samples)."""
+    import heapq  # noqa: F401
+
+    import numpy.ma  # noqa: F401
+
+    from attlens.analysis import lanes, pcsampling, plan, verdict, waves  # noqa: F401
     from attlens.analysis.registry import load_rules
     from attlens.analysis.replay import calibrate, findings, predict  # noqa: F401
     from attlens.report import viewerdata  # noqa: F401
@@ -915,13 +955,19 @@ def _replay_ahead(result) -> None:
         pass
 
 
+# The page's viewer panels in their order, and the ones the replay's child makes (the
+# single-wave records: with it the child's work, replay and predictions, matches this side's)
+VIEWER_PANELS = ("scope", "wave_detail")
+CHILD_PANELS = ("wave_detail",)
+
+
 def _child_ahead(result) -> dict:
     """What the child makes before it gets the plan's findings: the replay
-    engine (kept on ``result``) and the page's viewer panels (returned)."""
+    engine (kept on ``result``) and the viewer panels of CHILD_PANELS (returned)."""
     from attlens.analysis.clock import compute_clock
 
     _replay_ahead(result)
-    return viewer_panels(result.dispatch, compute_clock(result.dispatch))
+    return viewer_panels(result.dispatch, compute_clock(result.dispatch), result.sums.hit, panels=CHILD_PANELS)
 
 
 def _predictions(result, message) -> list:
@@ -937,8 +983,8 @@ def _predictions(result, message) -> list:
 
 def _page_side(result, pmc, send):
     """The wave analyses, the plan's rules (their findings sent to the child
-    that replays them) and the page's parts but the viewer panels (the
-    child's): ``(waves, plan, parts)``, the plan still without predictions.
+    that replays them) and the page's parts but the child's viewer panels:
+    ``(waves, plan, parts)``, the plan still without predictions.
     Counters attached to the capture give the bandwidth rule its bytes (not
     when attached only by --force over a mismatch: see bandwidth._pmc_for)."""
     from attlens.analysis.plan import make_plan
@@ -947,16 +993,20 @@ def _page_side(result, pmc, send):
     waves = analyze_waves(result)
     plan = make_plan(result, waves=waves, pmc=pmc, predict=False)
     send((plan.findings, plan.dispatch_facts, plan.bandwidth))
-    return waves, plan, page_parts(result, waves, pmc, panels={})
+    mine = tuple(p for p in VIEWER_PANELS if p not in CHILD_PANELS)
+    return waves, plan, page_parts(result, waves, pmc, panels=viewer_panels(result.dispatch, waves.clock, result.sums.hit, panels=mine))
 
 
 def _with_panels(parts: dict, panels: dict) -> dict:
-    """The page's parts with the viewer panels in their place (the page's JSON keeps its key order)."""
+    """The page's parts with the child's viewer panels added: all of them
+    after the timeline, in VIEWER_PANELS order (the page's JSON keeps its key order)."""
     out = {}
     for k, v in parts.items():
+        if k in VIEWER_PANELS:
+            continue
         out[k] = v
         if k == "timeline":
-            out.update(panels)
+            out.update((p, panels[p] if p in panels else parts[p]) for p in VIEWER_PANELS)
     return out
 
 

@@ -79,21 +79,24 @@ def aligned_record_times(dispatch, se_offsets: dict | None) -> np.ndarray:
     return recs.time.astype(np.int64) + shift[recs.wave]
 
 
-def scope(dispatch, se_offsets: dict | None, t0: int, t1: int, timeline_bin_cycles: int) -> dict:
+def scope(dispatch, se_offsets: dict | None, t0: int, t1: int, timeline_bin_cycles: int, hits=None) -> dict:
     """Hit, latency (Σ duration), stall and idle per (pc, clock bin): the
     hotspot tables, the per-class totals and the latency histogram of any
     range of whole bins are sums of these cells. A record belongs to the bin
     of its issue-attempt time on the aligned clock. Bins are whole multiples
     of the wave timeline's bins, so a range read off the timeline falls on
     bin edges. Only cells with a record are kept (flat index ``pc * bins +
-    bin``, delta-encoded)."""
+    bin``, delta-encoded). ``hits``: executions per pc when known (the
+    analysis' sums), else counted here."""
     recs = dispatch.records
     span = max(t1 - t0, 1)
     k = max(1, -(-span // (timeline_bin_cycles * SCOPE_BINS)))
     width = timeline_bin_cycles * k
     n_bins = -(-span // width)
     # cells of the pcs that ran, counted with bincount (no sort, no copy of the records per column)
-    ran = np.flatnonzero(np.bincount(recs.pc, minlength=dispatch.code.size))
+    if hits is None or len(hits) != dispatch.code.size:
+        hits = np.bincount(recs.pc, minlength=dispatch.code.size)
+    ran = np.flatnonzero(hits)
     row = np.full(dispatch.code.size, -1, dtype=np.int64)
     row[ran] = np.arange(len(ran))
     key = aligned_record_times(dispatch, se_offsets)
@@ -142,17 +145,36 @@ def wave_detail(dispatch, waves: list[int]) -> dict:
     the wave-state segments' state and duration. Steps and gaps are mostly 1
     and 0, which zlib packs to about 1 kB a wave (softmax)."""
     w, recs, tl = dispatch.waves, dispatch.records, dispatch.timeline
+    picks = np.asarray(waves, dtype=np.int64)
+    step, gap, issue, stall, off, n = _detail_columns(w, recs, picks)
     blobs = []
-    for i in waves:
-        a, b = int(w.rec_start[i]), int(w.rec_stop[i])
+    for i, a, k in zip(picks.tolist(), off.tolist(), n.tolist()):
         s, e = int(w.tl_start[i]), int(w.tl_stop[i])
-        t = recs.time[a:b].astype(np.int64)
-        dur = recs.duration[a:b].astype(np.int64)
-        stall = recs.stall[a:b].astype(np.int64)
-        gap = np.diff(np.r_[int(w.begin[i]), t]) - np.r_[0, dur[:-1]]
-        step = np.diff(np.r_[0, recs.pc[a:b].astype(np.int64)])
-        blobs.append(pack_columns([step, gap, dur - stall, stall, tl.state[s:e], tl.duration[s:e]]))
+        blobs.append(pack_columns([step[a:a + k], gap[a:a + k], issue[a:a + k], stall[a:a + k], tl.state[s:e], tl.duration[s:e]]))
     return {"limit": WAVE_DETAIL_LIMIT, "waves": [int(i) for i in waves], "blob": blobs}
+
+
+def _detail_columns(w, recs, picks: np.ndarray):
+    """:func:`wave_detail`'s record columns of the picked waves, computed for
+    all of them at once (the records of each wave back to back: ``off``,
+    ``n``): pc step, gap, issue cycles, stall (int64)."""
+    from attlens.analysis.waitdeps import _ranges
+
+    n = (w.rec_stop[picks] - w.rec_start[picks]).astype(np.int64)
+    off = np.cumsum(n) - n
+    rec = _ranges(w.rec_start[picks], n)
+    t = recs.time[rec].astype(np.int64)
+    dur = recs.duration[rec].astype(np.int64)
+    stall = recs.stall[rec].astype(np.int64)
+    pc = recs.pc[rec].astype(np.int64)
+    gap = np.empty_like(t)
+    gap[1:] = t[1:] - t[:-1] - dur[:-1]
+    step = np.empty_like(pc)
+    step[1:] = pc[1:] - pc[:-1]
+    first = off[n > 0]  # a wave's first record: from its begin, and its pc from 0
+    gap[first] = t[first] - w.begin[picks][n > 0].astype(np.int64)
+    step[first] = pc[first]
+    return step, gap, dur - stall, stall, off, n
 
 
 def unpack_wave(blob: dict) -> dict:

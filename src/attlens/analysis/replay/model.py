@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attlens.analysis.replay.streams import CTR_LGKM, CTR_NONE, CTR_VM, EV_BARRIER, EV_LOAD, EV_WAIT
+from attlens.analysis.waitdeps import _ranges
 
 
 @dataclass
@@ -54,15 +55,17 @@ def _events(s, lat, spec: Spec):
     """Event arrays in replayed order, wave-contiguous."""
     n = len(s.pc)
     order = spec.order
-    if order is None:
-        g, st = s.gap, s.stall
-        pos_of = None
-    else:
-        g, st = s.gap[order], s.stall[order]
-        pos_of = np.empty(n, dtype=np.int64)
-        pos_of[order] = np.arange(n, dtype=np.int64)
-    c = np.cumsum(g + st)
-    wave_base = np.where(s.rec_start > 0, c[np.maximum(s.rec_start - 1, 0)], 0)
+    pos_of = None
+    if order is None and (s.rec_stop > s.rec_start).all():
+        # in the traced order a wave's sums of gap + stall telescope (build_streams: a gap is the
+        # time since the previous issue, or since the wave's begin): the issue minus the begin
+        c, wave_base = s.issue, s.begin
+    else:  # (an empty wave's "last" is the running sum's value before it, as always)
+        if order is not None:
+            pos_of = np.empty(n, dtype=np.int64)
+            pos_of[order] = np.arange(n, dtype=np.int64)
+        c = np.cumsum(s.gap + s.stall if order is None else s.gap[order] + s.stall[order])
+        wave_base = np.where(s.rec_start > 0, c[np.maximum(s.rec_start - 1, 0)], 0)
     last = np.where(s.rec_stop > s.rec_start, c[np.maximum(s.rec_stop - 1, 0)], 0) - wave_base
     recs = np.concatenate([s.prod_rec, s.wait_rec, s.bar_rec])
     kind = np.concatenate([np.full(len(s.prod_rec), EV_LOAD), np.full(len(s.wait_rec), EV_WAIT), np.full(len(s.bar_rec), EV_BARRIER)])
@@ -313,8 +316,10 @@ def _many_lists(s) -> dict[int, list[int]]:
     if got is None:
         n = np.diff(s.wait_off)
         rows = np.flatnonzero(n > 1)
-        idx = np.searchsorted(s.prod_rec, s.wait_prod).tolist()
-        got = {a: idx[b:c] for a, b, c in zip(rows.tolist(), s.wait_off[rows].tolist(), s.wait_off[rows + 1].tolist())}
+        # only these rows' producers looked up (most waits resolve one op)
+        idx = np.searchsorted(s.prod_rec, s.wait_prod[_ranges(s.wait_off[rows], n[rows])]).tolist()
+        ends = np.cumsum(n[rows]).tolist()
+        got = {a: idx[c - k:c] for a, k, c in zip(rows.tolist(), n[rows].tolist(), ends)}
         s._many_lists = got
     return got
 

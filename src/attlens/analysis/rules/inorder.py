@@ -58,10 +58,8 @@ def _resolved(ctx):
     # one execution = the rows of one wait execution (gid), its ops oldest first
     g = gid[order]
     cut = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True]) if len(g) else np.zeros(1, dtype=np.int64)
-    pcs = ppc[order].tolist()
-    lo, hi = cut[:-1].tolist(), cut[1:].tolist()
     # Counter keeps first-seen order: per wait pc, its sets in the order they first occur (most_common's ties)
-    seen = Counter(zip(wpc[order[cut[:-1]]].tolist(), (tuple(pcs[a:b]) for a, b in zip(lo, hi))))
+    seen = _execution_sets(wpc[order[cut[:-1]]].astype(np.int64), ppc[order].astype(np.int64), cut[:-1], cut[1:])
     sets: dict[int, Counter] = defaultdict(Counter)
     for (w, resolved), n in seen.items():
         sets[w][resolved] = n
@@ -73,6 +71,32 @@ def _resolved(ctx):
         resolved, n = c.most_common(1)[0]
         out[w] = (list(resolved), n, sum(c.values()), {p: dist.get((w, p), []) for p in resolved})
     return out
+
+
+SET_GRID_CELLS = 1 << 22  # executions x longest set: above this the sets are counted one by one
+
+
+def _execution_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Counter:
+    """Counter {(wait pc, resolved pcs): executions} of the executions
+    ``pcs[lo:hi]`` (one per wait pc of ``wpc``), keys in the order they first
+    occur. Each execution is a row of a grid padded with -1 (pcs are >= 0):
+    equal rows are equal sets, grouped by one sort instead of a tuple per
+    execution; only the distinct sets become tuples."""
+    n = hi - lo
+    width = int(n.max()) if len(n) else 0
+    if len(n) == 0 or len(n) * width > SET_GRID_CELLS:
+        pl, ll, hl = pcs.tolist(), lo.tolist(), hi.tolist()
+        return Counter(zip(wpc.tolist(), (tuple(pl[a:b]) for a, b in zip(ll, hl))))
+    grid = np.full((len(n), width), -1, dtype=np.int64)
+    grid[np.repeat(np.arange(len(n)), n), np.arange(len(pcs)) - np.repeat(lo, n)] = pcs
+    o = np.lexsort([grid[:, j] for j in reversed(range(width))] + [wpc])
+    sg, sw = grid[o], wpc[o]
+    start = np.flatnonzero(np.r_[True, ~((sg[1:] == sg[:-1]).all(axis=1) & (sw[1:] == sw[:-1]))])
+    counts = np.diff(np.r_[start, len(n)])
+    firsts = np.minimum.reduceat(o, start)  # each set's first execution
+    by_first = np.argsort(firsts)
+    pl, ll, nl = pcs.tolist(), lo.tolist(), n.tolist()
+    return Counter({(int(wpc[f]), tuple(pl[ll[f]:ll[f] + nl[f]])): c for f, c in zip(firsts[by_first].tolist(), counts[by_first].tolist())})
 
 
 def _distances(pairs, order, wpc, ppc) -> dict[tuple[int, int], list]:

@@ -97,13 +97,31 @@ def load_cycles(ctx):
     head = is_load & blocker & ~has_flat[gid]
     even = is_load & has_flat[gid]
     charge = np.where(head, vm_cyc[gid], np.where(even, vm_cyc[gid] / np.maximum(n_load[gid], 1), 0.0))
-    out: dict[tuple[int, int], float] = defaultdict(float)
-    dist: dict[int, list[int]] = defaultdict(list)
     rows = np.flatnonzero((head | even) & (charge > 0))
-    for p, w, c, dd in zip(ppc[rows].tolist(), wpc[rows].tolist(), charge[rows].tolist(), pairs.distance_instr[rows].tolist()):
-        out[(p, w)] += c
-        dist[p].append(dd)
-    return out, dist
+    return _charged_by_pair(ppc[rows], wpc[rows], charge[rows], ctx.d.code.size), _lists_by_pc(ppc[rows], pairs.distance_instr[rows])
+
+
+def _charged_by_pair(ppc: np.ndarray, wpc: np.ndarray, charge: np.ndarray, n_pc: int) -> dict:
+    """{(producer pc, wait pc): Σ charge}, keys in the order they first occur
+    (a defaultdict(float) filled row by row: bincount adds each pair's
+    charges in the same order, from 0.0, so the sums are the same floats)."""
+    key = ppc.astype(np.int64) * n_pc + wpc
+    uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    sums = np.bincount(inv.ravel(), weights=charge, minlength=len(uk))
+    o = np.argsort(first, kind="stable")
+    pairs = zip((uk[o] // n_pc).tolist(), (uk[o] % n_pc).tolist())
+    return defaultdict(float, zip(pairs, sums[o].tolist()))
+
+
+def _lists_by_pc(pc: np.ndarray, values: np.ndarray) -> dict:
+    """{pc: [its values in row order]}, pcs in the order they first occur (a defaultdict(list))."""
+    o = np.argsort(pc, kind="stable")
+    sp = pc[o]
+    cut = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1], True]) if len(sp) else np.zeros(1, dtype=np.int64)
+    lo, hi = cut[:-1], cut[1:]
+    vals = values[o].tolist()
+    groups = sorted(zip(o[lo].tolist(), sp[lo].tolist(), lo.tolist(), hi.tolist()))  # by each pc's first row
+    return defaultdict(list, ((p, vals[a:b]) for _, p, a, b in groups))
 
 
 def earliest_in_iteration(ctx, pc: int):

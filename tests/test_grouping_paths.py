@@ -1,0 +1,80 @@
+"""The grouped (NumPy) forms of per-row Python loops give what the loops gave,
+values and key order alike, on a real capture's wait/producer pairs: the
+load-use-distance charges and distances (rules/memory.py), the in-order-wait
+rule's resolved sets (rules/inorder.py, both of its paths), the timeline's
+run-length encoding (report/html.py)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+
+from conftest import loaded, require_shared
+
+CAPTURE = "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+
+
+@pytest.fixture(scope="module")
+def pairs_of_capture():
+    d, r = loaded(require_shared() / CAPTURE)
+    pairs = r.pairs
+    assert len(pairs.prod_rec) > 1000, "the capture has wait/producer pairs"
+    return d, pairs
+
+
+def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture):
+    from attlens.analysis.rules.memory import _charged_by_pair, _lists_by_pc
+
+    d, pairs = pairs_of_capture
+    ppc, wpc = d.records.pc[pairs.prod_rec], d.records.pc[pairs.wait_rec]
+    charge, dist = pairs.stall_share, pairs.distance_instr
+    out, lists = defaultdict(float), defaultdict(list)
+    for p, w, c, dd in zip(ppc.tolist(), wpc.tolist(), charge.tolist(), dist.tolist()):
+        out[(p, w)] += c
+        lists[p].append(dd)
+    got = _charged_by_pair(ppc, wpc, charge, d.code.size)
+    assert list(got.items()) == list(out.items()) and isinstance(got, defaultdict)
+    got_lists = _lists_by_pc(ppc, dist)
+    assert list(got_lists.items()) == list(lists.items()) and isinstance(got_lists, defaultdict)
+
+
+@pytest.mark.parametrize("cells", [None, 0])  # the grid, and one by one (a grid too large)
+def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells):
+    from attlens.analysis.rules import inorder
+
+    if cells is not None:
+        monkeypatch.setattr(inorder, "SET_GRID_CELLS", cells)
+    d, pairs = pairs_of_capture
+    ppc, wpc = d.records.pc[pairs.prod_rec].astype(np.int64), d.records.pc[pairs.wait_rec].astype(np.int64)
+    first = np.zeros(len(ppc), dtype=bool)
+    first[pairs.first_of_wait] = True
+    gid = np.cumsum(first) - 1
+    order = np.lexsort((pairs.prod_rec, gid))
+    cut = np.flatnonzero(np.r_[True, gid[order][1:] != gid[order][:-1], True])
+    pcs = ppc[order].tolist()
+    want = Counter()
+    for w, a, b in zip(wpc[order[cut[:-1]]].tolist(), cut[:-1].tolist(), cut[1:].tolist()):
+        want[(w, tuple(pcs[a:b]))] += 1
+    got = inorder._execution_sets(wpc[order[cut[:-1]]], ppc[order], cut[:-1], cut[1:])
+    assert list(got.items()) == list(want.items())
+    assert any(len(k[1]) > 1 for k in want), "some executions resolve several ops"
+    assert got.most_common(3) == want.most_common(3)
+
+
+def test_run_length_encoding_of_all_lanes_at_once():
+    from attlens.report.html import _rle
+    from attlens.report.viewerdata import unpack
+
+    rng = np.random.default_rng(3)
+    rows = rng.integers(-1, 3, size=(7, 40))
+    rows[2] = 1  # one run
+    enc = _rle(rows)
+    start, val = unpack(enc["start"]), unpack(enc["val"])
+    for lane, row in enumerate(rows):
+        a, b = enc["off"][lane], enc["off"][lane + 1]
+        starts = np.cumsum(start[a:b])
+        assert starts[0] == 0
+        back = np.repeat(val[a:b], np.diff(np.r_[starts, len(row)]))
+        assert back.tolist() == row.tolist()
