@@ -26,6 +26,7 @@ were left out (``--max-events 0`` exports everything).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -324,7 +325,8 @@ def _in_order(work, items, take, threads: int = 2) -> None:
 
 class _Writer:
     """Writes lists of buffers to the file's descriptor, one ``os.writev``
-    each (no copy, one system call, one GIL hand-off per chunk); rows start
+    each (no copy, one system call, one GIL hand-off per chunk), or, in
+    turns with another process, ``os.pwritev`` at a given offset; rows start
     with a comma, which the file's first drops."""
 
     def __init__(self, f):
@@ -332,19 +334,55 @@ class _Writer:
         self.fd, self.size, self.first = f.fileno(), 0, True
 
     def __call__(self, pieces: list) -> None:
+        n = self.rows_at(pieces, None, self.first)
+        self.first = self.first and not n
+        self.size += n
+
+    def rows_at(self, pieces: list, at: int | None, first: bool) -> int:
+        """Rows written at ``at`` (None: at the file position); the bytes written."""
         pieces = [p for p in pieces if len(p)]
-        if self.first and pieces:
+        if first and pieces:
             pieces[0] = memoryview(pieces[0])[1:]
-            self.first = False
-        self.raw(pieces)
+        return self.raw_at(pieces, self.size if at is None else at, at is not None)
 
     def raw(self, pieces: list) -> None:
+        self.size += self.raw_at(pieces, self.size, False)
+
+    def raw_at(self, pieces: list, at: int, positioned: bool) -> int:
         from attlens.fsutil import reserve, write_all
 
         n = sum(len(p) for p in pieces)
-        reserve(self.fd, self.size, n)  # no block left to allocate when renamed: fsutil.reserve
-        write_all(self.fd, pieces)
-        self.size += n
+        reserve(self.fd, at, n)  # no block left to allocate when renamed: fsutil.reserve
+        write_all(self.fd, pieces, at if positioned else None)
+        return n
+
+
+def _write_chunks(written, chunks: list, put: _Writer, used_pc: np.ndarray) -> int:
+    """Each chunk's ``written`` bytes in order at the file's end, formatted
+    by two processes (:mod:`attlens.report.turns`) or, where a fork is not
+    safe, two threads (:func:`_in_order`); marks the chunks' pcs in
+    ``used_pc``; returns the events written."""
+    from attlens.report import turns
+
+    events = [0]
+
+    def take(chunk: _Written, at: int | None = None) -> int:  # in file order, one thread or process at a time
+        used_pc[chunk.pcs] = True
+        events[0] += chunk.events
+        if at is None:
+            put(chunk.pieces)
+            return 0
+        return put.rows_at(chunk.pieces, at, at == start)
+
+    if len(chunks) < 2 or not turns.usable():
+        _in_order(written, chunks, take)
+        return events[0]
+    start = put.size
+    end, (child_events, child_pcs) = turns.take_turns(written, chunks, take, lambda: (events[0], np.flatnonzero(used_pc)), start)
+    used_pc[child_pcs] = True
+    put.size, put.first = end, False
+    os.lseek(put.fd, end, os.SEEK_SET)  # pwritev left the file position where the header ended
+    return events[0] + child_events
 
 
 def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple[int, int] | None = None,
@@ -388,18 +426,11 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
         return _written(inputs, waves)
 
     used_pc = np.zeros(d.code.size, dtype=bool)
-    n_events = 0
     with atomic_writer(out) as f:
         put = _Writer(f)
         put.raw([b'{"traceEvents":['])
 
-        def take(chunk: _Written) -> None:  # in file order, one thread at a time
-            nonlocal n_events
-            used_pc[chunk.pcs] = True
-            put(chunk.pieces)
-            n_events += chunk.events
-
-        _in_order(written, _chunks(chosen, per_wave, CHUNK_EVENTS), take)
+        n_events = _write_chunks(written, list(_chunks(chosen, per_wave, CHUNK_EVENTS)), put, used_pc)
         exported_pids = set(inputs.pid[chosen].tolist())
         for se, ev in counter_events.items():
             if se + 1 in exported_pids:
