@@ -16,9 +16,10 @@ clean-up (``os._exit``). An error in either process stops both and is raised
 in the parent; Ctrl-C is the parent's to answer (the child ignores SIGINT and
 is killed).
 
-Only where a fork is safe (:func:`usable`): Linux, no other thread running
-(a fork copies the calling thread only; a lock another thread holds would
-stay held in the child forever).
+Only where a fork is safe and worth it (:func:`usable`): Linux, two cores,
+no other thread running (a fork copies the calling thread only; a lock
+another thread holds would stay held in the child forever); not with
+``ATTLENS_PARSE_WORKERS=1`` (everything in one process, as for the parse).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import os
 import pickle
 import signal
 import struct
-import sys
 
 _OFFSET = struct.Struct("<q")
 
@@ -37,10 +37,11 @@ class _PeerGone(Exception):
 
 
 def usable() -> bool:
-    import threading
+    """A fork is safe and worth it (:func:`attlens.forked.can_fork`: Linux,
+    two cores, no other thread), and ``os.pwritev`` is there."""
+    from attlens.forked import can_fork
 
-    return (sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(os, "pwritev")
-            and threading.active_count() == 1)
+    return hasattr(os, "pwritev") and os.environ.get("ATTLENS_PARSE_WORKERS") != "1" and can_fork()
 
 
 def _send(fd: int, offset: int) -> None:
