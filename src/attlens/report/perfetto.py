@@ -14,11 +14,12 @@ so slices nest exactly, as the trace-event format requires.
 The instruction and wave-state slices, nearly all of the file, are formatted
 by NumPy (:mod:`attlens.report.jsonrows`: per-pc byte templates, digits from
 integer arithmetic; ts/dur as ``ns / 1000`` with three decimals), a few
-thousand events at a time on two threads (this one and a helper; NumPy
-releases the GIL); the other events are dicts written by orjson. Each thread
-writes the chunk it formatted when its turn comes (one ``os.writev`` of the
-pieces, no copy), so the file is streamed in order, never held whole in
-memory, and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
+thousand events at a time by two processes taking turns (this one and a
+forked child, :mod:`attlens.report.turns`; where a fork is not safe, two
+threads, NumPy releasing the GIL); the other events are dicts written by
+orjson. Each process (thread) writes the chunk it formatted when its turn
+comes (one ``os.pwritev`` (``os.writev``) of the pieces, no copy), so the
+file is streamed in order, never held whole in memory, and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
 140 MB of JSON): waves are exported in start order until the next one would pass the
 cap; the metadata and the command's summary say how many waves and events
 were left out (``--max-events 0`` exports everything).
@@ -104,8 +105,9 @@ class _Written:
 
 @dataclass(frozen=True)
 class _Inputs:
-    """What the formatting threads read, as plain arrays: a digest's columns
-    load on first access, which two threads must not do at once."""
+    """What the formatting processes (threads) read, as plain arrays: a
+    digest's columns load on first access, which two threads must not do at
+    once, and which a forked child would do again."""
 
     pid: np.ndarray
     tid: np.ndarray

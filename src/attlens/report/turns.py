@@ -52,13 +52,18 @@ def _send(fd: int, offset: int) -> None:
 
 
 def _recv(fd: int) -> int:
-    data = b""
-    while len(data) < _OFFSET.size:
-        part = os.read(fd, _OFFSET.size - len(data))
+    return _OFFSET.unpack(_read_exactly(fd, _OFFSET.size))[0]
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts, left = [], size
+    while left:
+        part = os.read(fd, min(left, 1 << 20))
         if not part:
             raise _PeerGone
-        data += part
-    return _OFFSET.unpack(data)[0]
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 def _my_turns(work, items: list, write, me: int, offset: int, recv: int, send: int) -> int:
@@ -91,7 +96,7 @@ def _child(work, items, write, report, offset: int, recv: int, send: int, out: i
         message = _pickled_error(exc)
     finally:
         try:
-            _write_fully(out, message)
+            _write_fully(out, _OFFSET.pack(len(message)) + message if message else b"")
         finally:
             os._exit(code)
 
@@ -111,20 +116,27 @@ def _write_fully(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _read_to_end(fd: int) -> bytes:
-    parts = []
-    while part := os.read(fd, 1 << 16):
-        parts.append(part)
-    return b"".join(parts)
-
-
 def _childs_answer(fd: int, pid: int):
-    """The child's report (the child reaped), or its error raised here."""
-    data = _read_to_end(fd)  # EOF: the child exited (or was killed)
-    _, status = os.waitpid(pid, 0)
-    if not data:
+    """The child's report, or its error. Read as soon as it is sent: the
+    child is reaped now if it has exited, else when this process exits
+    (tearing down its memory takes it a few ms this process need not wait)."""
+    try:
+        data = _read_exactly(fd, _recv(fd))
+    except _PeerGone:  # no answer: killed, or out of memory
+        _, status = os.waitpid(pid, 0)
         return ("error", RuntimeError(f"the export's second process ended without an answer (wait status {status})"))
+    if os.waitpid(pid, os.WNOHANG)[0] == 0:
+        import atexit
+
+        atexit.register(_reap, pid)
     return pickle.loads(data)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def take_turns(work, items: list, write, report, offset: int):
