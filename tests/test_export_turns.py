@@ -133,3 +133,25 @@ def test_a_full_disk_in_either_process_refuses_the_output_and_keeps_the_old_file
         perfetto.stream_trace(SimpleNamespace(dispatch=d), compute_clock(d), out, max_events=0)
     assert out.read_bytes() == b"older trace" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
     _no_child_left()
+
+
+def test_when_no_process_can_be_forked_the_threads_write_the_same_file(shared, tmp_path, monkeypatch):
+    """fork() failing (EAGAIN: too many processes) leaves no pipe open and
+    the threads write the file, byte for byte what two processes write."""
+    from attlens.analysis.clock import compute_clock
+    from attlens.model.loader import load
+    from attlens.report import perfetto
+
+    d = load(shared / "traces/vec_add/big/ui_output_agent_14705_dispatch_25")
+    monkeypatch.setattr(perfetto, "CHUNK_EVENTS", 512)
+    perfetto.stream_trace(SimpleNamespace(dispatch=d), compute_clock(d), tmp_path / "forked.json", max_events=0)
+    _no_child_left()
+
+    def no_fork():
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(turns.os, "fork", no_fork)
+    fds = len(os.listdir("/proc/self/fd"))
+    perfetto.stream_trace(SimpleNamespace(dispatch=d), compute_clock(d), tmp_path / "threads.json", max_events=0)
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert (tmp_path / "threads.json").read_bytes() == (tmp_path / "forked.json").read_bytes()

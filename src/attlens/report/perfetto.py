@@ -376,11 +376,13 @@ def _write_chunks(written, chunks: list, put: _Writer, used_pc: np.ndarray) -> i
             return 0
         return put.rows_at(chunk.pieces, at, at == start)
 
-    if len(chunks) < 2 or not turns.usable():
+    start, taken = put.size, None
+    if len(chunks) > 1 and turns.usable():
+        taken = turns.take_turns(written, chunks, take, lambda: (events[0], np.flatnonzero(used_pc)), start)
+    if taken is None:  # one chunk, no safe fork, or the fork failed
         _in_order(written, chunks, take)
         return events[0]
-    start = put.size
-    end, (child_events, child_pcs) = turns.take_turns(written, chunks, take, lambda: (events[0], np.flatnonzero(used_pc)), start)
+    end, (child_events, child_pcs) = taken
     used_pc[child_pcs] = True
     put.size, put.first = end, False
     os.lseek(put.fd, end, os.SEEK_SET)  # pwritev left the file position where the header ended

@@ -125,11 +125,12 @@ def _childs_answer(fd: int, pid: int):
     except _PeerGone:  # no answer: killed, or out of memory
         _, status = os.waitpid(pid, 0)
         return ("error", RuntimeError(f"the export's second process ended without an answer (wait status {status})"))
+    answer = pickle.loads(data)  # before the reaping: a pid reaped is never killed (it may be another's then)
     if os.waitpid(pid, os.WNOHANG)[0] == 0:
         import atexit
 
         atexit.register(_reap, pid)
-    return pickle.loads(data)
+    return answer
 
 
 def _reap(pid: int) -> None:
@@ -143,7 +144,8 @@ def take_turns(work, items: list, write, report, offset: int):
     """``write(work(item), at)`` for each item in order, ``at`` the offset
     where the item before ended (``offset`` for the first); ``write``
     returns the bytes it wrote. Returns the offset after the last item and
-    the child's ``report()`` (what its own ``write`` calls gathered)."""
+    the child's ``report()`` (what its own ``write`` calls gathered); None
+    when no process could be forked (nothing was done: do it otherwise)."""
     to_child, to_parent, answer = os.pipe(), os.pipe(), os.pipe()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # the child ignores it before any can land
     try:
@@ -152,6 +154,10 @@ def take_turns(work, items: list, write, report, offset: int):
             for fd in (to_child[1], to_parent[0], answer[0]):
                 os.close(fd)
             _child(work, items, write, report, offset, to_child[0], to_parent[1], answer[1])
+    except OSError:  # EAGAIN, ENOMEM: too many processes, or no memory for the copy
+        for fd in (*to_child, *to_parent, *answer):
+            os.close(fd)
+        return None
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     for fd in (to_child[0], to_parent[1], answer[1]):
