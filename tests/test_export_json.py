@@ -132,10 +132,17 @@ def assert_same(doc, summary, ref, ref_summary, d):
     assert doc["metadata"]["instructions"] == {str(pc): d.code.isa[pc] for pc in used}
 
 
+@pytest.mark.parametrize("formatters", ["processes", "threads"])
 @pytest.mark.parametrize("chunk_events", [None, 1, 997])
-def test_every_event_of_a_real_capture_matches_the_reference(shared, tmp_path, monkeypatch, chunk_events):
+def test_every_event_of_a_real_capture_matches_the_reference(shared, tmp_path, monkeypatch, chunk_events, formatters):
     """flash_attn (SEs realtime-aligned), every wave: formatted in few
-    chunks, one wave per chunk, and chunks of a few waves."""
+    chunks, one wave per chunk, and chunks of a few waves; by two processes
+    taking turns and by two threads (where a fork is not safe)."""
+    from attlens.report import turns
+
+    if formatters == "processes" and not turns.usable():
+        pytest.skip("no safe fork here (not Linux, or other threads running)")
+    monkeypatch.setattr(turns, "usable", (lambda: True) if formatters == "processes" else (lambda: False))
     d = _load(shared / FLASH_SMALL)
     assert compute_clock(d).se_offsets_cycles and d.occupancy is not None  # the shift and the counters are exercised
     doc, summary = exported(d, tmp_path / "t.json", 0, chunk_events, monkeypatch)
@@ -356,6 +363,7 @@ def test_a_full_disk_while_a_formatting_thread_writes_refuses_the_output_and_kee
 
     from attlens import fsutil
     from attlens.errors import OutputRefused
+    from attlens.report import turns
 
     d = _load(shared / VEC_ADD)
     out = tmp_path / "t.json"
@@ -370,6 +378,7 @@ def test_a_full_disk_while_a_formatting_thread_writes_refuses_the_output_and_kee
 
     monkeypatch.setattr(fsutil.os, "writev", fills_up)
     monkeypatch.setattr(perfetto, "CHUNK_EVENTS", 512)
+    monkeypatch.setattr(turns, "usable", lambda: False)  # the threads' writes (the processes': test_export_turns.py)
     with pytest.raises(OutputRefused):
         perfetto.stream_trace(SimpleNamespace(dispatch=d), compute_clock(d), out, max_events=0)
     assert out.read_bytes() == b"older trace" and [p.name for p in tmp_path.iterdir()] == ["t.json"]

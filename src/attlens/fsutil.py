@@ -76,19 +76,24 @@ def reserve(fd: int, at: int, size: int) -> None:
         # EINVAL/EOPNOTSUPP and the like: write without reserving
 
 
-def write_all(fd: int, pieces: list) -> None:
+def write_all(fd: int, pieces: list, at: int | None = None) -> None:
     """Write the buffers ``pieces`` to ``fd`` in order without joining them:
     ``os.writev`` (at most ``IOV_MAX`` buffers a call, and again from where a
-    call stopped), or ``os.write`` each where there is no writev."""
+    call stopped), or ``os.write`` each where there is no writev. With ``at``,
+    from that file offset (``os.pwritev``; the file position does not move):
+    two processes writing their parts of one file."""
     views = [memoryview(p).cast("B") for p in pieces if len(p)]
-    if not hasattr(os, "writev"):
+    if at is None and not hasattr(os, "writev"):
         for v in views:
             while v:
                 v = v[os.write(fd, v):]
         return
     i = 0
     while i < len(views):
-        n = os.writev(fd, views[i : i + _IOV_MAX])
+        batch = views[i : i + _IOV_MAX]
+        n = os.writev(fd, batch) if at is None else os.pwritev(fd, batch, at)
+        if at is not None:
+            at += n
         while i < len(views) and n >= len(views[i]):  # the buffers written whole
             n -= len(views[i])
             i += 1

@@ -14,11 +14,12 @@ so slices nest exactly, as the trace-event format requires.
 The instruction and wave-state slices, nearly all of the file, are formatted
 by NumPy (:mod:`attlens.report.jsonrows`: per-pc byte templates, digits from
 integer arithmetic; ts/dur as ``ns / 1000`` with three decimals), a few
-thousand events at a time on two threads (this one and a helper; NumPy
-releases the GIL); the other events are dicts written by orjson. Each thread
-writes the chunk it formatted when its turn comes (one ``os.writev`` of the
-pieces, no copy), so the file is streamed in order, never held whole in
-memory, and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
+thousand events at a time by two processes taking turns (this one and a
+forked child, :mod:`attlens.report.turns`; where a fork is not safe, two
+threads, NumPy releasing the GIL); the other events are dicts written by
+orjson. Each process (thread) writes the chunk it formatted when its turn
+comes (one ``os.pwritev`` (``os.writev``) of the pieces, no copy), so the
+file is streamed in order, never held whole in memory, and capped at ``max_events`` events (default :data:`DEFAULT_MAX_EVENTS`, about
 140 MB of JSON): waves are exported in start order until the next one would pass the
 cap; the metadata and the command's summary say how many waves and events
 were left out (``--max-events 0`` exports everything).
@@ -26,6 +27,7 @@ were left out (``--max-events 0`` exports everything).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,8 +105,9 @@ class _Written:
 
 @dataclass(frozen=True)
 class _Inputs:
-    """What the formatting threads read, as plain arrays: a digest's columns
-    load on first access, which two threads must not do at once."""
+    """What the formatting processes (threads) read, as plain arrays: a
+    digest's columns load on first access, which two threads must not do at
+    once, and which a forked child would do again."""
 
     pid: np.ndarray
     tid: np.ndarray
@@ -324,7 +327,8 @@ def _in_order(work, items, take, threads: int = 2) -> None:
 
 class _Writer:
     """Writes lists of buffers to the file's descriptor, one ``os.writev``
-    each (no copy, one system call, one GIL hand-off per chunk); rows start
+    each (no copy, one system call, one GIL hand-off per chunk), or, in
+    turns with another process, ``os.pwritev`` at a given offset; rows start
     with a comma, which the file's first drops."""
 
     def __init__(self, f):
@@ -332,19 +336,57 @@ class _Writer:
         self.fd, self.size, self.first = f.fileno(), 0, True
 
     def __call__(self, pieces: list) -> None:
+        n = self.rows_at(pieces, None, self.first)
+        self.first = self.first and not n
+        self.size += n
+
+    def rows_at(self, pieces: list, at: int | None, first: bool) -> int:
+        """Rows written at ``at`` (None: at the file position); the bytes written."""
         pieces = [p for p in pieces if len(p)]
-        if self.first and pieces:
+        if first and pieces:
             pieces[0] = memoryview(pieces[0])[1:]
-            self.first = False
-        self.raw(pieces)
+        return self.raw_at(pieces, self.size if at is None else at, at is not None)
 
     def raw(self, pieces: list) -> None:
+        self.size += self.raw_at(pieces, self.size, False)
+
+    def raw_at(self, pieces: list, at: int, positioned: bool) -> int:
         from attlens.fsutil import reserve, write_all
 
         n = sum(len(p) for p in pieces)
-        reserve(self.fd, self.size, n)  # no block left to allocate when renamed: fsutil.reserve
-        write_all(self.fd, pieces)
-        self.size += n
+        reserve(self.fd, at, n)  # no block left to allocate when renamed: fsutil.reserve
+        write_all(self.fd, pieces, at if positioned else None)
+        return n
+
+
+def _write_chunks(written, chunks: list, put: _Writer, used_pc: np.ndarray) -> int:
+    """Each chunk's ``written`` bytes in order at the file's end, formatted
+    by two processes (:mod:`attlens.report.turns`) or, where a fork is not
+    safe, two threads (:func:`_in_order`); marks the chunks' pcs in
+    ``used_pc``; returns the events written."""
+    from attlens.report import turns
+
+    events = [0]
+
+    def take(chunk: _Written, at: int | None = None) -> int:  # in file order, one thread or process at a time
+        used_pc[chunk.pcs] = True
+        events[0] += chunk.events
+        if at is None:
+            put(chunk.pieces)
+            return 0
+        return put.rows_at(chunk.pieces, at, at == start)
+
+    start, taken = put.size, None
+    if len(chunks) > 1 and turns.usable():
+        taken = turns.take_turns(written, chunks, take, lambda: (events[0], np.flatnonzero(used_pc)), start)
+    if taken is None:  # one chunk, no safe fork, or the fork failed
+        _in_order(written, chunks, take)
+        return events[0]
+    end, (child_events, child_pcs) = taken
+    used_pc[child_pcs] = True
+    put.size, put.first = end, False
+    os.lseek(put.fd, end, os.SEEK_SET)  # pwritev left the file position where the header ended
+    return events[0] + child_events
 
 
 def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple[int, int] | None = None,
@@ -388,18 +430,11 @@ def stream_trace(result, clock, out, max_waves: int | None = None, window: tuple
         return _written(inputs, waves)
 
     used_pc = np.zeros(d.code.size, dtype=bool)
-    n_events = 0
     with atomic_writer(out) as f:
         put = _Writer(f)
         put.raw([b'{"traceEvents":['])
 
-        def take(chunk: _Written) -> None:  # in file order, one thread at a time
-            nonlocal n_events
-            used_pc[chunk.pcs] = True
-            put(chunk.pieces)
-            n_events += chunk.events
-
-        _in_order(written, _chunks(chosen, per_wave, CHUNK_EVENTS), take)
+        n_events = _write_chunks(written, list(_chunks(chosen, per_wave, CHUNK_EVENTS)), put, used_pc)
         exported_pids = set(inputs.pid[chosen].tolist())
         for se, ev in counter_events.items():
             if se + 1 in exported_pids:
