@@ -12,9 +12,9 @@ the child 1, 3, 5, ...; each writes an item's bytes at its offset in the
 shared file (``os.pwritev``) once the other has sent, through a pipe, the
 offset where the item before ended. The child then sends what its
 ``report`` says (pickled) and exits without running any of the parent's
-clean-up (``os._exit``). An error in either process stops both and is raised
-in the parent; Ctrl-C is the parent's to answer (the child ignores SIGINT and
-is killed).
+clean-up (``attlens.forked.quiet_exit``); the parent does not wait for its
+exit. An error in either process stops both and is raised in the parent;
+Ctrl-C is the parent's to answer (the child ignores SIGINT and is killed).
 
 Only where a fork is safe and worth it (:func:`usable`): Linux, two cores,
 no other thread running (a fork copies the calling thread only; a lock
@@ -98,7 +98,9 @@ def _child(work, items, write, report, offset: int, recv: int, send: int, out: i
         try:
             _write_fully(out, _OFFSET.pack(len(message)) + message if message else b"")
         finally:
-            os._exit(code)
+            from attlens.forked import quiet_exit
+
+            quiet_exit(code)
 
 
 def _pickled_error(exc: BaseException) -> bytes:
@@ -117,27 +119,19 @@ def _write_fully(fd: int, data: bytes) -> None:
 
 
 def _childs_answer(fd: int, pid: int):
-    """The child's report, or its error. Read as soon as it is sent: the
-    child is reaped now if it has exited, else when this process exits
-    (tearing down its memory takes it a few ms this process need not wait)."""
+    """The child's report, or its error. Read as soon as it is sent; the
+    child is left to end on its own (attlens.forked.leave_to_reap: tearing
+    down its memory takes it a few ms this process need not wait)."""
     try:
         data = _read_exactly(fd, _recv(fd))
     except _PeerGone:  # no answer: killed, or out of memory
         _, status = os.waitpid(pid, 0)
         return ("error", RuntimeError(f"the export's second process ended without an answer (wait status {status})"))
     answer = pickle.loads(data)  # before the reaping: a pid reaped is never killed (it may be another's then)
-    if os.waitpid(pid, os.WNOHANG)[0] == 0:
-        import atexit
+    from attlens.forked import leave_to_reap
 
-        atexit.register(_reap, pid)
+    leave_to_reap(pid)
     return answer
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
 
 
 def take_turns(work, items: list, write, report, offset: int):
