@@ -339,6 +339,41 @@ def test_report_plan_predictions_replayed_in_a_child_that_started_early(tmp_path
     assert (tmp_path / "one.html").read_text() == page
 
 
+def test_report_without_a_replay_has_the_child_make_the_timeline_and_panels(tmp_path, monkeypatch):
+    """No replay (too many records, or no stalls recorded): the child has no
+    replay to run, so it makes the timeline and both viewer panels while this
+    process analyzes the waves and runs the rules; the page is the page made
+    in one process, and the wave states reach the digest once (one data file)."""
+    import os
+
+    import attlens.analysis.plan as plan_mod
+    from attlens.report import html as h
+    from conftest import require_fork
+
+    require_fork()
+    monkeypatch.setenv("ATTLENS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(plan_mod, "replays_with_plan", lambda result: False)
+    cap = require_shared() / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
+    seen = tmp_path / "pids"
+    real = h._timeline
+
+    def spy(result, waves):
+        with open(seen, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(result, waves)
+
+    monkeypatch.setattr(h, "_timeline", spy)
+    render_captures([cap], tmp_path / "forked.html")
+    assert seen.read_text().split() != [str(os.getpid())] and len(seen.read_text().split()) == 1, "the timeline was made in the child"
+    assert len(list((tmp_path / "cache").rglob("derived-wavestates-v2*.bin"))) == 1
+    page = (tmp_path / "forked.html").read_text()
+    assert embedded_data(page)["timeline"] and embedded_data(page)["scope"] and embedded_data(page)["wave_detail"]
+    monkeypatch.setenv("ATTLENS_PARSE_WORKERS", "1")
+    monkeypatch.setenv("ATTLENS_CACHE_DIR", str(tmp_path / "cache1"))
+    render_captures([cap], tmp_path / "one.html")
+    assert (tmp_path / "one.html").read_text() == page
+
+
 def test_packed_arrays_round_trip():
     for values in ([], [0, 1, -1, 127, -128], [300, -300], [70_000, -5], [2**40, -(2**40)]):
         p = pack(values)

@@ -27,12 +27,13 @@ class WaveStates:
     overhang: np.ndarray  # Σ timeline - lifetime per wave (0 or 4 on gfx9)
 
 
-def compute_wave_states(dispatch) -> WaveStates:
-    """Kept in the capture's digest when there is one."""
+def compute_wave_states(dispatch, store: bool = True) -> WaveStates:
+    """Kept in the capture's digest when there is one (``store``: False in a
+    second process that computes it beside the one that stores it)."""
     from attlens.cache import memo
     from attlens.cache.store import DataclassCodec
 
-    return memo(dispatch, "wavestates-v2", lambda: _compute_wave_states(dispatch), DataclassCodec(WaveStates))
+    return memo(dispatch, "wavestates-v2", lambda: _compute_wave_states(dispatch), DataclassCodec(WaveStates), store=store)
 
 
 def _compute_wave_states(dispatch) -> WaveStates:

@@ -100,9 +100,10 @@ def open_cache(cache=None):
     return DigestStore(Path(cache))
 
 
-def memo(dispatch, name: str, compute, codec):
+def memo(dispatch, name: str, compute, codec, store: bool = True):
     """``compute()``, or its result stored in the dispatch's digest (then kept
-    there for the next command). Without a digest it is just ``compute()``.
+    there for the next command, unless ``store`` is False: another process
+    stores it meanwhile). Without a digest it is just ``compute()``.
     ``dispatch`` may also be the digest itself."""
     from attlens.cache.behind import PendingDigest
     from attlens.cache.packing import PackedCodec
@@ -116,5 +117,6 @@ def memo(dispatch, name: str, compute, codec):
     value = digest.get_derived(name, codec)
     if value is None:
         value = compute()
-        digest.put_derived(name, value, codec)
+        if store:
+            digest.put_derived(name, value, codec)
     return value

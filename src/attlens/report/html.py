@@ -524,13 +524,15 @@ def build_report_data(result, plan, waves, pmc=None, topk: int = 20, parts: dict
             "plan": plan if isinstance(plan, dict) else plan.to_dict(), **{k: v for k, v in parts.items() if k != "analysis"}}
 
 
-def page_parts(result, waves, pmc=None, topk: int = 20, panels: dict | None = None) -> dict:
+def page_parts(result, waves, pmc=None, topk: int = 20, panels: dict | None = None, timeline: bool = True) -> dict:
     """The page's data that does not depend on the plan (made while the plan's
     replay runs beside it: :func:`render_captures`). ``panels``: what
-    :func:`viewer_panels` made of the same capture (computed here if not given)."""
+    :func:`viewer_panels` made of the same capture (computed here if not
+    given; a panel the other process makes is there as None); ``timeline``:
+    False when the other process makes it (its place is kept, None)."""
     d = result.dispatch
     wd = waves.to_dict(per_wave=False)
-    timeline = _timeline(result, waves)
+    timeline = _timeline(result, waves) if timeline else None
     return {
         "analysis": result.to_dict(topk),
         "waves": {k: wd[k] for k in ("clock", "states", "pipes", "phases", "flags")},
@@ -959,15 +961,38 @@ def _replay_ahead(result) -> None:
 # single-wave records: with it the child's work, replay and predictions, matches this side's)
 VIEWER_PANELS = ("scope", "wave_detail")
 CHILD_PANELS = ("wave_detail",)
+# Without a replay (too many records, no stalls recorded) the child has no replay to run: it makes the
+# timeline and both panels, this side the wave analyses and the plan (softmax x30: 8 s and 10 s, against
+# 0.06 s and 17 s when the child made the single-wave records only)
+CHILD_PARTS_NO_REPLAY = ("timeline", "scope", "wave_detail")
+
+
+def _child_parts(result) -> tuple:
+    """The parts of the page the child makes (:func:`_child_ahead`)."""
+    from attlens.analysis.plan import replays_with_plan
+
+    return CHILD_PANELS if replays_with_plan(result) else CHILD_PARTS_NO_REPLAY
 
 
 def _child_ahead(result) -> dict:
     """What the child makes before it gets the plan's findings: the replay
-    engine (kept on ``result``) and the viewer panels of CHILD_PANELS (returned)."""
+    engine (kept on ``result``) and the parts of :func:`_child_parts` (returned).
+    The timeline needs the wave states and the clock only, not the whole
+    wave analysis this side makes meanwhile."""
+    from types import SimpleNamespace
+
     from attlens.analysis.clock import compute_clock
+    from attlens.analysis.wavestates import compute_wave_states
 
     _replay_ahead(result)
-    return viewer_panels(result.dispatch, compute_clock(result.dispatch), result.sums.hit, panels=CHILD_PANELS)
+    d, parts = result.dispatch, _child_parts(result)
+    clock = compute_clock(d)
+    out = viewer_panels(d, clock, result.sums.hit, panels=tuple(p for p in VIEWER_PANELS if p in parts))
+    if "timeline" in parts:
+        # not stored from here: this side's wave analysis stores the same states meanwhile (two
+        # processes writing one record would leave one data file behind)
+        out["timeline"] = _timeline(result, SimpleNamespace(clock=clock, states=compute_wave_states(d, store=False)))
+    return out
 
 
 def _predictions(result, message) -> list:
@@ -983,7 +1008,7 @@ def _predictions(result, message) -> list:
 
 def _page_side(result, pmc, send):
     """The wave analyses, the plan's rules (their findings sent to the child
-    that replays them) and the page's parts but the child's viewer panels:
+    that replays them) and the page's parts but the child's (:func:`_child_parts`):
     ``(waves, plan, parts)``, the plan still without predictions.
     Counters attached to the capture give the bandwidth rule its bytes (not
     when attached only by --force over a mismatch: see bandwidth._pmc_for)."""
@@ -993,21 +1018,17 @@ def _page_side(result, pmc, send):
     waves = analyze_waves(result)
     plan = make_plan(result, waves=waves, pmc=pmc, predict=False)
     send((plan.findings, plan.dispatch_facts, plan.bandwidth))
-    mine = tuple(p for p in VIEWER_PANELS if p not in CHILD_PANELS)
-    return waves, plan, page_parts(result, waves, pmc, panels=viewer_panels(result.dispatch, waves.clock, result.sums.hit, panels=mine))
+    theirs = _child_parts(result)
+    mine = tuple(p for p in VIEWER_PANELS if p not in theirs)
+    made = viewer_panels(result.dispatch, waves.clock, result.sums.hit, panels=mine)
+    panels = {p: made.get(p) for p in VIEWER_PANELS}  # the child's as None, in the page's order
+    return waves, plan, page_parts(result, waves, pmc, panels=panels, timeline="timeline" not in theirs)
 
 
 def _with_panels(parts: dict, panels: dict) -> dict:
-    """The page's parts with the child's viewer panels added: all of them
-    after the timeline, in VIEWER_PANELS order (the page's JSON keeps its key order)."""
-    out = {}
-    for k, v in parts.items():
-        if k in VIEWER_PANELS:
-            continue
-        out[k] = v
-        if k == "timeline":
-            out.update((p, panels[p] if p in panels else parts[p]) for p in VIEWER_PANELS)
-    return out
+    """The page's parts with the ones the child made put in their places
+    (:func:`page_parts` keeps a place for each: the page's JSON keeps its key order)."""
+    return {k: panels[k] if k in panels else v for k, v in parts.items()}
 
 
 def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = False, progress=None, log: list | None = None,
