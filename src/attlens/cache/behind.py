@@ -95,16 +95,23 @@ def _word_or_look(fd: int, capture, key: str) -> bool:
     """In the child, its digest written: the command's word that the capture
     is unchanged, if it came already, else a look of its own (also when the
     command ended without a word)."""
-    import select
-
     try:
-        if select.select([fd], [], [], 0)[0]:
+        if _ready(fd):
             word = os.read(fd, 1)
             if word in (b"0", b"1"):
                 return word == b"1"
         return _unchanged(capture, key)
     finally:
         os.close(fd)
+
+
+def _ready(fd: int) -> bool:
+    """Something (or the end) can be read from ``fd`` now (poll: no limit on the descriptor's number, unlike select)."""
+    import select
+
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _unchanged(capture, key: str) -> bool:
@@ -148,13 +155,11 @@ class PendingDigest:
         exit: it is reaped later), open what it wrote and store what was kept."""
         if self.settled:
             return self.digest
-        import select
-
         from attlens.forked import leave_to_reap
 
         self.settled = True
         try:
-            if not select.select([self.done_r], [], [], 0)[0]:
+            if not _ready(self.done_r):
                 try:
                     os.write(self.word_w, b"1" if _unchanged(self.capture, self.key) else b"0")
                 except OSError:  # the child is gone
