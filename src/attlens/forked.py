@@ -77,26 +77,24 @@ def _pack_result(result, mfd: int | None) -> bytes:
     buffers' places in the memory file ``mfd`` (written here)."""
     import pickle
 
+    from attlens.fsutil import write_all
+
     if mfd is None:
         return pickle.dumps((None, pickle.dumps(result, protocol=5)), protocol=5)
     buffers: list = []
     body = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
-    places, end = [], 0
+    pieces, places, end = [], [], 0
     for b in buffers:
         raw = b.raw()
-        end = -(-end // _ALIGN) * _ALIGN
+        if end % _ALIGN:
+            pieces.append(bytes(_ALIGN - end % _ALIGN))
+            end += len(pieces[-1])
         places.append((end, raw.nbytes))
+        pieces.append(raw)
         end += raw.nbytes
     os.ftruncate(mfd, end)
-    for (at, _), b in zip(places, buffers):
-        _write_at(mfd, b.raw(), at)
+    write_all(mfd, pieces, at=0)
     return pickle.dumps((places, body), protocol=5)
-
-
-def _write_at(fd: int, data: memoryview, at: int) -> None:
-    while len(data):  # a single pwrite moves at most ~2 GiB
-        n = os.pwrite(fd, data, at)
-        data, at = data[n:], at + n
 
 
 def _unpack_result(payload: bytes, mfd: int | None):
