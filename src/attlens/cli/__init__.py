@@ -23,6 +23,7 @@ import sys
 from attlens import __version__
 from attlens.cli import agent_cmds, analysis_cmds, cache_cmds, capture_cmds, compare_cmds, meta_cmds, query_cmds, report_cmds, sweep_cmds, whatif_cmds
 from attlens.cli.common import EPILOG, configure_cache, say
+from attlens.interrupts import deferred  # the handler's: no import while a Ctrl-C is handled
 
 GROUPS = (analysis_cmds, whatif_cmds, query_cmds, report_cmds, compare_cmds, capture_cmds, sweep_cmds, agent_cmds, cache_cmds, meta_cmds)
 
@@ -76,8 +77,6 @@ class _Interrupt:
 
     @classmethod
     def handler(cls, signum, frame):
-        from attlens.interrupts import deferred
-
         cls.seen = True
         if not deferred(frame):
             raise KeyboardInterrupt
