@@ -96,7 +96,9 @@ def _child(work, items, write, report, offset: int, recv: int, send: int, out: i
         message = _pickled_error(exc)
     finally:
         try:
-            _write_fully(out, _OFFSET.pack(len(message)) + message if message else b"")
+            from attlens.fsutil import write_all
+
+            write_all(out, [_OFFSET.pack(len(message)), message] if message else [])
         finally:
             from attlens.forked import quiet_exit
 
@@ -110,12 +112,6 @@ def _pickled_error(exc: BaseException) -> bytes:
         return message
     except Exception:  # noqa: BLE001
         return pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
-
-
-def _write_fully(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _childs_answer(fd: int, pid: int):
