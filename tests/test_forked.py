@@ -203,3 +203,14 @@ def test_a_joined_child_is_reaped_later_never_waited_for():
     assert pid not in forked._ZOMBIES
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_result_that_cannot_be_mapped_is_a_failed_child(monkeypatch):
+    """The result's memory file cannot be mapped (no memory left): the child
+    counts as failed and beside() does its work here, never a traceback."""
+    def no_map(payload, mfd):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(forked, "_unpack_result", no_map)
+    data = np.arange(100_000, dtype=np.int64)
+    assert forked.beside(lambda: data * 2, lambda: 1)[0].tolist() == (data * 2).tolist()

@@ -158,6 +158,8 @@ def join(pid: int, rfd: int) -> tuple[bool, object]:
     when it failed (killed, out of memory, an error in its work). A child
     that sent its whole result is not waited for: it is reaped later
     (:func:`reap`), its teardown costs this process nothing."""
+    import pickle
+
     run_waiting()
 
     mfd = _RESULT_FILES.pop(rfd, None)
@@ -169,7 +171,10 @@ def join(pid: int, rfd: int) -> tuple[bool, object]:
             os.waitpid(pid, 0)
             return False, None
         leave_to_reap(pid)
-        return True, _unpack_result(payload[8:], mfd)
+        try:
+            return True, _unpack_result(payload[8:], mfd)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError):  # no memory to map it, a result that does not load:
+            return False, None  # as a failed child (its work is done here)
     finally:
         if mfd is not None:
             os.close(mfd)  # a mapping of it stays valid
