@@ -525,7 +525,17 @@ def test_vectorized_wait_counters_equal_the_loop(waves):
 
 def previous_hidden(dispatch, sums):
     """compute_hidden as it was before issue 12 (one (SE, SIMD) at a time)."""
-    from attlens.analysis.intervals import covered_upto, merge_blocks, serial_blocks
+    from attlens.analysis.intervals import merge_blocks, serial_blocks
+
+    def covered_upto(x, blocks):  # as it was then (the module's is a prepared lookup now)
+        bs, be = blocks
+        if len(bs) == 0:
+            return np.zeros(len(x), dtype=np.int64)
+        lens = be - bs
+        cum = np.r_[0, np.cumsum(lens)]
+        i = np.searchsorted(bs, x, side="right") - 1
+        ic = np.where(i >= 0, i, 0)
+        return np.where(i >= 0, cum[ic] + np.clip(x - bs[ic], 0, lens[ic]), 0)
 
     recs, w = dispatch.records, dispatch.waves
     n_pc = dispatch.code.size

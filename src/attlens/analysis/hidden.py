@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attlens.analysis.intervals import covered_upto, merge_blocks, serial_blocks
+from attlens.analysis.intervals import Coverage, merge_blocks, serial_blocks
 from attlens.results import brief_repr
 
 # decoder categories
@@ -185,14 +185,14 @@ def _busy_lists(group, t1, t2):
 def _accumulate(pc, group, t0, t1, t2, c, acc) -> None:
     """Add the hidden idle, stall and issue of these records to ``acc`` (per pc)."""
     n_pc = acc.shape[1]
-    lists = _busy_lists(group, t1, t2)
+    lists = {name: Coverage(blocks) for name, blocks in _busy_lists(group, t1, t2).items()}  # each looked up 2-8 times
 
     def covered_at(x, same_as, known, blocks):
-        """covered_upto(x), looking up only where x differs from ``same_as``."""
+        """blocks.upto(x), looking up only where x differs from ``same_as``."""
         cov = known.copy()
         d = np.flatnonzero(x != same_as)
         if len(d):
-            cov[d] = covered_upto(x[d], blocks)
+            cov[d] = blocks.upto(x[d])
         return cov
 
     def parts(sel, blocks, zero_issue):
@@ -200,7 +200,7 @@ def _accumulate(pc, group, t0, t1, t2, c, acc) -> None:
         # boundaries gives all three overlaps. Most records have no idle and
         # no stall, so a boundary equal to its neighbour is not looked up.
         x0, x1 = t0[sel], t1[sel]
-        cov0 = covered_upto(x0, blocks)
+        cov0 = blocks.upto(x0)
         cov_c = covered_at(c[sel], x0, cov0, blocks)
         cov1 = covered_at(x1, x0, cov0, blocks)
         if zero_issue:

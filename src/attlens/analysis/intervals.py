@@ -52,18 +52,35 @@ def merge_blocks(*lists) -> tuple[np.ndarray, np.ndarray]:
     return union_blocks(s, e)
 
 
+_FAR = np.iinfo(np.int64).max  # the sentinel block's place: before every x (but int64's minimum)
+
+
+class Coverage:
+    """Disjoint sorted blocks prepared for "covered up to x" lookups
+    (:meth:`upto`): one search and two gathers per x. With ``j`` the number of
+    blocks starting at or before ``x``, the covered length below ``x`` is
+    ``min(x, end[j-1]) - start[j-1] + covered before block j-1``, kept per
+    block as ``ends[j]`` and ``offsets[j]``; a sentinel at ``j = 0``
+    (end -far, offset +far) gives 0 before every block."""
+
+    def __init__(self, blocks):
+        bs, be = blocks
+        self.starts = np.asarray(bs)
+        lens = np.asarray(be) - self.starts
+        self.ends = np.r_[-_FAR, be].astype(np.int64, copy=False)
+        self.offsets = np.r_[_FAR, (np.cumsum(lens) - lens) - self.starts].astype(np.int64, copy=False)
+
+    def upto(self, x: np.ndarray) -> np.ndarray:
+        """Length of (-inf, x) ∩ the blocks for each x."""
+        j = np.searchsorted(self.starts, x, side="right")
+        out = np.minimum(x, self.ends[j])
+        out += self.offsets[j]
+        return out
+
+
 def covered_upto(x: np.ndarray, blocks) -> np.ndarray:
     """Length of (-inf, x) ∩ union(blocks) for each x (blocks disjoint, sorted)."""
-    bs, be = blocks
-    if len(bs) == 0:
-        return np.zeros(len(x), dtype=np.int64)
-    lens = be - bs
-    cum = np.r_[0, np.cumsum(lens)]
-    i = np.searchsorted(bs, x, side="right") - 1
-    ok = i >= 0
-    ic = np.where(ok, i, 0)
-    part = np.clip(x - bs[ic], 0, lens[ic])
-    return np.where(ok, cum[ic] + part, 0)
+    return Coverage(blocks).upto(np.asarray(x, dtype=np.int64))
 
 
 def overlap_with_blocks(a: np.ndarray, b: np.ndarray, blocks) -> np.ndarray:
