@@ -416,16 +416,19 @@ def test_a_stored_page_of_another_shape_is_made_again(tmp_path, fmt):
     assert (out.read_bytes() if fmt == "html" else (out / "report.md").read_bytes()) == good
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_wait_dependencies_of_the_parse_parts_equal_the_whole(monkeypatch, workers):
+@pytest.mark.parametrize("workers,threads", [("1", False), ("2", False), ("2", True)])
+def test_wait_dependencies_of_the_parse_parts_equal_the_whole(monkeypatch, workers, threads):
     """The parse processes simulate the wait counters of each part they parse;
-    joined, that is the simulation of the whole dispatch, array by array."""
+    joined (on one thread, or on two as a large capture's are), that is the
+    simulation of the whole dispatch, array by array."""
+    from attlens import twothreads
     from attlens.analysis.waitdeps import _compute_wait_deps, compute_wait_deps
     from attlens.model.loader import WAITDEPS_KEY, load
 
     if workers == "2":
         require_fork()
     monkeypatch.setenv("ATTLENS_PARSE_WORKERS", workers)
+    monkeypatch.setattr(twothreads, "MIN_BYTES", 0 if threads else 1 << 62)
     for name in (FLASH, VEC_ADD):
         d = load(require_shared() / "traces" / name, cache=False)
         ready = d.prepared[WAITDEPS_KEY]
@@ -437,10 +440,12 @@ def test_wait_dependencies_of_the_parse_parts_equal_the_whole(monkeypatch, worke
         assert compute_wait_deps(d) is ready  # what the analysis uses
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_wait_pairs_and_class_sums_of_the_parse_parts_equal_the_whole(monkeypatch, workers):
-    """The parts' wait/producer pairs and class sums, joined, are those of the
-    whole dispatch: the pc sums and breakdown equal the serial computation."""
+@pytest.mark.parametrize("workers,threads", [("1", False), ("2", False), ("2", True)])
+def test_wait_pairs_and_class_sums_of_the_parse_parts_equal_the_whole(monkeypatch, workers, threads):
+    """The parts' wait/producer pairs and class sums, joined (on one thread,
+    or on two as a large capture's are), are those of the whole dispatch:
+    the pc sums and breakdown equal the serial computation."""
+    from attlens import twothreads
     from attlens.analysis.stalls import _compute_pc_sums
     from attlens.analysis.waitattr import split_waits
     from attlens.analysis.waitdeps import compute_wait_deps
@@ -449,6 +454,7 @@ def test_wait_pairs_and_class_sums_of_the_parse_parts_equal_the_whole(monkeypatc
     if workers == "2":
         require_fork()
     monkeypatch.setenv("ATTLENS_PARSE_WORKERS", workers)
+    monkeypatch.setattr(twothreads, "MIN_BYTES", 0 if threads else 1 << 62)
     for name in (FLASH, VEC_ADD):
         d = load(require_shared() / "traces" / name, cache=False)
         deps = compute_wait_deps(d)

@@ -64,21 +64,13 @@ def join_wait_pairs(parts: list[tuple[WaitPairs, int]]) -> WaitPairs:
     """The pairs of parts of a dispatch (each with its record count, records
     numbered from 0 in each), as one: a wait execution and its producers are
     in one wave, so :func:`split_waits` of the whole gives the same rows."""
-    from attlens.analysis.waitdeps import concat_shifted
+    from attlens.analysis.waitdeps import join_columns
 
     rec0 = np.cumsum([0] + [n for _, n in parts[:-1]])
     row0 = np.cumsum([0] + [len(p.wait_rec) for p, _ in parts[:-1]])
-    ps = [p for p, _ in parts]
-    return WaitPairs(
-        wait_rec=concat_shifted([p.wait_rec for p in ps], rec0),
-        prod_rec=concat_shifted([p.prod_rec for p in ps], rec0),
-        stall_share=np.concatenate([p.stall_share for p in ps]),
-        latency_share=np.concatenate([p.latency_share for p in ps]),
-        distance_instr=np.concatenate([p.distance_instr for p in ps]),
-        distance_cycles=np.concatenate([p.distance_cycles for p in ps]),
-        outstanding=np.concatenate([p.outstanding for p in ps]),
-        first_of_wait=concat_shifted([p.first_of_wait for p in ps], row0),
-    )
+    return WaitPairs(**join_columns([p for p, _ in parts], {
+        "wait_rec": (rec0, None), "prod_rec": (rec0, None), "stall_share": None, "latency_share": None,
+        "distance_instr": None, "distance_cycles": None, "outstanding": None, "first_of_wait": (row0, None)}))
 
 
 @brief_repr("pc", "isa", "wait_class", "waited_cycles", "share_of_wait", "pairs")

@@ -380,20 +380,30 @@ def part_wait_deps(code, listing: tuple, model: str, pc: np.ndarray, wave: np.nd
 
 def join_wait_deps(parts: list[tuple[WaitDeps, int, int]]) -> WaitDeps:
     """The parts' simulations, each given with its record and wave counts, as
-    one (indices shifted past the parts before it)."""
+    one (indices shifted past the parts before it; the columns joined on two
+    threads when large, :func:`join_columns`)."""
     rec0 = np.cumsum([0] + [n for _, n, _ in parts[:-1]])
     wave0 = np.cumsum([0] + [w for _, _, w in parts[:-1]])
     prod0 = np.cumsum([0] + [len(d.producers) for d, _, _ in parts[:-1]])
     deps = [d for d, _, _ in parts]
-    return WaitDeps(
-        model=deps[0].model,
-        entry_wait=concat_shifted([d.entry_wait for d in deps], rec0),
-        entry_wave=concat_shifted([d.entry_wave for d in deps], wave0, np.int32),
-        entry_start=concat_shifted([d.entry_start for d in deps], prod0),
-        entry_stop=concat_shifted([d.entry_stop for d in deps], prod0),
-        producers=concat_shifted([d.producers for d in deps], rec0),
-        entry_outstanding=np.concatenate([d.entry_outstanding for d in deps]),
-    )
+    return WaitDeps(model=deps[0].model, **join_columns(deps, {
+        "entry_wait": (rec0, None), "entry_wave": (wave0, np.int32), "entry_start": (prod0, None),
+        "entry_stop": (prod0, None), "producers": (rec0, None), "entry_outstanding": None}))
+
+
+def join_columns(parts: list, shifts: dict) -> dict[str, np.ndarray]:
+    """Per column name, the parts' columns joined: ``(shifts, dtype)`` for
+    :func:`concat_shifted`, None for a plain concatenation; on two threads
+    when they are large (attlens.twothreads)."""
+    from attlens import twothreads
+
+    def job(name, how):
+        cols = [getattr(p, name) for p in parts]
+        return (lambda: np.concatenate(cols)) if how is None else (lambda: concat_shifted(cols, *how))
+
+    names = list(shifts)
+    weights = [8 * sum(len(getattr(p, name)) for p in parts) for name in names]
+    return dict(zip(names, twothreads.run([job(n, shifts[n]) for n in names], weights)))
 
 
 def concat_shifted(arrays: list[np.ndarray], shifts, dtype=None) -> np.ndarray:

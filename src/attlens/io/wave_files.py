@@ -839,45 +839,17 @@ MOVE_THREADS_MIN_BYTES = 8 << 20  # below this the child's rows move in this thr
 def _move_parts(sink: _Sink, moves: list) -> None:
     """Move the child's parts down to follow the parent's rows, in file order
     (a part's destination may overlap the source of the part before it, so
-    each column's parts go in order). The columns are shared between this
-    thread and a helper: the copy's time is mostly the first touch of the
-    destination pages, which two threads do at nearly twice the rate
-    (NumPy copies without the GIL)."""
+    each column's parts go in order, whichever thread moves the column: the
+    columns are shared out over two threads, attlens.twothreads)."""
+    from attlens import twothreads
+
     cols = [(col, 0) for col in sink.rec.values()] + [(col, 1) for col in sink.tl.values()]
     moved = [sum(m[kind][2] for m in moves) * col.itemsize for col, kind in cols]
-    groups: list[list] = [[], []]
-    load = [0, 0]
-    for i in sorted(range(len(cols)), key=lambda i: -moved[i]):  # the larger columns first, each to the lighter group
-        g = load.index(min(load))
-        groups[g].append(cols[i])
-        load[g] += moved[i]
 
-    def move(group) -> None:
-        for col, kind in group:
-            for m in moves:
-                _move_down({"col": col}, *m[kind])
+    def mover(col, kind):
+        return lambda: [_move_down({"col": col}, *m[kind]) for m in moves]
 
-    if sum(moved) < MOVE_THREADS_MIN_BYTES:
-        move(groups[0] + groups[1])
-        return
-    import threading
-
-    failed: list = []
-    helper = threading.Thread(target=lambda: _catching(failed, move, groups[1]), name="attlens-move")
-    helper.start()
-    try:
-        move(groups[0])
-    finally:
-        helper.join()  # no thread is left: the command may fork again (forked.can_fork)
-    if failed:
-        raise failed[0]
-
-
-def _catching(failed: list, fn, *args) -> None:
-    try:
-        fn(*args)
-    except BaseException as exc:  # raised again in the thread that waits
-        failed.append(exc)
+    twothreads.run([mover(col, kind) for col, kind in cols], moved, MOVE_THREADS_MIN_BYTES)
 
 
 def _move_down(cols: dict, src: int, dst: int, n: int, step: int = 1 << 20) -> None:
