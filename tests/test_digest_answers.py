@@ -318,6 +318,34 @@ def test_a_digest_written_behind_gives_the_same_answers_and_keeps_the_derived_re
     assert again.out == ref.out and behind_always == [1]
 
 
+@pytest.mark.parametrize("replay", [True, False])
+def test_a_report_beside_its_digest_writer_keeps_every_derived_result(tmp_path, monkeypatch, behind_always, replay):
+    """``report`` forks its replay's child after the digest is in place (what
+    the child stores must reach it); without a replay the child stores
+    nothing and the writer is not waited for. Either way the page is the
+    one a digest written in place gives, and so are the derived results."""
+    from attlens import forked, limits
+    from attlens.cache import behind
+
+    if not replay:
+        monkeypatch.setattr(limits, "MAX_REPLAY_RECORDS_IN_PLAN", 0)
+    events = []
+    real_settle, real_relay = behind.settle, forked.relay
+    monkeypatch.setattr(behind, "settle", lambda: events.append("settle" if behind._state["pending"] else "-") or real_settle())
+    monkeypatch.setattr(forked, "relay", lambda *a: events.append("relay") or real_relay(*a))
+    cap = require_shared() / "traces" / VEC_ADD
+    sync = tmp_path / "sync"
+    with monkeypatch.context() as m:
+        m.setattr(behind, "MIN_RECORDS_BYTES", 1 << 62)  # written in place: the reference digest
+        assert run_main("report", cap, "-o", tmp_path / "ref.html", "--cache-dir", sync).code == 0
+    events.clear()
+    assert run_main("report", cap, "-o", tmp_path / "page.html", "--cache-dir", tmp_path / "cache").code == 0
+    assert (tmp_path / "page.html").read_bytes() == (tmp_path / "ref.html").read_bytes()
+    assert _derived(tmp_path / "cache") == _derived(sync) and len(_derived(sync)) > 3
+    settled_first = events.index("settle") < events.index("relay")
+    assert settled_first == replay, events
+
+
 def test_a_failed_digest_writer_costs_only_the_digest(tmp_path, monkeypatch, behind_always):
     import attlens.cache.capture as capture
 

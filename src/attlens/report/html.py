@@ -1075,11 +1075,15 @@ def render_captures(dirs, out_path, rocprof_dir=None, pmc=None, force: bool = Fa
         r = analyze(d, **(analyze_kw or {}))
         attached, refused = _attach(pmc, r, force, several)
         # the replay's engine on the other core from here (it needs only the analysis), its predictions
-        # once this one has run the rules; meanwhile this one lays out the rest of the page. The digest
-        # first, so what the child stores reaches it (a child's kept results would die with it)
+        # once this one has run the rules; meanwhile this one lays out the rest of the page. With a
+        # replay the digest first, so what the child stores reaches it (a child's kept results would
+        # die with it); without one the child stores nothing, and the digest's writer goes on beside
+        # the two (softmax x30: this side waited 0.7 s for it here, one core idle)
+        from attlens.analysis.plan import replays_with_plan
         from attlens.cache import behind
 
-        behind.settle()
+        if replays_with_plan(r):
+            behind.settle()
         _import_later_steps()  # done already if the load waited for its parse child
         (preds, panels), (waves, plan, parts) = relay(lambda: _child_ahead(r), lambda panels, message: (_predictions(r, message), panels),
                                                       lambda send: _page_side(r, attached, send))
