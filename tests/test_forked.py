@@ -214,3 +214,34 @@ def test_a_result_that_cannot_be_mapped_is_a_failed_child(monkeypatch):
     monkeypatch.setattr(forked, "_unpack_result", no_map)
     data = np.arange(100_000, dtype=np.int64)
     assert forked.beside(lambda: data * 2, lambda: 1)[0].tolist() == (data * 2).tolist()
+
+
+def test_a_command_imports_its_analysis_while_the_parse_child_works(tmp_path):
+    """``analyze`` (and every command that analyzes: attlens.cli.common.load_analyzed)
+    forks the parse child before it imports the analysis' modules, which the
+    parse does not need; the parent imports them while the child parses."""
+    import subprocess
+    import sys
+
+    cap = require_shared() / "traces" / "vec_add/big/ui_output_agent_14705_dispatch_25"
+    script = (
+        "import sys\n"
+        "import attlens.forked as f\n"
+        "real = f.start\n"
+        "def start(*a, **k):\n"
+        "    if not hasattr(f, 'seen'):\n"
+        "        f.seen = 'attlens.analysis.hotspots' in sys.modules or 'attlens.analysis.analyze' in sys.modules\n"
+        "        print('analysis imported before the fork:', f.seen, file=sys.stderr)\n"
+        "    return real(*a, **k)\n"
+        "f.start = start\n"
+        "from attlens.cli import main\n"
+        "sys.argv = ['attlens', 'analyze', sys.argv[1], '--json']\n"
+        "code = main()\n"
+        "print('after:', 'attlens.analysis.hotspots' in sys.modules, file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    env = dict(os.environ, ATTLENS_PARSE_WORKERS="2", ATTLENS_NO_CACHE="1")
+    p = subprocess.run([sys.executable, "-c", script, str(cap)], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "analysis imported before the fork: False" in p.stderr and "after: True" in p.stderr, p.stderr
+    assert '"schema": "attlens.analyze"' in p.stdout

@@ -251,19 +251,27 @@ def progress(args):
 
 
 def load_analyzed(args, dirs, exposed: bool = True) -> list:
-    """Load and analyze each capture directory, showing progress."""
-    from attlens.analysis.analyze import analyze
+    """Load and analyze each capture directory, showing progress. The
+    analysis' modules are imported while the parse child works (the parse
+    needs none of them: 9 ms before the fork, attlens.forked.while_waiting)."""
+    from attlens.forked import while_waiting
     from attlens.model.loader import load
 
     out = []
     kw = analyze_kwargs(args)
-    with progress(args) as step:
+    with progress(args) as step, while_waiting(_import_analysis):
         for d in dirs:
             dispatch = load(d, rocprof_dir=getattr(args, "rocprof_dir", None), progress=step, hidden=exposed,
                             samples="pc_sampling" not in kw)
             step(f"analyzing {d.name}")
+            from attlens.analysis.analyze import analyze
+
             out.append(analyze(dispatch, exposed=exposed, **kw))
     return out
+
+
+def _import_analysis() -> None:
+    import attlens.analysis.analyze  # noqa: F401
 
 
 # Options that do not change a --json document (where output goes, colour,
