@@ -15,6 +15,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attlens.analysis.occupancy import compute_occupancy, observed_residency
 from attlens.model.archdata import ARCH_TABLE
@@ -360,3 +362,35 @@ def test_workgroup_too_big_for_another_gives_no_impossible_advice():
     assert out.limiters == ["waves", "workgroup"]
     assert out.to_next_wave is None
     assert any("above the hardware limit" in e for e in out.explanation)
+
+
+scope_rows = st.lists(st.tuples(st.integers(0, 2), st.integers(-1, 2), st.integers(0, 3), st.integers(0, 40), st.integers(1, 30)),
+                      max_size=40)
+
+
+@given(scope_rows, st.lists(st.tuples(st.integers(0, 2), st.integers(0, 40), st.integers(0, 2), st.integers(0, 3),
+                                      st.integers(0, 1)), max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_observed_residency_is_the_count_at_every_instant(rows, events):
+    """Peaks per (SE, CU, SIMD) of the traced waves, and over occupancy.json's
+    start/end events, against counting what is resident at each cycle
+    (a wave [begin, end) holds its slot up to, not at, its end; an event
+    stream's end at a time comes before a start at that time)."""
+    waves = [(se, cu, simd, b, b + ln) for se, cu, simd, b, ln in rows]
+    peaks = []
+    for key in sorted({w[:3] for w in waves}):
+        mine = [w for w in waves if w[:3] == key]
+        peaks.append(max(sum(1 for w in mine if w[3] <= t < w[4]) for t in range(0, 80)))
+    ev = np.array([(se, t, cu, simd, 0, start, 0) for se, t, cu, simd, start in events], dtype=np.int64).reshape(-1, 7)
+    want_all = None
+    if len(events):
+        want_all = 0
+        for key in {(e[0], e[2], e[3]) for e in events}:
+            level = 0
+            for e in sorted((e for e in events if (e[0], e[2], e[3]) == key), key=lambda e: (e[1], e[4])):
+                level += 1 if e[4] == 1 else -1
+                want_all = max(want_all, level)
+    d = _dispatch("gfx942", waves=waves)
+    d.occupancy = SimpleNamespace(events=ev)
+    got = observed_residency(d)
+    assert got == ((max(peaks), sum(peaks) / len(peaks)) if peaks else (None, None)) + (want_all,)
