@@ -138,6 +138,35 @@ def test_demo_reuses_one_folder(tmp_path):
     assert first["analysis"]["totals"] == second["analysis"]["totals"]
 
 
+def test_each_command_builds_only_its_groups_parser_with_the_same_subparser():
+    """attlens.cli.COMMANDS names each command's group as the groups register
+    them (in attlens.cli.GROUP_NAMES' order), and the parser a command line
+    naming one command builds has that command's subparser exactly as the
+    whole parser has it (help text, defaults, the function it calls)."""
+    import argparse
+
+    from attlens import cli
+
+    registered = {}
+    for group in cli.command_groups():
+        p = argparse.ArgumentParser()
+        group.register(p.add_subparsers(dest="command"))
+        sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+        registered.update({name: group.__name__.rsplit(".", 1)[1] for name in sub.choices})
+    assert registered == cli.COMMANDS
+    whole = cli.build_parser()
+    subs = next(a for a in whole._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert list(subs) == list(cli.COMMANDS)  # --help lists them in the groups' order
+    for name in cli.COMMANDS:
+        one = cli.build_parser(name)
+        mine = next(a for a in one._actions if isinstance(a, argparse._SubParsersAction)).choices
+        assert set(mine) == {c for c, g in cli.COMMANDS.items() if g == cli.COMMANDS[name]}
+        assert mine[name].format_help() == subs[name].format_help(), name
+        # functions and parsers are made afresh by each build: compared by name
+        named = lambda d: {k: getattr(v, "__qualname__", None) or getattr(v, "prog", None) or v for k, v in d.items()}  # noqa: E731
+        assert named(mine[name]._defaults) == named(subs[name]._defaults), name
+
+
 def test_help_cites_nothing_a_pip_user_lacks():
     """--help of every command names no docs/ file (an installed attlens has
     none); the exit codes are listed, the schemas are one command away."""
@@ -195,3 +224,22 @@ def test_integer_options_at_their_bound_are_taken():
     cap = shared / "traces/flash_attn_func/small/ui_output_agent_32235_dispatch_44"
     big, every = run_main("waits", cap, "--top", "1000000000", "--json"), run_main("waits", cap, "--top", "0", "--json")
     assert big.code == every.code == 0 and big.json()["sites"] == every.json()["sites"] and big.json()["topk"] == 1000000000
+
+
+def test_a_command_collects_cycles_rarely_and_gives_the_threshold_back():
+    """attlens.cli.main runs a command with the cyclic collector's young
+    threshold at COMMAND_GC_YOUNG (its containers live until it ends and
+    form no cycles) and leaves the caller's threshold as it was."""
+    import gc
+
+    from attlens import cli
+
+    seen = []
+    before = gc.get_threshold()
+    real = cli._main
+    try:
+        cli._main = lambda argv: seen.append(gc.get_threshold()) or real(argv)
+        assert cli.main(["schema"]) == 0
+    finally:
+        cli._main = real
+    assert seen == [(cli.COMMAND_GC_YOUNG, *before[1:])] and gc.get_threshold() == before
