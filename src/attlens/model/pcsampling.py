@@ -78,7 +78,10 @@ def read_samples(path, cache=None):
         try:
             got = cached_samples(path, read_pc_sampling, cache)
         except AttlensError as exc:
-            got = exc
+            # kept without its frames, which hold the reader's parsed document (a results.json
+            # without samples, softmax: 5 ms to free when the analysis raised it again)
+            got = exc.with_traceback(None)
+            got.__context__ = got.__cause__ = None
         while len(_RECENT) >= _RECENT_MAX:
             _RECENT.pop(next(iter(_RECENT)), None)
         _RECENT[key] = got
