@@ -198,7 +198,8 @@ def _accumulate(pc, group, t0, t1, t2, c, acc) -> None:
     def parts(sel, blocks, zero_issue):
         # idle, stall and issue are contiguous: "covered up to x" at the four
         # boundaries gives all three overlaps. Most records have no idle and
-        # no stall, so a boundary equal to its neighbour is not looked up.
+        # no stall, so a boundary equal to its neighbour is not looked up;
+        # nearly all have an issue (84-91 %): its end is looked up for all.
         x0, x1 = t0[sel], t1[sel]
         cov0 = blocks.upto(x0)
         cov_c = covered_at(c[sel], x0, cov0, blocks)
@@ -206,7 +207,7 @@ def _accumulate(pc, group, t0, t1, t2, c, acc) -> None:
         if zero_issue:
             issue = np.zeros(len(x0), dtype=np.int64)
         else:
-            issue = covered_at(t2[sel], x1, cov1, blocks) - cov1
+            issue = blocks.upto(t2[sel]) - cov1
         return cov0 - cov_c, cov1 - cov0, issue
 
     # (group, first candidate (list, zero issue), second candidate or None)
