@@ -346,6 +346,17 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return ranges(starts, counts)
 
 
+def _back_to_back(starts: np.ndarray, counts: np.ndarray):
+    """The rows ``starts[i] .. starts[i] + counts[i] - 1`` of every i, in
+    order: a slice when the ranges follow one another (the loader stores a
+    lane's waves one after the other: the columns are then read as views,
+    not gathered copies), else their indices."""
+    if len(starts) and (starts[1:] == starts[:-1] + counts[:-1]).all():
+        a = int(starts[0])
+        return slice(a, a + int(counts.sum()))
+    return _ranges(starts, counts)
+
+
 def _frame(d, clk) -> tuple:
     """The timeline's frame of a dispatch with waves: per wave its SE's clock
     offset, begin and end on the aligned clock; the traced window ``t0``,
@@ -412,30 +423,30 @@ def _timeline(result, waves) -> dict:
         hi = min(lo + step, n_lanes)
         wv = wave_order[lane_ptr[lo] : lane_ptr[hi]]
         wlane = lane[wv] - lo
-        # timeline segments: contiguous from each wave's begin
-        seg = _ranges(w.tl_start[wv], tl_count[wv])
+        # timeline segments: contiguous from each wave's begin (per-wave values repeated over
+        # a wave's segments or records: np.repeat, cheaper than a gather through a wave index)
+        n_seg = tl_count[wv]
+        seg = _back_to_back(w.tl_start[wv], n_seg)
         dur = tl.duration[seg].astype(np.int64)
-        seg_w = np.repeat(np.arange(len(wv)), tl_count[wv])
-        first = np.cumsum(tl_count[wv]) - tl_count[wv]
         csum = np.cumsum(dur)
-        seg_start = begin[wv][seg_w] + (csum - dur) - np.r_[0, csum][first][seg_w]
+        before = np.r_[0, csum][np.cumsum(n_seg) - n_seg]  # the chunk's cycles before each wave's first segment
+        seg_start = (csum - dur) + np.repeat(begin[wv] - before, n_seg)
         state = tl.state[seg].astype(np.int64)
         np.minimum(state, 4, out=state)  # states are unsigned: all np.clip(0, 4) did, in one pass
-        cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
+        cov_state = _coverage(np.repeat(wlane, n_seg), seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
         state_rows.append(_dominant(cov_state))
         # lanes are sorted by SE first: each SE's lanes of the chunk are one slice (summed without a copy)
         cut = np.searchsorted(se_of_lane[lo:hi], np.arange(len(se_ids) + 1))
         for si in np.flatnonzero(np.diff(cut)).tolist():
             per_se_state[si] += cov_state[cut[si]:cut[si + 1]].sum(axis=0)
-        del cov_state, seg, dur, seg_w, csum, seg_start, state
-        rec = _ranges(w.rec_start[wv], rec_count[wv])
-        rec_w = np.repeat(np.arange(len(wv)), rec_count[wv])
-        r_start = recs.time[rec].astype(np.int64, copy=False)  # the gather is a new array already
-        r_start += shift[wv][rec_w]
+        del cov_state, seg, dur, csum, seg_start, state
+        n_rec = rec_count[wv]
+        rec = _back_to_back(w.rec_start[wv], n_rec)
+        r_start = recs.time[rec] + np.repeat(shift[wv], n_rec)
         r_end = r_start + np.maximum(recs.duration[rec], 1)
-        cov_cls = _coverage(wlane[rec_w], r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
+        cov_cls = _coverage(np.repeat(wlane, n_rec), r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
         cls_rows.append(_dominant(cov_cls))
-        del cov_cls, rec, rec_w, r_start, r_end
+        del cov_cls, rec, r_start, r_end
     # occupancy over time: resident waves, all lanes as one (their sum)
     res = _coverage(np.zeros(n, dtype=np.int64), begin, end, np.zeros(n, dtype=np.int64), 1, n_bins, 1, t0, width)[0, :, 0]
 
