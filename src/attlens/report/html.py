@@ -249,30 +249,36 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     rel_s = start - t0
     rel_e = end - t0
     b0 = _clip_bins(rel_s // width, n_bins)
-    b1 = _clip_bins((rel_e - 1) // width, n_bins)
-
-    base = (cat * n_lanes + lane) * n_bins
-    # direct contributions: whole interval inside one bin (most), or the partial
-    # first and last bins of a spanning interval (bincount sums exact
-    # integers in float64, converted back at once)
-    first = base + b0
+    b1 = rel_e - 1
+    b1 //= width
+    _clip_bins(b1, n_bins)
+    base = np.multiply(cat, n_lanes, dtype=np.int64)  # (cat * n_lanes + lane) * n_bins, in place
+    base += lane
+    base *= n_bins
     sp = np.flatnonzero(b0 != b1)
-    wts = rel_e - rel_s
-    if len(sp):
-        wts[sp] = (b0[sp] + 1) * width - rel_s[sp]  # the spanning ones' first bin
-    if len(sp):  # and their last bins, in the same pass (integer sums: exact in any order)
-        first = np.concatenate([first, base[sp] + b1[sp]])
-        wts = np.concatenate([wts, rel_e[sp] - b1[sp] * width])
     # full bins b0+1 .. b1-1 of spanning intervals (width cycles each)
     full = sp[b1[sp] - b0[sp] > 1]
     n_full = b1[full] - b0[full] - 1
     cells = int(n_full.sum())
-    if cells <= n_lanes * n_bins:
-        # as many cells as one grid of lanes at most (the usual case: a lane's intervals barely
-        # overlap): listed one by one into the same bincount, no difference array over whole rows
+    # as many cells as one grid of lanes at most (the usual case: a lane's intervals barely
+    # overlap): listed one by one into the same bincount, no difference array over whole rows
+    listed = cells <= n_lanes * n_bins
+    # every cell and its cycles in one pair of arrays, filled in place (not grown by concatenation):
+    # each interval's first bin (all of it when it ends there), the spanning ones' last bins, then the
+    # listed full bins (bincount sums exact integers in float64, in any order)
+    m, k = len(rel_s), len(sp)
+    first = np.empty(m + k + (cells if listed else 0), dtype=np.int64)
+    wts = np.empty_like(first)
+    np.add(base, b0, out=first[:m])
+    np.subtract(rel_e, rel_s, out=wts[:m])
+    if k:
+        wts[sp] = (b0[sp] + 1) * width - rel_s[sp]
+        first[m:m + k] = base[sp] + b1[sp]
+        wts[m:m + k] = rel_e[sp] - b1[sp] * width
+    if listed:
         if cells:
-            first = np.concatenate([first, _ranges(base[full] + b0[full] + 1, n_full)])
-            wts = np.concatenate([wts, np.full(cells, width, dtype=np.int64)])
+            first[m + k:] = _ranges(base[full] + b0[full] + 1, n_full)
+            wts[m + k:] = width
         return np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False).reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
     out = np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False)
     _add_full_bins(out.reshape(n_cat * n_lanes, n_bins), base[full] + b0[full] + 1, base[full] + b1[full], width)
