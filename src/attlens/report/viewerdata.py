@@ -129,12 +129,14 @@ def _scope_cells(recs, shift: np.ndarray, t0: int, width: int, n_bins: int, row:
     for lo in range(0, n, SCOPE_CHUNK):
         m = min(lo + SCOPE_CHUNK, n) - lo
         k, t = key[:m], tmp[:m]
-        np.take(shift, recs.wave[lo:lo + m], out=k)
+        # mode "clip": the records' waves and pcs are in range (the loader checks them), and the
+        # default "raise" writes through a temporary buffer (3.5x slower)
+        np.take(shift, recs.wave[lo:lo + m], out=k, mode="clip")
         k += recs.time[lo:lo + m]
         k -= t0
         k //= width
         np.clip(k, 0, n_bins - 1, out=k)
-        np.take(row, recs.pc[lo:lo + m], out=t)
+        np.take(row, recs.pc[lo:lo + m], out=t, mode="clip")
         t *= n_bins
         k += t
         hit += np.bincount(k, minlength=size)
