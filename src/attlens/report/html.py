@@ -249,30 +249,36 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     rel_s = start - t0
     rel_e = end - t0
     b0 = _clip_bins(rel_s // width, n_bins)
-    b1 = _clip_bins((rel_e - 1) // width, n_bins)
-
-    base = (cat * n_lanes + lane) * n_bins
-    # direct contributions: whole interval inside one bin (most), or the partial
-    # first and last bins of a spanning interval (bincount sums exact
-    # integers in float64, converted back at once)
-    first = base + b0
+    b1 = rel_e - 1
+    b1 //= width
+    _clip_bins(b1, n_bins)
+    base = np.multiply(cat, n_lanes, dtype=np.int64)  # (cat * n_lanes + lane) * n_bins, in place
+    base += lane
+    base *= n_bins
     sp = np.flatnonzero(b0 != b1)
-    wts = rel_e - rel_s
-    if len(sp):
-        wts[sp] = (b0[sp] + 1) * width - rel_s[sp]  # the spanning ones' first bin
-    if len(sp):  # and their last bins, in the same pass (integer sums: exact in any order)
-        first = np.concatenate([first, base[sp] + b1[sp]])
-        wts = np.concatenate([wts, rel_e[sp] - b1[sp] * width])
     # full bins b0+1 .. b1-1 of spanning intervals (width cycles each)
     full = sp[b1[sp] - b0[sp] > 1]
     n_full = b1[full] - b0[full] - 1
     cells = int(n_full.sum())
-    if cells <= n_lanes * n_bins:
-        # as many cells as one grid of lanes at most (the usual case: a lane's intervals barely
-        # overlap): listed one by one into the same bincount, no difference array over whole rows
+    # as many cells as one grid of lanes at most (the usual case: a lane's intervals barely
+    # overlap): listed one by one into the same bincount, no difference array over whole rows
+    listed = cells <= n_lanes * n_bins
+    # every cell and its cycles in one pair of arrays, filled in place (not grown by concatenation):
+    # each interval's first bin (all of it when it ends there), the spanning ones' last bins, then the
+    # listed full bins (bincount sums exact integers in float64, in any order)
+    m, k = len(rel_s), len(sp)
+    first = np.empty(m + k + (cells if listed else 0), dtype=np.int64)
+    wts = np.empty_like(first)
+    np.add(base, b0, out=first[:m])
+    np.subtract(rel_e, rel_s, out=wts[:m])
+    if k:
+        wts[sp] = (b0[sp] + 1) * width - rel_s[sp]
+        first[m:m + k] = base[sp] + b1[sp]
+        wts[m:m + k] = rel_e[sp] - b1[sp] * width
+    if listed:
         if cells:
-            first = np.concatenate([first, _ranges(base[full] + b0[full] + 1, n_full)])
-            wts = np.concatenate([wts, np.full(cells, width, dtype=np.int64)])
+            first[m + k:] = _ranges(base[full] + b0[full] + 1, n_full)
+            wts[m + k:] = width
         return np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False).reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
     out = np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False)
     _add_full_bins(out.reshape(n_cat * n_lanes, n_bins), base[full] + b0[full] + 1, base[full] + b1[full], width)
@@ -324,15 +330,18 @@ def _dominant(cov: np.ndarray) -> np.ndarray:
     only where nothing ran). One pass per category over its (lane, bin) grid
     (contiguous in :func:`_coverage`'s layout)."""
     by_cat = np.moveaxis(cov, 2, 0)
+    # a byte a cell where the categories fit (the report's classes and states): the lanes' grids
+    # are concatenated and run-length encoded afterwards, 8x less memory than int64
+    dtype = np.int8 if len(by_cat) < 128 else np.int64
     if len(by_cat) == 0:
-        return np.full(cov.shape[:2], -1, dtype=np.int64)
+        return np.full(cov.shape[:2], -1, dtype=dtype)
     best = by_cat[0].copy()
-    dom = np.zeros(cov.shape[:2], dtype=np.int64)
+    dom = np.zeros(cov.shape[:2], dtype=dtype)
     more = np.empty(best.shape, dtype=bool)
     for c in range(1, len(by_cat)):  # one pass per category beats argmax across the grids (strided)
         np.greater(by_cat[c], best, out=more)
-        np.copyto(best, by_cat[c], where=more)
-        np.copyto(dom, c, where=more)
+        np.maximum(best, by_cat[c], out=best)  # a plain maximum: faster than a masked copy (same values)
+        dom[more] = c
     dom[best <= 0] = -1
     return dom
 
@@ -341,6 +350,17 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     from attlens.analysis.waitdeps import _ranges as ranges
 
     return ranges(starts, counts)
+
+
+def _back_to_back(starts: np.ndarray, counts: np.ndarray):
+    """The rows ``starts[i] .. starts[i] + counts[i] - 1`` of every i, in
+    order: a slice when the ranges follow one another (the loader stores a
+    lane's waves one after the other: the columns are then read as views,
+    not gathered copies), else their indices."""
+    if len(starts) and (starts[1:] == starts[:-1] + counts[:-1]).all():
+        a = int(starts[0])
+        return slice(a, a + int(counts.sum()))
+    return _ranges(starts, counts)
 
 
 def _frame(d, clk) -> tuple:
@@ -409,28 +429,30 @@ def _timeline(result, waves) -> dict:
         hi = min(lo + step, n_lanes)
         wv = wave_order[lane_ptr[lo] : lane_ptr[hi]]
         wlane = lane[wv] - lo
-        # timeline segments: contiguous from each wave's begin
-        seg = _ranges(w.tl_start[wv], tl_count[wv])
+        # timeline segments: contiguous from each wave's begin (per-wave values repeated over
+        # a wave's segments or records: np.repeat, cheaper than a gather through a wave index)
+        n_seg = tl_count[wv]
+        seg = _back_to_back(w.tl_start[wv], n_seg)
         dur = tl.duration[seg].astype(np.int64)
-        seg_w = np.repeat(np.arange(len(wv)), tl_count[wv])
-        first = np.cumsum(tl_count[wv]) - tl_count[wv]
         csum = np.cumsum(dur)
-        seg_start = begin[wv][seg_w] + (csum - dur) - np.r_[0, csum][first][seg_w]
-        state = np.clip(tl.state[seg].astype(np.int64), 0, 4)
-        cov_state = _coverage(wlane[seg_w], seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
+        before = np.r_[0, csum][np.cumsum(n_seg) - n_seg]  # the chunk's cycles before each wave's first segment
+        seg_start = (csum - dur) + np.repeat(begin[wv] - before, n_seg)
+        state = tl.state[seg].astype(np.int64)
+        np.minimum(state, 4, out=state)  # states are unsigned: all np.clip(0, 4) did, in one pass
+        cov_state = _coverage(np.repeat(wlane, n_seg), seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
         state_rows.append(_dominant(cov_state))
         # lanes are sorted by SE first: each SE's lanes of the chunk are one slice (summed without a copy)
         cut = np.searchsorted(se_of_lane[lo:hi], np.arange(len(se_ids) + 1))
         for si in np.flatnonzero(np.diff(cut)).tolist():
             per_se_state[si] += cov_state[cut[si]:cut[si + 1]].sum(axis=0)
-        del cov_state, seg, dur, seg_w, csum, seg_start, state
-        rec = _ranges(w.rec_start[wv], rec_count[wv])
-        rec_w = np.repeat(np.arange(len(wv)), rec_count[wv])
-        r_start = recs.time[rec].astype(np.int64) + shift[wv][rec_w]
-        r_end = r_start + np.maximum(recs.duration[rec].astype(np.int64), 1)
-        cov_cls = _coverage(wlane[rec_w], r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
+        del cov_state, seg, dur, csum, seg_start, state
+        n_rec = rec_count[wv]
+        rec = _back_to_back(w.rec_start[wv], n_rec)
+        r_start = recs.time[rec] + np.repeat(shift[wv], n_rec)
+        r_end = r_start + np.maximum(recs.duration[rec], 1)
+        cov_cls = _coverage(np.repeat(wlane, n_rec), r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
         cls_rows.append(_dominant(cov_cls))
-        del cov_cls, rec, rec_w, r_start, r_end
+        del cov_cls, rec, r_start, r_end
     # occupancy over time: resident waves, all lanes as one (their sum)
     res = _coverage(np.zeros(n, dtype=np.int64), begin, end, np.zeros(n, dtype=np.int64), 1, n_bins, 1, t0, width)[0, :, 0]
 

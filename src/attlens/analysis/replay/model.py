@@ -64,7 +64,8 @@ def _events(s, lat, spec: Spec):
         if order is not None:
             pos_of = np.empty(n, dtype=np.int64)
             pos_of[order] = np.arange(n, dtype=np.int64)
-        c = np.cumsum(s.gap + s.stall if order is None else s.gap[order] + s.stall[order])
+        gap = s.gaps()
+        c = np.cumsum(gap + s.stall if order is None else gap[order] + s.stall[order])
         wave_base = np.where(s.rec_start > 0, c[np.maximum(s.rec_start - 1, 0)], 0)
     last = np.where(s.rec_stop > s.rec_start, c[np.maximum(s.rec_stop - 1, 0)], 0) - wave_base
     recs = np.concatenate([s.prod_rec, s.wait_rec, s.bar_rec])

@@ -44,11 +44,10 @@ class Streams:
     se: np.ndarray
     pred: np.ndarray  # per wave: the wave before it in its slot (-1: first)
     pc: np.ndarray  # per record
-    stall: np.ndarray  # per record (int64)
-    issue: np.ndarray  # per record: time + stall
-    gap: np.ndarray  # per record: time - previous issue (first: time - begin)
+    stall: np.ndarray  # per record (the records' own int32 column, not a copy)
+    issue: np.ndarray  # per record: time + stall (int64)
     tail: np.ndarray  # per wave: end - last issue
-    busy: np.ndarray  # per record: issue cycles (duration - stall, >= 0)
+    busy: np.ndarray  # per record: issue cycles (duration - stall, >= 0; int32)
     pipe: np.ndarray  # per record: pipe group (0 VALU/matrix, 1 SALU/SMEM, 2 VMEM/LDS, 3 other)
     # waits that resolved something: wait record, producers (CSR)
     wait_rec: np.ndarray
@@ -64,6 +63,22 @@ class Streams:
     inst_own: np.ndarray
     is_barrier_pc: np.ndarray  # per pc
     is_wait_pc: np.ndarray  # per pc
+
+    def gaps(self) -> np.ndarray:
+        """Per record: its first issue attempt minus the previous issue (a
+        wave's first: minus the wave's begin). Made on first use: only a
+        replay in another order than the traced one, or with a wave without
+        records, needs it (the traced order telescopes to the issue times)."""
+        got = self.__dict__.get("_gaps")
+        if got is None:
+            time = self.issue - self.stall
+            got = np.empty(len(time), dtype=np.int64)
+            if len(time):
+                np.subtract(time[1:], self.issue[:-1], out=got[1:])
+            has = self.rec_stop > self.rec_start
+            got[self.rec_start[has]] = time[self.rec_start[has]] - self.begin[has]
+            self._gaps = got
+        return got
 
 
 def _counter_classes(d) -> np.ndarray:
@@ -94,16 +109,14 @@ def build_streams(result) -> Streams:
     d, deps = result.dispatch, result.deps
     recs, w = d.records, d.waves
     n = recs.count
-    time = recs.time.astype(np.int64)
-    stall = recs.stall.astype(np.int64)
-    issue = time + stall
-    gap = np.empty(n, dtype=np.int64)
-    if n:
-        gap[1:] = time[1:] - issue[:-1]
+    # the records' own columns where they serve as they are (int64 times; stalls only added to
+    # int64 values or read one by one): no record-long copies
+    time = np.asarray(recs.time, dtype=np.int64)
+    stall = recs.stall
+    issue = np.add(time, stall, dtype=np.int64)
     starts = w.rec_start.astype(np.int64)
     stops = w.rec_stop.astype(np.int64)
     nonempty = stops > starts
-    gap[starts[nonempty]] = time[starts[nonempty]] - w.begin[nonempty].astype(np.int64)
     tail = np.where(nonempty, w.end.astype(np.int64) - issue[np.maximum(stops - 1, 0)], 0)
     simd_key = (w.se.astype(np.int64) * 4096 + w.cu.astype(np.int64)) * 64 + w.simd.astype(np.int64)
     slot_key = simd_key * 256 + w.slot.astype(np.int64)
@@ -145,11 +158,11 @@ def build_streams(result) -> Streams:
     release = np.full(n_inst, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(release, bar_inst, rel)
     inst_own = np.maximum(release - last_arrival, 0) if n_inst else np.zeros(0, dtype=np.int64)
-    busy = np.maximum(recs.duration.astype(np.int64) - stall, 0)
+    busy = np.maximum(recs.duration - stall, 0)  # both int32 and >= 0: no overflow
     return Streams(
         n_waves=w.count, rec_start=starts, rec_stop=stops, begin=w.begin.astype(np.int64), end=w.end.astype(np.int64),
         simd_key=simd_key, slot_key=slot_key, se=w.se.astype(np.int64), pred=pred, pc=recs.pc.astype(np.int64), stall=stall,
-        issue=issue, gap=gap, tail=tail, busy=busy, pipe=_pipes(d)[recs.category], wait_rec=wait_rec, wait_off=wait_off,
+        issue=issue, tail=tail, busy=busy, pipe=_pipes(d)[recs.category], wait_rec=wait_rec, wait_off=wait_off,
         wait_prod=prod_sorted, prod_rec=prod_rec, prod_ctr=prod_ctr, bar_rec=bar_rec, bar_inst=bar_inst, inst_size=inst_size,
         inst_own=inst_own, is_barrier_pc=is_barrier_pc, is_wait_pc=is_wait_pc,
     )
