@@ -240,7 +240,8 @@ def _aligned_events(d, clock) -> tuple[np.ndarray | None, bool]:
     ev = occ.events.copy()
     offsets = clock.se_offsets_cycles if clock is not None else None
     if offsets:
-        ev[:, 1] += np.array([offsets.get(se, 0) for se in ev[:, 0].tolist()], dtype=np.int64)  # Python ints, not a NumPy scalar per event
+        ses, inv = np.unique(ev[:, 0], return_inverse=True)  # one offset per SE, not one look-up per event
+        ev[:, 1] += np.array([offsets.get(se, 0) for se in ses.tolist()], dtype=np.int64)[inv.reshape(-1)]
         return ev, True
     return ev, len(np.unique(ev[:, 0])) == 1
 
@@ -312,11 +313,25 @@ def _lifetimes(ev) -> np.ndarray:
     if ev is None or not len(ev):
         return np.zeros((0, 4), dtype=np.int64)
     # per (se, cu, simd, slot) the events alternate start, end in time order (ends first at equal times)
-    order = np.lexsort((ev[:, 5], ev[:, 1], ev[:, 4], ev[:, 3], ev[:, 2], ev[:, 0]))
-    e = ev[order]
-    same = np.all(e[1:, [0, 2, 3, 4]] == e[:-1, [0, 2, 3, 4]], axis=1)
-    pair = np.flatnonzero(same & (e[:-1, 5] == 1) & (e[1:, 5] == 0))
+    slot = _slot_key(ev)
+    order = np.lexsort((ev[:, 5], ev[:, 1], slot))
+    slot, e = slot[order], ev[order]
+    pair = np.flatnonzero((slot[1:] == slot[:-1]) & (e[:-1, 5] == 1) & (e[1:, 5] == 0))
     return np.column_stack([e[pair, 1], e[pair + 1, 1], e[pair, 0], e[pair, 2]])
+
+
+def _slot_key(ev) -> np.ndarray:
+    """One int64 per event ordered as its (se, cu, simd, slot): one sort key
+    instead of four (the columns as given where their ranges would overflow)."""
+    cols = [ev[:, c].astype(np.int64) for c in (0, 2, 3, 4)]
+    key, room = np.zeros(len(ev), dtype=np.int64), 1
+    for col in reversed(cols):
+        lo, span = int(col.min()), int(col.max()) - int(col.min()) + 1
+        if room * span >= 1 << 62:
+            return np.unique(np.column_stack(cols), axis=0, return_inverse=True)[1].reshape(-1)
+        key += (col - lo) * room
+        room *= span
+    return key
 
 
 def _early_exit(d) -> tuple[np.ndarray, list[dict]]:

@@ -73,20 +73,34 @@ def _resolved(ctx):
     return out
 
 
-SET_GRID_CELLS = 1 << 22  # executions x longest set: above this the sets are counted one by one
+SET_GRID_CELLS = 1 << 22  # executions x longest set counted together (bounds the grid)
 
 
 def _execution_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Counter:
     """Counter {(wait pc, resolved pcs): executions} of the executions
     ``pcs[lo:hi]`` (one per wait pc of ``wpc``), keys in the order they first
-    occur. Each execution is a row of a grid padded with -1 (pcs are >= 0):
-    equal rows are equal sets, grouped by one sort instead of a tuple per
-    execution; only the distinct sets become tuples."""
+    occur: counted a block of executions at a time (a grid of at most
+    SET_GRID_CELLS cells each), the blocks' Counters added in order (a key
+    first seen in a later block comes after every key of the earlier ones)."""
     n = hi - lo
     width = int(n.max()) if len(n) else 0
-    if len(n) == 0 or len(n) * width > SET_GRID_CELLS:
+    if len(n) == 0 or width > SET_GRID_CELLS:
         pl, ll, hl = pcs.tolist(), lo.tolist(), hi.tolist()
         return Counter(zip(wpc.tolist(), (tuple(pl[a:b]) for a, b in zip(ll, hl))))
+    out = Counter()
+    step = SET_GRID_CELLS // width
+    for a in range(0, len(n), step):
+        b = min(a + step, len(n))
+        out.update(_grid_sets(wpc[a:b], pcs[lo[a]:hi[b - 1]], lo[a:b] - lo[a], n[a:b]))
+    return out
+
+
+def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, n: np.ndarray) -> Counter:
+    """:func:`_execution_sets` of executions back to back in ``pcs``, each a
+    row of a grid padded with -1 (pcs are >= 0): equal rows are equal sets,
+    grouped by one sort instead of a tuple per execution; only the distinct
+    sets become tuples."""
+    width = int(n.max())
     grid = np.full((len(n), width), -1, dtype=np.int64)
     grid[np.repeat(np.arange(len(n)), n), np.arange(len(pcs)) - np.repeat(lo, n)] = pcs
     o = np.lexsort([grid[:, j] for j in reversed(range(width))] + [wpc])
