@@ -342,7 +342,8 @@ def _early_exit(d) -> tuple[np.ndarray, list[dict]]:
     if not w.count or not recs.count:
         return np.zeros(0, dtype=bool), []
     n = w.n_records
-    ended = np.array([b > a and st.mnemonic[int(recs.pc[b - 1])].startswith("s_endpgm") for a, b in zip(w.rec_start.tolist(), w.rec_stop.tolist())])
+    endpgm = np.array([m.startswith("s_endpgm") for m in st.mnemonic], dtype=bool)  # per pc: one test per pc, not per wave
+    ended = (w.rec_stop > w.rec_start) & endpgm[recs.pc[np.maximum(w.rec_stop - 1, 0)]]
     short = (n < max(int(n.max() * EARLY_EXIT_SHARE), 1)) & ended
     listed = code.instruction_mask.tolist()  # a property: computed once, not per pc
     vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if listed[pc]}

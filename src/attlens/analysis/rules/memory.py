@@ -74,9 +74,9 @@ def load_cycles(ctx):
     ppc = recs.pc[pairs.prod_rec]
     kinds = np.array([access_width(m)[0] or "" for m in st.mnemonic])
     flat = np.array([m.startswith("flat_") for m in st.mnemonic])
-    pk = kinds[ppc]
-    is_load = pk == "load"
-    is_vm = is_load | (pk == "store") | (pk == "atomic")
+    load_pc = kinds == "load"  # per pc, then gathered per pair: no string per pair
+    is_load = load_pc[ppc]
+    is_vm = (load_pc | (kinds == "store") | (kinds == "atomic"))[ppc]
     first = np.zeros(len(ppc), dtype=bool)
     first[pairs.first_of_wait] = True
     gid = np.cumsum(first) - 1
