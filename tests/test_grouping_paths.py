@@ -40,7 +40,7 @@ def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture):
     assert list(got_lists.items()) == list(lists.items()) and isinstance(got_lists, defaultdict)
 
 
-@pytest.mark.parametrize("cells", [None, 0])  # the grid, and one by one (a grid too large)
+@pytest.mark.parametrize("cells", [None, 256, 0])  # the grid, the grid in many blocks, and one by one (a grid too large)
 def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells):
     from attlens.analysis.rules import inorder
 
@@ -61,6 +61,21 @@ def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells):
     assert list(got.items()) == list(want.items())
     assert any(len(k[1]) > 1 for k in want), "some executions resolve several ops"
     assert got.most_common(3) == want.most_common(3)
+
+
+@pytest.mark.parametrize("high", [5, 3000, 1 << 40])  # many columns a word, a few, one
+def test_packed_rows_keep_the_rows_order_and_equality(high):
+    from attlens.analysis.rules.inorder import _packed_rows
+
+    rng = np.random.default_rng(7)
+    grid = rng.integers(0, high, size=(500, 6))
+    grid[::7] = grid[3]  # equal rows
+    words = _packed_rows(grid)
+    order = np.lexsort(grid.T[::-1])
+    assert np.array_equal(np.lexsort(words[::-1]), order)
+    sg = grid[order]
+    same_words = np.all([w[order][1:] == w[order][:-1] for w in words], axis=0)
+    assert np.array_equal(same_words, (sg[1:] == sg[:-1]).all(axis=1))
 
 
 def test_run_length_encoding_of_all_lanes_at_once():
