@@ -37,7 +37,7 @@ def _resolved_in_order(ctx):
 
 def resolved_sets(ctx) -> dict:
     """{vmcnt wait pc: (resolved pcs oldest first, executions with that set, executions,
-    {pc: [(instructions, cycles) before the wait]})}."""
+    {pc: (executions, 2) array: instructions and cycles before the wait})}."""
     return _resolved_in_order(ctx)
 
 
@@ -69,7 +69,7 @@ def _resolved(ctx):
         if "vmcnt" not in (waitcnt_fields(ctx.d.code.isa[w]) or {}) and "loadcnt" not in (waitcnt_fields(ctx.d.code.isa[w]) or {}):
             continue
         resolved, n = c.most_common(1)[0]
-        out[w] = (list(resolved), n, sum(c.values()), {p: dist.get((w, p), []) for p in resolved})
+        out[w] = (list(resolved), n, sum(c.values()), {p: dist.get((w, p), _NO_DISTANCES) for p in resolved})
     return out
 
 
@@ -135,17 +135,21 @@ def _packed_rows(grid: np.ndarray) -> list[np.ndarray]:
     return words
 
 
-def _distances(pairs, order, wpc, ppc) -> dict[tuple[int, int], list]:
-    """{(wait pc, op pc): [(instructions, cycles) from the op to the wait]}, in
-    the order of ``order`` (executions, then ops oldest first)."""
+_NO_DISTANCES = np.zeros((0, 2), dtype=np.int64)
+
+
+def _distances(pairs, order, wpc, ppc) -> dict[tuple[int, int], np.ndarray]:
+    """{(wait pc, op pc): (rows, 2) array of the instructions and cycles from
+    the op to the wait}, rows in the order of ``order`` (executions, then ops
+    oldest first): views of one array, no Python tuple per pair."""
     key = wpc[order].astype(np.int64) * (int(ppc.max()) + 1 if len(ppc) else 1) + ppc[order]
     o = np.argsort(key, kind="stable")
     ks = key[o]
     cut = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True]) if len(ks) else np.zeros(1, dtype=np.int64)
     rows = order[o]
-    pairs_l = list(zip(pairs.distance_instr[rows].tolist(), pairs.distance_cycles[rows].tolist()))
+    both = np.column_stack([pairs.distance_instr[rows], pairs.distance_cycles[rows]])
     firsts = rows[cut[:-1]]
-    return {(w, p): pairs_l[a:b] for w, p, a, b in zip(wpc[firsts].tolist(), ppc[firsts].tolist(), cut[:-1].tolist(), cut[1:].tolist())}
+    return {(w, p): both[a:b] for w, p, a, b in zip(wpc[firsts].tolist(), ppc[firsts].tolist(), cut[:-1].tolist(), cut[1:].tolist())}
 
 
 def _consumer(ctx, wpc: int, resolved: list[int]):
@@ -203,7 +207,7 @@ def _classify_wait(ctx, wpc: int, resolved: list[int], dist: dict) -> tuple[str,
     coupled = [p for p in resolved[:resolved.index(oldest_needed)] if p not in needed and access_width(st.mnemonic[p])[0] == "load"]
     if not coupled:
         return "own", None  # the oldest load is one the consumer needs: a plain load-use wait
-    med = {p: float(np.median([x[1] for x in dist[p]])) for p in resolved}
+    med = {p: float(np.median(dist[p][:, 1])) for p in resolved}
     head = med[coupled[0]] - med[oldest_needed]
     kind = "coupled" if head >= MIN_HEAD_START else "burst"
     return kind, {"consumer": q, "needed": needed, "oldest_needed": oldest_needed, "coupled": coupled, "med": med, "head": head}
@@ -243,8 +247,8 @@ def in_order_wait(ctx):
             "wait_pc": wpc, "wait": isa[wpc], "stall": int(ctx.result.sums.stall[wpc]), "exposed_cycles": int(c),
             "consumer_pc": q, "consumer": isa[q], "needed_loads": needed,
             "needed_issued_cycles_before": rnd(med[k["oldest_needed"]]), "head_start_cycles": rnd(head),
-            "coupled_loads": [{"pc": p, "isa": isa[p], "kind": access_width(st.mnemonic[p])[0], "issued_instructions_before": rnd(float(np.median([x[0] for x in dist[p]]))),
-                               "issued_cycles_before": rnd(float(np.median([x[1] for x in dist[p]])))} for p in coupled],
+            "coupled_loads": [{"pc": p, "isa": isa[p], "kind": access_width(st.mnemonic[p])[0], "issued_instructions_before": rnd(float(np.median(dist[p][:, 0]))),
+                               "issued_cycles_before": rnd(float(np.median(dist[p][:, 1])))} for p in coupled],
             "executions_with_this_set": n, "executions": execs, "loop": lp.get("loop"), "trips_mean": lp.get("trips_mean")})
     if not rows and not flat and not own and not burst:
         return []

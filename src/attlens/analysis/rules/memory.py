@@ -209,7 +209,7 @@ def late_in_iteration(ctx, pc: int, wait_pc: int) -> dict | None:
         ago = {pc: 0.0}
     else:
         resolved, _n, _e, dist = sets
-        ago = {q: float(np.median([x[1] for x in dist[q]])) for q in resolved}
+        ago = {q: float(np.median(dist[q][:, 1])) for q in resolved}
         burst = [q for q in resolved if access_width(ctx.d.static.mnemonic[q])[0] == "load" and abs(ago[q] - ago[pc]) < MIN_HEAD_START]
     gains, after_of, why_of = [], {}, {}
     lp = ctx.loops.iterating_loop(pc)
