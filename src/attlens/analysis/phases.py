@@ -80,6 +80,9 @@ def _phase_block(wave, pc, n_pc, starts, stops, exec_index, phase) -> None:
     ks = key[order]
     new = np.r_[True, ks[1:] != ks[:-1]]
     gstart = np.flatnonzero(new)
+    if len(gstart) == n:  # no pc runs twice in these waves: all first executions, all straight_line
+        exec_index[:] = 0
+        return
     gid = np.cumsum(new) - 1
     exec_index[order] = np.arange(n) - gstart[gid]
     counts = np.diff(np.r_[gstart, n])
@@ -137,6 +140,22 @@ def _rows_of_pcs(pc: np.ndarray, pcs: list, n_pc: int) -> dict:
     return {p: sel[np.searchsorted(spc, p, side="left"):np.searchsorted(spc, p, side="right")] for p in pcs}
 
 
+def _phase_totals(phase: np.ndarray, recs) -> dict[str, dict[str, int]]:
+    """Records, stall and latency per phase. The most common phase's sums are
+    the totals less the other phases' (its records, often nearly all, are not
+    gathered)."""
+    counts = [int(np.count_nonzero(phase == i)) for i in range(len(PHASES))]  # byte compares: no intp copy as bincount makes
+    top = counts.index(max(counts))
+    stall, latency = [0] * len(PHASES), [0] * len(PHASES)
+    for i in range(len(PHASES)):
+        if i != top and counts[i]:
+            m = phase == i
+            stall[i], latency[i] = int(recs.stall[m].sum()), int(recs.duration[m].sum())
+    stall[top] = int(recs.stall.sum()) - sum(stall)
+    latency[top] = int(recs.duration.sum()) - sum(latency)
+    return {name: {"records": counts[i], "stall": stall[i], "latency": latency[i]} for i, name in enumerate(PHASES)}
+
+
 def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
     """Kept in the capture's digest when there is one (the hotspot ranking
     it starts from depends on the dispatch and the wait-counter model only)."""
@@ -149,10 +168,7 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
 def _compute_phases(dispatch, hotspots, top: int) -> Phases:
     recs = dispatch.records
     phase, exec_index = _phase_arrays(dispatch)
-    kernel = {}
-    for i, name in enumerate(PHASES):
-        m = phase == i
-        kernel[name] = {"records": int(m.sum()), "stall": int(recs.stall[m].sum()), "latency": int(recs.duration[m].sum())}
+    kernel = _phase_totals(phase, recs)
 
     dists = []
     if hotspots is not None:
