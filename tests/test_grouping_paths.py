@@ -93,3 +93,25 @@ def test_run_length_encoding_of_all_lanes_at_once():
         assert starts[0] == 0
         back = np.repeat(val[a:b], np.diff(np.r_[starts, len(row)]))
         assert back.tolist() == row.tolist()
+
+
+@pytest.mark.parametrize("direct", [True, False])  # one table of every possible key, and np.unique
+def test_sums_by_key_as_unique_and_bincount(pairs_of_capture, monkeypatch, direct):
+    from attlens.analysis import waitattr
+
+    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 40 if direct else 0)
+    d, pairs = pairs_of_capture
+    n = d.code.size
+    key = d.records.pc[pairs.wait_rec].astype(np.int64) * n + d.records.pc[pairs.prod_rec]
+    uk, inv = np.unique(key, return_inverse=True)
+    want = np.bincount(inv, weights=pairs.stall_share).round().astype(np.int64)
+    got_k, got = waitattr._sums_by_key(key, pairs.stall_share, n * n)
+    assert np.array_equal(got_k, uk) and np.array_equal(got, want) and got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("n_pc", [700, 40000])  # 16-bit radix, and the plain stable sort
+def test_stable_pc_order_is_the_stable_argsort(n_pc):
+    from attlens.analysis.waitattr import stable_pc_order
+
+    pc = np.random.default_rng(5).integers(0, n_pc, 20000).astype(np.int32)
+    assert np.array_equal(stable_pc_order(pc, n_pc), np.argsort(pc, kind="stable"))

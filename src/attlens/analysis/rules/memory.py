@@ -115,7 +115,9 @@ def _charged_by_pair(ppc: np.ndarray, wpc: np.ndarray, charge: np.ndarray, n_pc:
 
 def _lists_by_pc(pc: np.ndarray, values: np.ndarray) -> dict:
     """{pc: [its values in row order]}, pcs in the order they first occur (a defaultdict(list))."""
-    o = np.argsort(pc, kind="stable")
+    from attlens.analysis.waitattr import stable_pc_order
+
+    o = stable_pc_order(pc, int(pc.max()) + 1 if len(pc) else 0)
     sp = pc[o]
     cut = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1], True]) if len(sp) else np.zeros(1, dtype=np.int64)
     lo, hi = cut[:-1], cut[1:]
