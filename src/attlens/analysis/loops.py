@@ -158,6 +158,8 @@ def taken_mask(dispatch, target_of_pc: np.ndarray) -> np.ndarray:
     recs = dispatch.records
     n = recs.count
     out = np.zeros(n, dtype=bool)
+    if not (target_of_pc >= 0).any():  # no backward branch: nothing to compare
+        return out
     pc, wave = recs.pc, recs.wave
     for a in range(0, n - 1, TAKEN_CHUNK):
         b = min(a + TAKEN_CHUNK, n - 1)

@@ -129,13 +129,20 @@ class _PhasesCodec:
                       {int(k): v for k, v in meta["traced_cu_share_of_median"]}, meta["flags"])
 
 
+ROWS_CHUNK = 1 << 20  # records tested together for the wanted pcs
+
+
 def _rows_of_pcs(pc: np.ndarray, pcs: list, n_pc: int) -> dict:
     """{pc: its record indices, ascending} for a few pcs, in one pass over the
     records (not one per pc), grouped by a stable sort of the few selected."""
+    from attlens.analysis.waitattr import stable_pc_order
+
     want = np.zeros(n_pc, dtype=bool)
     want[pcs] = True
-    sel = np.flatnonzero(want[pc])
-    sel = sel[np.argsort(pc[sel], kind="stable")]
+    # a chunk of records at a time: no record-long mask
+    parts = [np.flatnonzero(want[pc[a:a + ROWS_CHUNK]]) + a for a in range(0, len(pc), ROWS_CHUNK)]
+    sel = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    sel = sel[stable_pc_order(pc[sel], n_pc)]
     spc = pc[sel]
     return {p: sel[np.searchsorted(spc, p, side="left"):np.searchsorted(spc, p, side="right")] for p in pcs}
 

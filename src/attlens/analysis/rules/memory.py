@@ -661,13 +661,13 @@ def drain_to_zero(ctx):
     pairs = ctx.att.pairs
     isa, st = ctx.d.code.isa, ctx.d.static
     rows, claims, candidates, needs_all, opaque = [], [], 0, [], []
-    wait_pcs_of_rec = ctx.d.records.pc[pairs.wait_rec]
+    pairs_at = np.bincount(ctx.d.records.pc[pairs.wait_rec], minlength=ctx.d.code.size)  # per wait pc, in one pass (not one per wait)
     for wpc, prods in ctx.att.by_wait_pc.items():
         f = waitcnt_fields(isa[wpc])
         if not f or any(v != 0 for v in f.values()):
             continue
         execs = int(ctx.result.sums.hit[wpc])
-        n_pairs = int((wait_pcs_of_rec == wpc).sum())
+        n_pairs = int(pairs_at[wpc])
         per_exec = n_pairs / max(execs, 1)
         if per_exec < 2:
             continue

@@ -100,10 +100,11 @@ def barrier_skew(ctx, pc: int) -> tuple[float, float, int]:
     if not len(idx):
         return 0.0, 0.0, 0
     q = 2 * ((ctx.d.arch.facts or {}).get("time_quantum") or 4)
-    cu = w.se[recs.wave[idx]].astype(np.int64) * 4096 + w.cu[recs.wave[idx]]
-    release = recs.time[idx] + recs.stall[idx]
+    wave, stall = recs.wave[idx], recs.stall[idx]  # gathered once: the rows lie far apart
+    cu = w.se[wave].astype(np.int64) * 4096 + w.cu[wave]
+    release = recs.time[idx] + stall
     order = np.lexsort((release, cu))
-    cu, release, stall = cu[order], release[order], recs.stall[idx][order].astype(np.int64)
+    cu, release, stall = cu[order], release[order], stall[order].astype(np.int64)
     new = np.r_[True, (cu[1:] != cu[:-1]) | (release[1:] - release[:-1] > q)]
     gid = np.cumsum(new) - 1
     n = int(gid[-1]) + 1
