@@ -313,25 +313,37 @@ def _lifetimes(ev) -> np.ndarray:
     if ev is None or not len(ev):
         return np.zeros((0, 4), dtype=np.int64)
     # per (se, cu, simd, slot) the events alternate start, end in time order (ends first at equal times)
-    slot = _slot_key(ev)
-    order = np.lexsort((ev[:, 5], ev[:, 1], slot))
-    slot, e = slot[order], ev[order]
-    pair = np.flatnonzero((slot[1:] == slot[:-1]) & (e[:-1, 5] == 1) & (e[1:, 5] == 0))
-    return np.column_stack([e[pair, 1], e[pair + 1, 1], e[pair, 0], e[pair, 2]])
+    packed = _packed_key(ev.T[[0, 2, 3, 4, 1, 5]].astype(np.int64, copy=False))  # one gather: each column contiguous
+    if packed is None:  # the columns' ranges overflow one int64: a sort on each in turn
+        order = np.lexsort((ev[:, 5], ev[:, 1], ev[:, 4], ev[:, 3], ev[:, 2], ev[:, 0]))
+        same = np.all(ev[order[1:]][:, [0, 2, 3, 4]] == ev[order[:-1]][:, [0, 2, 3, 4]], axis=1)
+    else:
+        key, mult = packed
+        order = np.argsort(key, kind="stable")
+        slot = key[order] // mult[3]  # the (se, cu, simd, slot) part
+        same = slot[1:] == slot[:-1]
+    start, time = ev[order, 5], ev[order, 1]
+    pair = np.flatnonzero(same & (start[:-1] == 1) & (start[1:] == 0))
+    rows = order[pair]
+    return np.column_stack([time[pair], time[pair + 1], ev[rows, 0], ev[rows, 2]])
 
 
-def _slot_key(ev) -> np.ndarray:
-    """One int64 per event ordered as its (se, cu, simd, slot): one sort key
-    instead of four (the columns as given where their ranges would overflow)."""
-    cols = [ev[:, c].astype(np.int64) for c in (0, 2, 3, 4)]
-    key, room = np.zeros(len(ev), dtype=np.int64), 1
+def _packed_key(cols: list[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
+    """One int64 per row ordered as the rows of ``cols`` (the first the most
+    significant), with each column's multiplier: one sort key instead of one
+    sort per column. None when their ranges do not fit in 62 bits."""
+    key, room, mult = np.zeros(len(cols[0]), dtype=np.int64), 1, []
     for col in reversed(cols):
-        lo, span = int(col.min()), int(col.max()) - int(col.min()) + 1
+        lo = int(col.min())
+        span = int(col.max()) - lo + 1
         if room * span >= 1 << 62:
-            return np.unique(np.column_stack(cols), axis=0, return_inverse=True)[1].reshape(-1)
-        key += (col - lo) * room
+            return None
+        part = col - lo
+        part *= room
+        key += part
+        mult.append(room)
         room *= span
-    return key
+    return key, mult[::-1]
 
 
 def _early_exit(d) -> tuple[np.ndarray, list[dict]]:
