@@ -24,7 +24,11 @@ def pairs_of_capture():
     return d, pairs
 
 
-def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture):
+@pytest.mark.parametrize("direct", [True, False])  # one table of every (producer, wait) key, and np.unique
+def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture, monkeypatch, direct):
+    from attlens.analysis import waitattr
+
+    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 40 if direct else 0)
     from attlens.analysis.rules.memory import _charged_by_pair, _lists_by_pc
 
     d, pairs = pairs_of_capture
@@ -115,3 +119,14 @@ def test_stable_pc_order_is_the_stable_argsort(n_pc):
 
     pc = np.random.default_rng(5).integers(0, n_pc, 20000).astype(np.int32)
     assert np.array_equal(stable_pc_order(pc, n_pc), np.argsort(pc, kind="stable"))
+
+
+def test_order_by_is_the_lexsort_sorted_or_not():
+    from attlens.analysis.rules.inorder import _order_by
+
+    rng = np.random.default_rng(2)
+    major, minor = rng.integers(0, 50, 3000), rng.integers(0, 9, 3000)
+    assert np.array_equal(_order_by(major, minor), np.lexsort((minor, major)))
+    o = np.lexsort((minor, major))
+    assert np.array_equal(_order_by(major[o], minor[o]), np.arange(3000))  # in order already (ties kept)
+    assert len(_order_by(major[:0], minor[:0])) == 0

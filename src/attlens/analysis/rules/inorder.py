@@ -54,7 +54,7 @@ def _resolved(ctx):
     gid = np.cumsum(first) - 1
     wpc = recs.pc[pairs.wait_rec]
     rows = np.flatnonzero(is_vm)
-    order = rows[np.lexsort((pairs.prod_rec[rows], gid[rows]))]
+    order = rows[_order_by(gid[rows], pairs.prod_rec[rows])]
     # one execution = the rows of one wait execution (gid), its ops oldest first
     g = gid[order]
     cut = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True]) if len(g) else np.zeros(1, dtype=np.int64)
@@ -71,6 +71,15 @@ def _resolved(ctx):
         resolved, n = c.most_common(1)[0]
         out[w] = (list(resolved), n, sum(c.values()), {p: dist.get((w, p), _NO_DISTANCES) for p in resolved})
     return out
+
+
+def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """``np.lexsort((minor, major))``; without the sort when the rows are in
+    that order already (the pairs come by wait execution, producers oldest
+    first): a stable sort of sorted rows keeps them as they are."""
+    if not len(major) or np.all((major[1:] > major[:-1]) | ((major[1:] == major[:-1]) & (minor[1:] >= minor[:-1]))):
+        return np.arange(len(major))
+    return np.lexsort((minor, major))
 
 
 SET_GRID_CELLS = 1 << 22  # executions x longest set counted together (bounds the grid)

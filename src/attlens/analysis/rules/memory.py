@@ -89,10 +89,9 @@ def load_cycles(ctx):
     # the blocking load of each wait execution: the youngest (largest record index), the oldest where coupled
     big = np.iinfo(np.int64).max
     rec = pairs.prod_rec.astype(np.int64)
-    oldest = np.full(ng, big, dtype=np.int64)
-    np.minimum.at(oldest, gid, np.where(is_load, rec, big))
-    youngest = np.full(ng, -1, dtype=np.int64)
-    np.maximum.at(youngest, gid, np.where(is_load, rec, -1))
+    starts = np.flatnonzero(first)  # the rows of one wait execution are back to back: reduce each run
+    oldest = np.minimum.reduceat(np.where(is_load, rec, big), starts)
+    youngest = np.maximum.reduceat(np.where(is_load, rec, -1), starts)
     blocker = np.where(coupled, oldest[gid] == rec, youngest[gid] == rec)
     head = is_load & blocker & ~has_flat[gid]
     even = is_load & has_flat[gid]
@@ -105,9 +104,18 @@ def _charged_by_pair(ppc: np.ndarray, wpc: np.ndarray, charge: np.ndarray, n_pc:
     """{(producer pc, wait pc): Σ charge}, keys in the order they first occur
     (a defaultdict(float) filled row by row: bincount adds each pair's
     charges in the same order, from 0.0, so the sums are the same floats)."""
+    from attlens.analysis.waitattr import DIRECT_KEYS
+
     key = ppc.astype(np.int64) * n_pc + wpc
-    uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    sums = np.bincount(inv.ravel(), weights=charge, minlength=len(uk))
+    if n_pc * n_pc <= DIRECT_KEYS:  # few possible keys: one table of them, no sort
+        uk = np.flatnonzero(np.bincount(key, minlength=n_pc * n_pc))
+        sums = np.bincount(key, weights=charge, minlength=n_pc * n_pc)[uk]
+        first = np.full(n_pc * n_pc, len(key), dtype=np.int64)
+        np.minimum.at(first, key, np.arange(len(key)))
+        first = first[uk]
+    else:
+        uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        sums = np.bincount(inv.ravel(), weights=charge, minlength=len(uk))
     o = np.argsort(first, kind="stable")
     pairs = zip((uk[o] // n_pc).tolist(), (uk[o] % n_pc).tolist())
     return defaultdict(float, zip(pairs, sums[o].tolist()))
