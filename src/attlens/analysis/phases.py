@@ -75,6 +75,9 @@ def _phase_arrays(dispatch, batch: int = PHASE_BATCH_RECORDS) -> tuple[np.ndarra
 
 def _phase_block(wave, pc, n_pc, starts, stops, exec_index, phase) -> None:
     n = len(pc)
+    if np.all((pc[1:] > pc[:-1]) | (wave[1:] != wave[:-1])):  # straight-line: each wave's pcs ascend, none runs twice
+        exec_index[:] = 0
+        return
     key = wave.astype(np.int64) * n_pc + pc
     order = np.argsort(key, kind="stable")
     ks = key[order]
