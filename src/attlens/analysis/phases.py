@@ -57,7 +57,7 @@ def _phase_arrays(dispatch, batch: int = PHASE_BATCH_RECORDS) -> tuple[np.ndarra
     (whole waves at a time: both only depend on the record's own wave)."""
     recs, w = dispatch.records, dispatch.waves
     n = recs.count
-    exec_index = np.empty(n, dtype=np.int64)
+    exec_index = np.zeros(n, dtype=np.int64)  # fresh zero pages: straight-line waves leave them untouched
     phase = np.zeros(n, dtype=np.int8)
     starts = w.rec_start.astype(np.int64)
     stops = w.rec_stop.astype(np.int64)
@@ -74,17 +74,16 @@ def _phase_arrays(dispatch, batch: int = PHASE_BATCH_RECORDS) -> tuple[np.ndarra
 
 
 def _phase_block(wave, pc, n_pc, starts, stops, exec_index, phase) -> None:
+    """Fills ``exec_index`` and ``phase`` (both given zeroed) for whole waves."""
     n = len(pc)
     if np.all((pc[1:] > pc[:-1]) | (wave[1:] != wave[:-1])):  # straight-line: each wave's pcs ascend, none runs twice
-        exec_index[:] = 0
-        return
+        return  # exec_index stays 0 (it comes zeroed), phase straight_line
     key = wave.astype(np.int64) * n_pc + pc
     order = np.argsort(key, kind="stable")
     ks = key[order]
     new = np.r_[True, ks[1:] != ks[:-1]]
     gstart = np.flatnonzero(new)
-    if len(gstart) == n:  # no pc runs twice in these waves: all first executions, all straight_line
-        exec_index[:] = 0
+    if len(gstart) == n:  # no pc runs twice in these waves: all first executions (exec_index stays 0), all straight_line
         return
     gid = np.cumsum(new) - 1
     exec_index[order] = np.arange(n) - gstart[gid]
