@@ -124,8 +124,8 @@ def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, n: np.ndarray) 
     counts = np.diff(np.r_[start, len(n)])
     firsts = np.minimum.reduceat(o, start)  # each set's first execution
     by_first = np.argsort(firsts)
-    pl, ll, nl = pcs.tolist(), lo.tolist(), n.tolist()
-    return Counter({(int(wpc[f]), tuple(pl[ll[f]:ll[f] + nl[f]])): c for f, c in zip(firsts[by_first].tolist(), counts[by_first].tolist())})
+    # only the distinct sets become Python values (not the whole chunk)
+    return Counter({(int(wpc[f]), tuple(pcs[lo[f]:lo[f] + n[f]].tolist())): c for f, c in zip(firsts[by_first].tolist(), counts[by_first].tolist())})
 
 
 def _packed_rows(grid: np.ndarray) -> list[np.ndarray]:
