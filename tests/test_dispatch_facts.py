@@ -202,3 +202,21 @@ def test_a_pipe_busy_below_80_percent_is_not_issue_bound(tmp_path):
     busy = analyze_waves(plan.result).pipes.kernel["VALU"]["busy_share"]
     assert 0.5 <= busy < ISSUE_BOUND_BUSY == 0.8, busy  # the old rule fired here (≥ 50 %, HIGH ≥ 60 %)
     assert plan.findings == [] and "issue-bound" not in plan.rules_silenced
+
+
+def test_wave_lifetimes_same_on_one_packed_key_and_on_each_column(monkeypatch):
+    """The occupancy events sorted on one packed key pair starts and ends as the
+    sort on each column in turn (the path for ranges that overflow 62 bits)."""
+    import numpy as np
+
+    from attlens.analysis import dispatch_facts as df
+
+    rng = np.random.default_rng(11)
+    n = 4000
+    ev = np.column_stack([rng.integers(0, 4, n), rng.integers(10**9, 10**9 + 5000, n), rng.integers(0, 3, n),
+                          rng.integers(0, 4, n), rng.integers(0, 8, n), rng.integers(0, 2, n), np.zeros(n, dtype=np.int64)])
+    ev[1::3, 1] = ev[0::3, 1][: len(ev[1::3])]  # equal times: ends first
+    packed = df._lifetimes(ev)
+    monkeypatch.setattr(df, "_packed_key", lambda cols: None)
+    each = df._lifetimes(ev)
+    assert len(packed) > 100 and np.array_equal(packed, each)

@@ -24,7 +24,11 @@ def pairs_of_capture():
     return d, pairs
 
 
-def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture):
+@pytest.mark.parametrize("direct", [True, False])  # one table of every (producer, wait) key, and np.unique
+def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture, monkeypatch, direct):
+    from attlens.analysis import waitattr
+
+    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 40 if direct else 0)
     from attlens.analysis.rules.memory import _charged_by_pair, _lists_by_pc
 
     d, pairs = pairs_of_capture
@@ -40,7 +44,7 @@ def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture):
     assert list(got_lists.items()) == list(lists.items()) and isinstance(got_lists, defaultdict)
 
 
-@pytest.mark.parametrize("cells", [None, 0])  # the grid, and one by one (a grid too large)
+@pytest.mark.parametrize("cells", [None, 256, 0])  # the grid, the grid in many blocks, and one by one (a grid too large)
 def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells):
     from attlens.analysis.rules import inorder
 
@@ -63,6 +67,21 @@ def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells):
     assert got.most_common(3) == want.most_common(3)
 
 
+@pytest.mark.parametrize("high", [5, 3000, 1 << 40])  # many columns a word, a few, one
+def test_packed_rows_keep_the_rows_order_and_equality(high):
+    from attlens.analysis.rules.inorder import _packed_rows
+
+    rng = np.random.default_rng(7)
+    grid = rng.integers(0, high, size=(500, 6))
+    grid[::7] = grid[3]  # equal rows
+    words = _packed_rows(grid)
+    order = np.lexsort(grid.T[::-1])
+    assert np.array_equal(np.lexsort(words[::-1]), order)
+    sg = grid[order]
+    same_words = np.all([w[order][1:] == w[order][:-1] for w in words], axis=0)
+    assert np.array_equal(same_words, (sg[1:] == sg[:-1]).all(axis=1))
+
+
 def test_run_length_encoding_of_all_lanes_at_once():
     from attlens.report.html import _rle
     from attlens.report.viewerdata import unpack
@@ -78,3 +97,36 @@ def test_run_length_encoding_of_all_lanes_at_once():
         assert starts[0] == 0
         back = np.repeat(val[a:b], np.diff(np.r_[starts, len(row)]))
         assert back.tolist() == row.tolist()
+
+
+@pytest.mark.parametrize("direct", [True, False])  # one table of every possible key, and np.unique
+def test_sums_by_key_as_unique_and_bincount(pairs_of_capture, monkeypatch, direct):
+    from attlens.analysis import waitattr
+
+    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 40 if direct else 0)
+    d, pairs = pairs_of_capture
+    n = d.code.size
+    key = d.records.pc[pairs.wait_rec].astype(np.int64) * n + d.records.pc[pairs.prod_rec]
+    uk, inv = np.unique(key, return_inverse=True)
+    want = np.bincount(inv, weights=pairs.stall_share).round().astype(np.int64)
+    got_k, got = waitattr._sums_by_key(key, pairs.stall_share, n * n)
+    assert np.array_equal(got_k, uk) and np.array_equal(got, want) and got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("n_pc", [700, 40000])  # 16-bit radix, and the plain stable sort
+def test_stable_pc_order_is_the_stable_argsort(n_pc):
+    from attlens.analysis.waitattr import stable_pc_order
+
+    pc = np.random.default_rng(5).integers(0, n_pc, 20000).astype(np.int32)
+    assert np.array_equal(stable_pc_order(pc, n_pc), np.argsort(pc, kind="stable"))
+
+
+def test_order_by_is_the_lexsort_sorted_or_not():
+    from attlens.analysis.rules.inorder import _order_by
+
+    rng = np.random.default_rng(2)
+    major, minor = rng.integers(0, 50, 3000), rng.integers(0, 9, 3000)
+    assert np.array_equal(_order_by(major, minor), np.lexsort((minor, major)))
+    o = np.lexsort((minor, major))
+    assert np.array_equal(_order_by(major[o], minor[o]), np.arange(3000))  # in order already (ties kept)
+    assert len(_order_by(major[:0], minor[:0])) == 0

@@ -215,6 +215,8 @@ def analyze(dispatch, exposed: bool = True, pc_sampling=None, pc_sampling_scope:
     ``pc_sampling_scope``: ``traced`` (the traced dispatch's samples on the
     traced CUs) or ``kernel`` (every sample of the kernel's code)."""
     sums, breakdown, deps, pairs = compute_pc_sums(dispatch)
+    # the per-pc executions later analyses ask for (loops, wait attribution) are the sums' own: no second pass over the records
+    getattr(dispatch, "prepared", {}).setdefault("pc_executions", sums.hit)
     hot = compute_hotspots(dispatch, sums)
     hidden = None
     if exposed:

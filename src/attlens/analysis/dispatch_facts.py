@@ -240,7 +240,8 @@ def _aligned_events(d, clock) -> tuple[np.ndarray | None, bool]:
     ev = occ.events.copy()
     offsets = clock.se_offsets_cycles if clock is not None else None
     if offsets:
-        ev[:, 1] += np.array([offsets.get(se, 0) for se in ev[:, 0].tolist()], dtype=np.int64)  # Python ints, not a NumPy scalar per event
+        ses, inv = np.unique(ev[:, 0], return_inverse=True)  # one offset per SE, not one look-up per event
+        ev[:, 1] += np.array([offsets.get(se, 0) for se in ses.tolist()], dtype=np.int64)[inv.reshape(-1)]
         return ev, True
     return ev, len(np.unique(ev[:, 0])) == 1
 
@@ -312,11 +313,37 @@ def _lifetimes(ev) -> np.ndarray:
     if ev is None or not len(ev):
         return np.zeros((0, 4), dtype=np.int64)
     # per (se, cu, simd, slot) the events alternate start, end in time order (ends first at equal times)
-    order = np.lexsort((ev[:, 5], ev[:, 1], ev[:, 4], ev[:, 3], ev[:, 2], ev[:, 0]))
-    e = ev[order]
-    same = np.all(e[1:, [0, 2, 3, 4]] == e[:-1, [0, 2, 3, 4]], axis=1)
-    pair = np.flatnonzero(same & (e[:-1, 5] == 1) & (e[1:, 5] == 0))
-    return np.column_stack([e[pair, 1], e[pair + 1, 1], e[pair, 0], e[pair, 2]])
+    packed = _packed_key(ev.T[[0, 2, 3, 4, 1, 5]].astype(np.int64, copy=False))  # one gather: each column contiguous
+    if packed is None:  # the columns' ranges overflow one int64: a sort on each in turn
+        order = np.lexsort((ev[:, 5], ev[:, 1], ev[:, 4], ev[:, 3], ev[:, 2], ev[:, 0]))
+        same = np.all(ev[order[1:]][:, [0, 2, 3, 4]] == ev[order[:-1]][:, [0, 2, 3, 4]], axis=1)
+    else:
+        key, mult = packed
+        order = np.argsort(key, kind="stable")
+        slot = key[order] // mult[3]  # the (se, cu, simd, slot) part
+        same = slot[1:] == slot[:-1]
+    start, time = ev[order, 5], ev[order, 1]
+    pair = np.flatnonzero(same & (start[:-1] == 1) & (start[1:] == 0))
+    rows = order[pair]
+    return np.column_stack([time[pair], time[pair + 1], ev[rows, 0], ev[rows, 2]])
+
+
+def _packed_key(cols: list[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
+    """One int64 per row ordered as the rows of ``cols`` (the first the most
+    significant), with each column's multiplier: one sort key instead of one
+    sort per column. None when their ranges do not fit in 62 bits."""
+    key, room, mult = np.zeros(len(cols[0]), dtype=np.int64), 1, []
+    for col in reversed(cols):
+        lo = int(col.min())
+        span = int(col.max()) - lo + 1
+        if room * span >= 1 << 62:
+            return None
+        part = col - lo
+        part *= room
+        key += part
+        mult.append(room)
+        room *= span
+    return key, mult[::-1]
 
 
 def _early_exit(d) -> tuple[np.ndarray, list[dict]]:
@@ -327,7 +354,8 @@ def _early_exit(d) -> tuple[np.ndarray, list[dict]]:
     if not w.count or not recs.count:
         return np.zeros(0, dtype=bool), []
     n = w.n_records
-    ended = np.array([b > a and st.mnemonic[int(recs.pc[b - 1])].startswith("s_endpgm") for a, b in zip(w.rec_start.tolist(), w.rec_stop.tolist())])
+    endpgm = np.array([m.startswith("s_endpgm") for m in st.mnemonic], dtype=bool)  # per pc: one test per pc, not per wave
+    ended = (w.rec_stop > w.rec_start) & endpgm[recs.pc[np.maximum(w.rec_stop - 1, 0)]]
     short = (n < max(int(n.max() * EARLY_EXIT_SHARE), 1)) & ended
     listed = code.instruction_mask.tolist()  # a property: computed once, not per pc
     vaddr_to_pc = {int(v): pc for pc, v in enumerate(code.vaddr.tolist()) if listed[pc]}

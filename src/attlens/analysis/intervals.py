@@ -8,13 +8,15 @@ import numpy as np
 def union_blocks(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint sorted blocks covering the union of the intervals."""
     keep = ends > starts
-    s, e = starts[keep], ends[keep]
+    s, e = (starts, ends) if keep.all() else (starts[keep], ends[keep])  # no copies when none is empty
     if len(s) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = np.argsort(s, kind="stable")
     s, e = s[order], e[order]
     run_end = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > run_end[:-1]]
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    np.greater(s[1:], run_end[:-1], out=new[1:])
     idx = np.flatnonzero(new)
     block_end = np.maximum.reduceat(e, idx)
     return s[idx], block_end

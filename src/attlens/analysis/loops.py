@@ -150,15 +150,21 @@ class LoopStructure:
         return [int(pc) for pc in np.flatnonzero(self.repeats & (self.loop_of_pc < 0)).tolist()]
 
 
+TAKEN_CHUNK = 1 << 20  # records compared together (bounds the temporaries)
+
+
 def taken_mask(dispatch, target_of_pc: np.ndarray) -> np.ndarray:
     """Per record: a branch whose next record (same wave) is its target."""
     recs = dispatch.records
     n = recs.count
     out = np.zeros(n, dtype=bool)
-    if n < 2:
+    if not (target_of_pc >= 0).any():  # no backward branch: nothing to compare
         return out
-    tgt = target_of_pc[recs.pc[:-1]]
-    out[:-1] = (tgt >= 0) & (recs.pc[1:] == tgt) & (recs.wave[1:] == recs.wave[:-1])
+    pc, wave = recs.pc, recs.wave
+    for a in range(0, n - 1, TAKEN_CHUNK):
+        b = min(a + TAKEN_CHUNK, n - 1)
+        tgt = target_of_pc[pc[a:b]]
+        out[a:b] = (tgt >= 0) & (pc[a + 1:b + 1] == tgt) & (wave[a + 1:b + 1] == wave[a:b])
     return out
 
 

@@ -57,7 +57,7 @@ def _phase_arrays(dispatch, batch: int = PHASE_BATCH_RECORDS) -> tuple[np.ndarra
     (whole waves at a time: both only depend on the record's own wave)."""
     recs, w = dispatch.records, dispatch.waves
     n = recs.count
-    exec_index = np.empty(n, dtype=np.int64)
+    exec_index = np.zeros(n, dtype=np.int64)  # fresh zero pages: straight-line waves leave them untouched
     phase = np.zeros(n, dtype=np.int8)
     starts = w.rec_start.astype(np.int64)
     stops = w.rec_stop.astype(np.int64)
@@ -74,12 +74,17 @@ def _phase_arrays(dispatch, batch: int = PHASE_BATCH_RECORDS) -> tuple[np.ndarra
 
 
 def _phase_block(wave, pc, n_pc, starts, stops, exec_index, phase) -> None:
+    """Fills ``exec_index`` and ``phase`` (both given zeroed) for whole waves."""
     n = len(pc)
+    if np.all((pc[1:] > pc[:-1]) | (wave[1:] != wave[:-1])):  # straight-line: each wave's pcs ascend, none runs twice
+        return  # exec_index stays 0 (it comes zeroed), phase straight_line
     key = wave.astype(np.int64) * n_pc + pc
     order = np.argsort(key, kind="stable")
     ks = key[order]
     new = np.r_[True, ks[1:] != ks[:-1]]
     gstart = np.flatnonzero(new)
+    if len(gstart) == n:  # no pc runs twice in these waves: all first executions (exec_index stays 0), all straight_line
+        return
     gid = np.cumsum(new) - 1
     exec_index[order] = np.arange(n) - gstart[gid]
     counts = np.diff(np.r_[gstart, n])
@@ -126,15 +131,38 @@ class _PhasesCodec:
                       {int(k): v for k, v in meta["traced_cu_share_of_median"]}, meta["flags"])
 
 
+ROWS_CHUNK = 1 << 20  # records tested together for the wanted pcs
+
+
 def _rows_of_pcs(pc: np.ndarray, pcs: list, n_pc: int) -> dict:
     """{pc: its record indices, ascending} for a few pcs, in one pass over the
     records (not one per pc), grouped by a stable sort of the few selected."""
+    from attlens.analysis.waitattr import stable_pc_order
+
     want = np.zeros(n_pc, dtype=bool)
     want[pcs] = True
-    sel = np.flatnonzero(want[pc])
-    sel = sel[np.argsort(pc[sel], kind="stable")]
+    # a chunk of records at a time: no record-long mask
+    parts = [np.flatnonzero(want[pc[a:a + ROWS_CHUNK]]) + a for a in range(0, len(pc), ROWS_CHUNK)]
+    sel = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    sel = sel[stable_pc_order(pc[sel], n_pc)]
     spc = pc[sel]
     return {p: sel[np.searchsorted(spc, p, side="left"):np.searchsorted(spc, p, side="right")] for p in pcs}
+
+
+def _phase_totals(phase: np.ndarray, recs) -> dict[str, dict[str, int]]:
+    """Records, stall and latency per phase. The most common phase's sums are
+    the totals less the other phases' (its records, often nearly all, are not
+    gathered)."""
+    counts = [int(np.count_nonzero(phase == i)) for i in range(len(PHASES))]  # byte compares: no intp copy as bincount makes
+    top = counts.index(max(counts))
+    stall, latency = [0] * len(PHASES), [0] * len(PHASES)
+    for i in range(len(PHASES)):
+        if i != top and counts[i]:
+            m = phase == i
+            stall[i], latency[i] = int(recs.stall[m].sum()), int(recs.duration[m].sum())
+    stall[top] = int(recs.stall.sum()) - sum(stall)
+    latency[top] = int(recs.duration.sum()) - sum(latency)
+    return {name: {"records": counts[i], "stall": stall[i], "latency": latency[i]} for i, name in enumerate(PHASES)}
 
 
 def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
@@ -149,10 +177,7 @@ def compute_phases(dispatch, hotspots=None, top: int = 20) -> Phases:
 def _compute_phases(dispatch, hotspots, top: int) -> Phases:
     recs = dispatch.records
     phase, exec_index = _phase_arrays(dispatch)
-    kernel = {}
-    for i, name in enumerate(PHASES):
-        m = phase == i
-        kernel[name] = {"records": int(m.sum()), "stall": int(recs.stall[m].sum()), "latency": int(recs.duration[m].sum())}
+    kernel = _phase_totals(phase, recs)
 
     dists = []
     if hotspots is not None:

@@ -56,8 +56,6 @@ def compute_pipes(dispatch) -> PipeUtilization:
 
 
 def _compute_pipes(dispatch, quantum) -> PipeUtilization:
-    from attlens.analysis.waitdeps import _ranges
-
     recs, w = dispatch.records, dispatch.waves
     pipe_id_by_pc = np.array([PIPES.index(pipe_of_class(c)) if c else PIPES.index("IMMED/MSG") for c in dispatch.static.cls], dtype=np.int8)
     immed_id = PIPES.index("IMMED/MSG")
@@ -73,8 +71,7 @@ def _compute_pipes(dispatch, quantum) -> PipeUtilization:
         cu, simd = divmod(rest, 16)
         window = int(w.end[wm].max() - w.begin[wm].min())
         total_window += window
-        wv = np.flatnonzero(wm)
-        rec = _ranges(w.rec_start[wv], n_rec[wv])
+        rec = _simd_records(w, np.flatnonzero(wm), n_rec)
         p_m = pipe_id_by_pc[recs.pc[rec]]
         t_m = recs.time[rec]
         s_m = t_m + recs.stall[rec]
@@ -97,3 +94,15 @@ def _compute_pipes(dispatch, quantum) -> PipeUtilization:
         for p, v in tot.items()
     }
     return PipeUtilization(rows, kernel, total_window)
+
+
+def _simd_records(w, wv: np.ndarray, n_rec: np.ndarray):
+    """The records of the waves ``wv``, in wave order: a slice when they lie
+    back to back (one traced CU per SE: columns are viewed, not gathered),
+    else their indices."""
+    from attlens.analysis.waitdeps import _ranges
+
+    starts, stops = w.rec_start[wv], w.rec_stop[wv]
+    if np.array_equal(starts[1:], stops[:-1]):
+        return slice(int(starts[0]), int(stops[-1]))
+    return _ranges(starts, n_rec[wv])

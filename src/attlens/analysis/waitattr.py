@@ -160,13 +160,11 @@ def _attribute_waits(dispatch, deps, pairs: WaitPairs | None) -> WaitAttribution
         ppc = recs.pc[pairs.prod_rec].astype(np.int64)
         wpc = recs.pc[pairs.wait_rec].astype(np.int64)
         # wait pc x producer pc matrix, sparse
-        key = wpc * code.size + ppc
-        uk, inv = np.unique(key, return_inverse=True)
-        cyc = np.bincount(inv, weights=pairs.stall_share).round().astype(np.int64)
+        uk, cyc = _sums_by_key(wpc * code.size + ppc, pairs.stall_share, code.size * code.size)
         for k, c in zip(uk.tolist(), cyc.tolist()):
             by_wait_pc.setdefault(k // code.size, {})[k % code.size] = c
         hit = dispatch.executions_per_pc()
-        order = np.argsort(ppc, kind="stable")
+        order = stable_pc_order(ppc, code.size)
         ppc_s = ppc[order]
         bounds = np.flatnonzero(np.r_[True, ppc_s[1:] != ppc_s[:-1], True])
         for a, b in zip(bounds[:-1], bounds[1:]):
@@ -195,3 +193,25 @@ def _attribute_waits(dispatch, deps, pairs: WaitPairs | None) -> WaitAttribution
             )
     out.sort(key=lambda p: (-p.waited_cycles, p.pc))
     return WaitAttribution(pairs, out, total, by_wait_pc)
+
+
+DIRECT_KEYS = 1 << 22  # possible keys up to which they are counted in one table (no sort)
+
+
+def _sums_by_key(key: np.ndarray, weights: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct keys ascending, Σ weights per key rounded to int64).
+    Few possible keys: one bincount over the keys themselves, not a sort for
+    np.unique; both add each key's weights in row order, the same floats."""
+    if n_keys <= DIRECT_KEYS:
+        present = np.flatnonzero(np.bincount(key, minlength=n_keys))
+        return present, np.bincount(key, weights=weights, minlength=n_keys)[present].round().astype(np.int64)
+    uk, inv = np.unique(key, return_inverse=True)
+    return uk, np.bincount(inv.reshape(-1), weights=weights).round().astype(np.int64)
+
+
+def stable_pc_order(pc: np.ndarray, n_pc: int) -> np.ndarray:
+    """``np.argsort(pc, kind="stable")``: as 16-bit values when the pcs fit,
+    which NumPy sorts by radix (one pass per byte, not a merge sort)."""
+    if n_pc <= np.iinfo(np.int16).max + 1:
+        return np.argsort(pc.astype(np.int16), kind="stable")
+    return np.argsort(pc, kind="stable")

@@ -37,26 +37,43 @@ def compute_wave_states(dispatch, store: bool = True) -> WaveStates:
 
 
 def _compute_wave_states(dispatch) -> WaveStates:
-    tl = dispatch.timeline
     w = dispatch.waves
-    n = w.count
-    state = np.clip(tl.state.astype(np.int64), 0, 4)
-    # one bincount (exact: integer cycles far below 2^53) instead of np.add.at
-    per_wave = np.bincount(tl.wave.astype(np.int64) * 5 + state, weights=tl.duration, minlength=n * 5)
-    per_wave = per_wave.round().astype(np.int64).reshape(n, 5)
+    per_wave = _cycles_per_wave_state(dispatch.timeline, w.count)
     lifetime = w.end - w.begin
     total = per_wave.sum(axis=0)
     denom = max(int(total.sum()), 1)
     kernel = {STATE_NAMES[s]: int(total[s]) for s in STATES}
     share = {STATE_NAMES[s]: int(total[s]) / denom for s in STATES}
-    rows = []
-    keys = np.stack([w.se, w.cu, w.simd], axis=1)
-    for key in sorted({tuple(k) for k in keys.tolist()}):
-        m = (w.se == key[0]) & (w.cu == key[1]) & (w.simd == key[2])
-        agg = per_wave[m].sum(axis=0)
-        rows.append({"se": key[0], "cu": key[1], "simd": key[2], "waves": int(m.sum()),
-                     **{STATE_NAMES[s]: int(agg[s]) for s in STATES}})
-    return WaveStates(per_wave, lifetime, kernel, share, rows, per_wave.sum(axis=1) - lifetime)
+    return WaveStates(per_wave, lifetime, kernel, share, _per_simd_rows(w, per_wave), per_wave.sum(axis=1) - lifetime)
+
+
+TIMELINE_CHUNK = 1 << 20  # timeline segments summed together (bounds the temporaries)
+
+
+def _cycles_per_wave_state(tl, n: int) -> np.ndarray:
+    """(n, 5) cycles per wave and state, one bincount per chunk of segments:
+    its float sums are exact (integer cycles far below 2^53), the chunks are
+    added as int64."""
+    out = np.zeros(n * 5, dtype=np.int64)
+    for a in range(0, len(tl.state), TIMELINE_CHUNK):
+        b = a + TIMELINE_CHUNK
+        key = tl.wave[a:b].astype(np.int64)
+        key *= 5
+        key += np.clip(tl.state[a:b], 0, 4)
+        out += np.bincount(key, weights=tl.duration[a:b], minlength=n * 5).round().astype(np.int64)
+    return out.reshape(n, 5)
+
+
+def _per_simd_rows(w, per_wave: np.ndarray) -> list[dict]:
+    """One row per (se, cu, simd), ascending: its waves and cycles per state
+    (one grouping of the waves, not a mask of all waves per SIMD)."""
+    keys, inv = np.unique(np.stack([w.se, w.cu, w.simd], axis=1), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    agg = np.zeros((len(keys), per_wave.shape[1]), dtype=np.int64)
+    np.add.at(agg, inv, per_wave)
+    waves = np.bincount(inv, minlength=len(keys)).tolist()
+    return [{"se": se, "cu": cu, "simd": simd, "waves": waves[i], **{STATE_NAMES[s]: int(agg[i, s]) for s in STATES}}
+            for i, (se, cu, simd) in enumerate(keys.tolist())]
 
 
 def state_counts_over_time(dispatch, state: int, aligned_offsets: dict[int, int] | None = None):

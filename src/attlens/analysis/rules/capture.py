@@ -337,7 +337,9 @@ def truncated(ctx):
     w, recs, st = d.waves, d.records, d.static
     last = w.rec_stop - 1
     ok = w.rec_stop > w.rec_start
-    bad = [i for i in np.flatnonzero(ok).tolist() if not st.mnemonic[int(recs.pc[last[i]])].startswith("s_endpgm")]
+    endpgm = np.array([m.startswith("s_endpgm") for m in st.mnemonic], dtype=bool)  # per pc: one test per pc, not per wave
+    waves = np.flatnonzero(ok)
+    bad = waves[~endpgm[recs.pc[last[waves]]]].tolist()
     if not bad:
         return []
     exit_ = ctx.result.quality.listing_exit

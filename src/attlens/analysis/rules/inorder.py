@@ -37,7 +37,7 @@ def _resolved_in_order(ctx):
 
 def resolved_sets(ctx) -> dict:
     """{vmcnt wait pc: (resolved pcs oldest first, executions with that set, executions,
-    {pc: [(instructions, cycles) before the wait]})}."""
+    {pc: (executions, 2) array: instructions and cycles before the wait})}."""
     return _resolved_in_order(ctx)
 
 
@@ -54,7 +54,7 @@ def _resolved(ctx):
     gid = np.cumsum(first) - 1
     wpc = recs.pc[pairs.wait_rec]
     rows = np.flatnonzero(is_vm)
-    order = rows[np.lexsort((pairs.prod_rec[rows], gid[rows]))]
+    order = rows[_order_by(gid[rows], pairs.prod_rec[rows])]
     # one execution = the rows of one wait execution (gid), its ops oldest first
     g = gid[order]
     cut = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True]) if len(g) else np.zeros(1, dtype=np.int64)
@@ -69,47 +69,96 @@ def _resolved(ctx):
         if "vmcnt" not in (waitcnt_fields(ctx.d.code.isa[w]) or {}) and "loadcnt" not in (waitcnt_fields(ctx.d.code.isa[w]) or {}):
             continue
         resolved, n = c.most_common(1)[0]
-        out[w] = (list(resolved), n, sum(c.values()), {p: dist.get((w, p), []) for p in resolved})
+        out[w] = (list(resolved), n, sum(c.values()), {p: dist.get((w, p), _NO_DISTANCES) for p in resolved})
     return out
 
 
-SET_GRID_CELLS = 1 << 22  # executions x longest set: above this the sets are counted one by one
+def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """``np.lexsort((minor, major))``; without the sort when the rows are in
+    that order already (the pairs come by wait execution, producers oldest
+    first): a stable sort of sorted rows keeps them as they are."""
+    if not len(major) or np.all((major[1:] > major[:-1]) | ((major[1:] == major[:-1]) & (minor[1:] >= minor[:-1]))):
+        return np.arange(len(major))
+    return np.lexsort((minor, major))
+
+
+SET_GRID_CELLS = 1 << 22  # executions x longest set counted together (bounds the grid)
 
 
 def _execution_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Counter:
     """Counter {(wait pc, resolved pcs): executions} of the executions
     ``pcs[lo:hi]`` (one per wait pc of ``wpc``), keys in the order they first
-    occur. Each execution is a row of a grid padded with -1 (pcs are >= 0):
-    equal rows are equal sets, grouped by one sort instead of a tuple per
-    execution; only the distinct sets become tuples."""
+    occur: counted a block of executions at a time (a grid of at most
+    SET_GRID_CELLS cells each), the blocks' Counters added in order (a key
+    first seen in a later block comes after every key of the earlier ones)."""
     n = hi - lo
     width = int(n.max()) if len(n) else 0
-    if len(n) == 0 or len(n) * width > SET_GRID_CELLS:
+    if len(n) == 0 or width > SET_GRID_CELLS:
         pl, ll, hl = pcs.tolist(), lo.tolist(), hi.tolist()
         return Counter(zip(wpc.tolist(), (tuple(pl[a:b]) for a, b in zip(ll, hl))))
-    grid = np.full((len(n), width), -1, dtype=np.int64)
-    grid[np.repeat(np.arange(len(n)), n), np.arange(len(pcs)) - np.repeat(lo, n)] = pcs
-    o = np.lexsort([grid[:, j] for j in reversed(range(width))] + [wpc])
-    sg, sw = grid[o], wpc[o]
-    start = np.flatnonzero(np.r_[True, ~((sg[1:] == sg[:-1]).all(axis=1) & (sw[1:] == sw[:-1]))])
+    out = Counter()
+    step = SET_GRID_CELLS // width
+    for a in range(0, len(n), step):
+        b = min(a + step, len(n))
+        out.update(_grid_sets(wpc[a:b], pcs[lo[a]:hi[b - 1]], lo[a:b] - lo[a], n[a:b]))
+    return out
+
+
+def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, n: np.ndarray) -> Counter:
+    """:func:`_execution_sets` of executions back to back in ``pcs``, each a
+    row of a grid: its wait pc, then its pcs + 1, padded with 0. Equal rows are
+    equal sets, grouped by one sort (of the rows packed into a few int64
+    words) instead of a tuple per execution; only the distinct sets become
+    tuples."""
+    width = int(n.max())
+    grid = np.zeros((len(n), width + 1), dtype=np.int64)
+    grid[:, 0] = wpc
+    grid[np.repeat(np.arange(len(n)), n), 1 + np.arange(len(pcs)) - np.repeat(lo, n)] = pcs + 1
+    words = _packed_rows(grid)
+    o = np.lexsort(words[::-1])
+    same = np.ones(len(n) - 1, dtype=bool)
+    for w in words:
+        ws = w[o]
+        same &= ws[1:] == ws[:-1]
+    start = np.flatnonzero(np.r_[True, ~same])
     counts = np.diff(np.r_[start, len(n)])
     firsts = np.minimum.reduceat(o, start)  # each set's first execution
     by_first = np.argsort(firsts)
-    pl, ll, nl = pcs.tolist(), lo.tolist(), n.tolist()
-    return Counter({(int(wpc[f]), tuple(pl[ll[f]:ll[f] + nl[f]])): c for f, c in zip(firsts[by_first].tolist(), counts[by_first].tolist())})
+    # only the distinct sets become Python values (not the whole chunk)
+    return Counter({(int(wpc[f]), tuple(pcs[lo[f]:lo[f] + n[f]].tolist())): c for f, c in zip(firsts[by_first].tolist(), counts[by_first].tolist())})
 
 
-def _distances(pairs, order, wpc, ppc) -> dict[tuple[int, int], list]:
-    """{(wait pc, op pc): [(instructions, cycles) from the op to the wait]}, in
-    the order of ``order`` (executions, then ops oldest first)."""
+def _packed_rows(grid: np.ndarray) -> list[np.ndarray]:
+    """The rows of a grid of non-negative ints as a few int64 words each, in
+    the same lexicographic order: as many columns per word as their bits fit
+    (a sort over a few words instead of one pass per column)."""
+    bits = max(int(grid.max()).bit_length(), 1)
+    per = max(62 // bits, 1)
+    words = []
+    for a in range(0, grid.shape[1], per):
+        w = np.zeros(len(grid), dtype=np.int64)
+        for j in range(a, min(a + per, grid.shape[1])):
+            w <<= bits
+            w |= grid[:, j]
+        words.append(w)
+    return words
+
+
+_NO_DISTANCES = np.zeros((0, 2), dtype=np.int64)
+
+
+def _distances(pairs, order, wpc, ppc) -> dict[tuple[int, int], np.ndarray]:
+    """{(wait pc, op pc): (rows, 2) array of the instructions and cycles from
+    the op to the wait}, rows in the order of ``order`` (executions, then ops
+    oldest first): views of one array, no Python tuple per pair."""
     key = wpc[order].astype(np.int64) * (int(ppc.max()) + 1 if len(ppc) else 1) + ppc[order]
     o = np.argsort(key, kind="stable")
     ks = key[o]
     cut = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True]) if len(ks) else np.zeros(1, dtype=np.int64)
     rows = order[o]
-    pairs_l = list(zip(pairs.distance_instr[rows].tolist(), pairs.distance_cycles[rows].tolist()))
+    both = np.column_stack([pairs.distance_instr[rows], pairs.distance_cycles[rows]])
     firsts = rows[cut[:-1]]
-    return {(w, p): pairs_l[a:b] for w, p, a, b in zip(wpc[firsts].tolist(), ppc[firsts].tolist(), cut[:-1].tolist(), cut[1:].tolist())}
+    return {(w, p): both[a:b] for w, p, a, b in zip(wpc[firsts].tolist(), ppc[firsts].tolist(), cut[:-1].tolist(), cut[1:].tolist())}
 
 
 def _consumer(ctx, wpc: int, resolved: list[int]):
@@ -167,7 +216,7 @@ def _classify_wait(ctx, wpc: int, resolved: list[int], dist: dict) -> tuple[str,
     coupled = [p for p in resolved[:resolved.index(oldest_needed)] if p not in needed and access_width(st.mnemonic[p])[0] == "load"]
     if not coupled:
         return "own", None  # the oldest load is one the consumer needs: a plain load-use wait
-    med = {p: float(np.median([x[1] for x in dist[p]])) for p in resolved}
+    med = {p: float(np.median(dist[p][:, 1])) for p in resolved}
     head = med[coupled[0]] - med[oldest_needed]
     kind = "coupled" if head >= MIN_HEAD_START else "burst"
     return kind, {"consumer": q, "needed": needed, "oldest_needed": oldest_needed, "coupled": coupled, "med": med, "head": head}
@@ -207,8 +256,8 @@ def in_order_wait(ctx):
             "wait_pc": wpc, "wait": isa[wpc], "stall": int(ctx.result.sums.stall[wpc]), "exposed_cycles": int(c),
             "consumer_pc": q, "consumer": isa[q], "needed_loads": needed,
             "needed_issued_cycles_before": rnd(med[k["oldest_needed"]]), "head_start_cycles": rnd(head),
-            "coupled_loads": [{"pc": p, "isa": isa[p], "kind": access_width(st.mnemonic[p])[0], "issued_instructions_before": rnd(float(np.median([x[0] for x in dist[p]]))),
-                               "issued_cycles_before": rnd(float(np.median([x[1] for x in dist[p]])))} for p in coupled],
+            "coupled_loads": [{"pc": p, "isa": isa[p], "kind": access_width(st.mnemonic[p])[0], "issued_instructions_before": rnd(float(np.median(dist[p][:, 0]))),
+                               "issued_cycles_before": rnd(float(np.median(dist[p][:, 1])))} for p in coupled],
             "executions_with_this_set": n, "executions": execs, "loop": lp.get("loop"), "trips_mean": lp.get("trips_mean")})
     if not rows and not flat and not own and not burst:
         return []

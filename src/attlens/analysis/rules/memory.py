@@ -74,9 +74,9 @@ def load_cycles(ctx):
     ppc = recs.pc[pairs.prod_rec]
     kinds = np.array([access_width(m)[0] or "" for m in st.mnemonic])
     flat = np.array([m.startswith("flat_") for m in st.mnemonic])
-    pk = kinds[ppc]
-    is_load = pk == "load"
-    is_vm = is_load | (pk == "store") | (pk == "atomic")
+    load_pc = kinds == "load"  # per pc, then gathered per pair: no string per pair
+    is_load = load_pc[ppc]
+    is_vm = (load_pc | (kinds == "store") | (kinds == "atomic"))[ppc]
     first = np.zeros(len(ppc), dtype=bool)
     first[pairs.first_of_wait] = True
     gid = np.cumsum(first) - 1
@@ -89,10 +89,9 @@ def load_cycles(ctx):
     # the blocking load of each wait execution: the youngest (largest record index), the oldest where coupled
     big = np.iinfo(np.int64).max
     rec = pairs.prod_rec.astype(np.int64)
-    oldest = np.full(ng, big, dtype=np.int64)
-    np.minimum.at(oldest, gid, np.where(is_load, rec, big))
-    youngest = np.full(ng, -1, dtype=np.int64)
-    np.maximum.at(youngest, gid, np.where(is_load, rec, -1))
+    starts = np.flatnonzero(first)  # the rows of one wait execution are back to back: reduce each run
+    oldest = np.minimum.reduceat(np.where(is_load, rec, big), starts)
+    youngest = np.maximum.reduceat(np.where(is_load, rec, -1), starts)
     blocker = np.where(coupled, oldest[gid] == rec, youngest[gid] == rec)
     head = is_load & blocker & ~has_flat[gid]
     even = is_load & has_flat[gid]
@@ -105,9 +104,18 @@ def _charged_by_pair(ppc: np.ndarray, wpc: np.ndarray, charge: np.ndarray, n_pc:
     """{(producer pc, wait pc): Σ charge}, keys in the order they first occur
     (a defaultdict(float) filled row by row: bincount adds each pair's
     charges in the same order, from 0.0, so the sums are the same floats)."""
+    from attlens.analysis.waitattr import DIRECT_KEYS
+
     key = ppc.astype(np.int64) * n_pc + wpc
-    uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    sums = np.bincount(inv.ravel(), weights=charge, minlength=len(uk))
+    if n_pc * n_pc <= DIRECT_KEYS:  # few possible keys: one table of them, no sort
+        uk = np.flatnonzero(np.bincount(key, minlength=n_pc * n_pc))
+        sums = np.bincount(key, weights=charge, minlength=n_pc * n_pc)[uk]
+        first = np.full(n_pc * n_pc, len(key), dtype=np.int64)
+        np.minimum.at(first, key, np.arange(len(key)))
+        first = first[uk]
+    else:
+        uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        sums = np.bincount(inv.ravel(), weights=charge, minlength=len(uk))
     o = np.argsort(first, kind="stable")
     pairs = zip((uk[o] // n_pc).tolist(), (uk[o] % n_pc).tolist())
     return defaultdict(float, zip(pairs, sums[o].tolist()))
@@ -115,7 +123,9 @@ def _charged_by_pair(ppc: np.ndarray, wpc: np.ndarray, charge: np.ndarray, n_pc:
 
 def _lists_by_pc(pc: np.ndarray, values: np.ndarray) -> dict:
     """{pc: [its values in row order]}, pcs in the order they first occur (a defaultdict(list))."""
-    o = np.argsort(pc, kind="stable")
+    from attlens.analysis.waitattr import stable_pc_order
+
+    o = stable_pc_order(pc, int(pc.max()) + 1 if len(pc) else 0)
     sp = pc[o]
     cut = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1], True]) if len(sp) else np.zeros(1, dtype=np.int64)
     lo, hi = cut[:-1], cut[1:]
@@ -209,7 +219,7 @@ def late_in_iteration(ctx, pc: int, wait_pc: int) -> dict | None:
         ago = {pc: 0.0}
     else:
         resolved, _n, _e, dist = sets
-        ago = {q: float(np.median([x[1] for x in dist[q]])) for q in resolved}
+        ago = {q: float(np.median(dist[q][:, 1])) for q in resolved}
         burst = [q for q in resolved if access_width(ctx.d.static.mnemonic[q])[0] == "load" and abs(ago[q] - ago[pc]) < MIN_HEAD_START]
     gains, after_of, why_of = [], {}, {}
     lp = ctx.loops.iterating_loop(pc)
@@ -659,13 +669,13 @@ def drain_to_zero(ctx):
     pairs = ctx.att.pairs
     isa, st = ctx.d.code.isa, ctx.d.static
     rows, claims, candidates, needs_all, opaque = [], [], 0, [], []
-    wait_pcs_of_rec = ctx.d.records.pc[pairs.wait_rec]
+    pairs_at = np.bincount(ctx.d.records.pc[pairs.wait_rec], minlength=ctx.d.code.size)  # per wait pc, in one pass (not one per wait)
     for wpc, prods in ctx.att.by_wait_pc.items():
         f = waitcnt_fields(isa[wpc])
         if not f or any(v != 0 for v in f.values()):
             continue
         execs = int(ctx.result.sums.hit[wpc])
-        n_pairs = int((wait_pcs_of_rec == wpc).sum())
+        n_pairs = int(pairs_at[wpc])
         per_exec = n_pairs / max(execs, 1)
         if per_exec < 2:
             continue

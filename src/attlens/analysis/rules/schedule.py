@@ -42,9 +42,9 @@ def barrier_heavy(ctx):
         claims.append((pc, skew * exposed))
         if len(rows) >= 3:
             continue
-        m = recs.pc == pc
-        per_wave = np.bincount(recs.wave[m], weights=recs.stall[m], minlength=w.count)
-        count = np.bincount(recs.wave[m], minlength=w.count)
+        rows_of = _barrier_rows(ctx)[pc]
+        per_wave = np.bincount(recs.wave[rows_of], weights=recs.stall[rows_of], minlength=w.count)
+        count = np.bincount(recs.wave[rows_of], minlength=w.count)
         mean = np.where(count > 0, per_wave / np.maximum(count, 1), np.inf)
         last = np.argsort(mean, kind="stable")[:3]
         rows.append({**ctx.instr(pc), **{k: v for k, v in ctx.loops.where(pc).items() if k != "pc"},
@@ -83,19 +83,28 @@ def barrier_heavy(ctx):
     ]
 
 
+def _barrier_rows(ctx) -> dict:
+    """{barrier pc: its record indices, ascending}: every barrier's in one pass
+    over the records (not one per pc and use)."""
+    from attlens.analysis.phases import _rows_of_pcs
+
+    return ctx.memo("barrier_rows", lambda: _rows_of_pcs(ctx.d.records.pc, pcs_of_class(ctx, "barrier"), ctx.d.code.size))
+
+
 def barrier_skew(ctx, pc: int) -> tuple[float, float, int]:
     """(Σ over executions of the wait beyond the last arriver's, the last arriver's
     median wait, instances) at barrier ``pc``. One instance = the traced waves of
     one CU released together (same end of stall, within 2 time quanta)."""
     recs, w = ctx.d.records, ctx.d.waves
-    idx = np.flatnonzero(recs.pc == pc)
+    idx = _barrier_rows(ctx)[pc]
     if not len(idx):
         return 0.0, 0.0, 0
     q = 2 * ((ctx.d.arch.facts or {}).get("time_quantum") or 4)
-    cu = w.se[recs.wave[idx]].astype(np.int64) * 4096 + w.cu[recs.wave[idx]]
-    release = recs.time[idx] + recs.stall[idx]
+    wave, stall = recs.wave[idx], recs.stall[idx]  # gathered once: the rows lie far apart
+    cu = w.se[wave].astype(np.int64) * 4096 + w.cu[wave]
+    release = recs.time[idx] + stall
     order = np.lexsort((release, cu))
-    cu, release, stall = cu[order], release[order], recs.stall[idx][order].astype(np.int64)
+    cu, release, stall = cu[order], release[order], stall[order].astype(np.int64)
     new = np.r_[True, (cu[1:] != cu[:-1]) | (release[1:] - release[:-1] > q)]
     gid = np.cumsum(new) - 1
     n = int(gid[-1]) + 1
