@@ -176,6 +176,31 @@ def test_a_childs_arrays_come_back_through_memory_not_the_pipe(monkeypatch):
     assert got["a"][0] == -1 and sum(piped) < 10_000, "the 24 MB went through memory, not the pipe"
 
 
+def test_values_sent_ahead_reach_the_parent_whole_beside_the_result(monkeypatch):
+    """send_ahead in a child writes a value's arrays into the result's memory
+    file at once (the parse child, part by part); the parent gets each value
+    back whole, its arrays after the ones sent before and the result's own
+    after them, none through the pipe. Outside a child it is the value itself."""
+    big = np.arange(2_000_000, dtype=np.int64)
+    assert forked.send_ahead(big) is big  # here: no memory file
+
+    def work():
+        sent = [forked.send_ahead({"k": k, "a": big * k, "none": None}) for k in (1, 2, 3)]
+        small = forked.send_ahead(("no", "arrays"))  # nothing out of band
+        return {"sent": sent, "small": small, "own": big + 7}
+
+    pid, rfd = forked.start(work)
+    ok, got = forked.join(pid, rfd)
+    assert ok and got["small"] == ("no", "arrays") and np.array_equal(got["own"], big + 7)
+    assert [s["k"] for s in got["sent"]] == [1, 2, 3] and all(s["none"] is None for s in got["sent"])
+    for s in got["sent"]:
+        assert np.array_equal(s["a"], big * s["k"])
+    got["sent"][0]["a"][0] = -1  # copy-on-write: writable here
+    assert got["sent"][0]["a"][0] == -1 and got["sent"][1]["a"][0] == 0
+    pid, rfd = forked.start(lambda: [forked.send_ahead((1, 2))])  # only small values: an empty memory file
+    assert forked.join(pid, rfd) == (True, [(1, 2)])
+
+
 def test_a_result_cut_short_is_a_failed_child():
     """A child that died half-way through sending: the parent sees fewer bytes
     than announced and does the work itself (beside, relay), never unpickles

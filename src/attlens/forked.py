@@ -47,6 +47,7 @@ def start(work) -> tuple[int, int]:
         code = 0
         try:
             os.close(rfd)
+            _AHEAD.update(mfd=mfd, end=0)
             payload = _pack_result(work(), mfd)
             with os.fdopen(wfd, "wb") as f:
                 f.write(len(payload).to_bytes(8, "little") + payload)
@@ -72,18 +73,21 @@ def _memory_file() -> int | None:
         return None  # the result goes down the pipe whole
 
 
-def _pack_result(result, mfd: int | None) -> bytes:
-    """The pipe's bytes of ``result``: its pickle, with the out-of-band
-    buffers' places in the memory file ``mfd`` (written here)."""
+# In a child of start(): its result's memory file and where its written part ends (send_ahead).
+_AHEAD: dict = {"mfd": None, "end": 0}
+
+
+def _write_buffers(obj, mfd: int) -> tuple[list, bytes]:
+    """``(places, pickle)`` of ``obj``, its out-of-band buffers written into
+    the memory file ``mfd`` after what is there (:data:`_AHEAD`)."""
     import pickle
 
     from attlens.fsutil import write_all
 
-    if mfd is None:
-        return pickle.dumps((None, pickle.dumps(result, protocol=5)), protocol=5)
     buffers: list = []
-    body = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
-    pieces, places, end = [], [], 0
+    body = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    at = end = _AHEAD["end"]
+    pieces, places = [], []
     for b in buffers:
         raw = b.raw()
         if end % _ALIGN:
@@ -92,24 +96,79 @@ def _pack_result(result, mfd: int | None) -> bytes:
         places.append((end, raw.nbytes))
         pieces.append(raw)
         end += raw.nbytes
-    os.ftruncate(mfd, end)
-    write_all(mfd, pieces, at=0)
-    return pickle.dumps((places, body), protocol=5)
+    if end > at:
+        os.ftruncate(mfd, end)
+        write_all(mfd, pieces, at=at)
+    _AHEAD["end"] = end
+    return places, body
+
+
+def _pack_result(result, mfd: int | None) -> bytes:
+    """The pipe's bytes of ``result``: its pickle, with the out-of-band
+    buffers' places in the memory file ``mfd`` (written here, after what
+    :func:`send_ahead` wrote)."""
+    import pickle
+
+    if mfd is None:
+        return pickle.dumps((None, pickle.dumps(result, protocol=5)), protocol=5)
+    return pickle.dumps(_write_buffers(result, mfd), protocol=5)
+
+
+class _Ahead:
+    """A value :func:`send_ahead` wrote: pickled small (its buffers' places
+    and the rest), made whole again in the parent from the mapped memory file."""
+
+    def __init__(self, places: list, body: bytes):
+        self.places, self.body = places, body
+
+    def __reduce__(self):
+        return _from_ahead, (self.places, self.body)
+
+
+def send_ahead(value):
+    """In a child of :func:`start`: write ``value``'s large buffers (NumPy
+    arrays) into the result's memory file now, while the child still works,
+    and return a small stand-in the result can hold; the parent gets
+    ``value`` back, its arrays views of the file. Why: the parse child's
+    per-part results (0.3 GB at softmax x30) were folded and copied into
+    the file after its last part, while the parent waited. Anywhere else
+    (this process, no memory file) ``value`` itself."""
+    mfd = _AHEAD["mfd"]
+    if mfd is None:
+        return value
+    return _Ahead(*_write_buffers(value, mfd))
+
+
+_MAPPED: list = []  # while a result is unpickled here: the view of its memory file
+
+
+def _from_ahead(places: list, body: bytes):
+    import pickle
+
+    if not places:  # nothing was out of band
+        return pickle.loads(body)
+    view = _MAPPED[-1]
+    return pickle.loads(body, buffers=[view[at : at + n] for at, n in places])
 
 
 def _unpack_result(payload: bytes, mfd: int | None):
-    """The result :func:`_pack_result` sent: its buffers are views of the
-    memory file, mapped copy-on-write (no copy, and writable)."""
+    """The result :func:`_pack_result` sent: its buffers, and those of what
+    was sent ahead, are views of the memory file, mapped copy-on-write (no
+    copy, and writable)."""
     import pickle
 
     places, body = pickle.loads(payload)
-    if not places:  # pickled whole, or nothing was out of band
+    size = os.fstat(mfd).st_size if mfd is not None else 0
+    if not size:  # pickled whole, or nothing was out of band
         return pickle.loads(body)
     import mmap
 
-    size = os.fstat(mfd).st_size
-    view = memoryview(mmap.mmap(mfd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)) if size else memoryview(bytearray())
-    return pickle.loads(body, buffers=[view[at : at + n] for at, n in places])
+    view = memoryview(mmap.mmap(mfd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE))
+    _MAPPED.append(view)
+    try:
+        return pickle.loads(body, buffers=[view[at : at + n] for at, n in places])
+    finally:
+        _MAPPED.pop()
 
 
 def quiet_exit(code: int) -> None:

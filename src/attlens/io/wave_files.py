@@ -615,9 +615,11 @@ def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None 
     it is parsed, in the process that parsed it (a :class:`WaveTable` of those
     waves, records numbered from 0); it may fill ``extra_columns`` (``{name:
     dtype}`` record columns the reader allocates beside its own, in the same
-    shared memory). Each process combines what it returned with ``fold`` (a
-    list of part results, in file order -> one picklable value); ``derived``
-    holds one folded value per process, in file order. A part is a run of
+    shared memory). What it returned on each process' parts is combined with
+    ``fold`` (a list of part results, in file order -> one value) here, the
+    child's sent ahead part by part (attlens.forked.send_ahead: they must
+    pickle); ``derived`` holds one folded value per process, in file order.
+    A part is a run of
     whole (SE, SIMD) scopes of the listing (a scope is cut only when the
     capture has a single one).
 
@@ -761,9 +763,12 @@ def _read_two_processes(root_real, entries, sizes, claims: _Claims, n_pc, valid_
             r_top, t_top = r_top - caps[k][0], t_top - caps[k][1]
             a, b = claims.parts[k]
             at, t_at, part, derived = _read_part(root_real, entries[a:b], sizes[a:b], sink, n_pc, valid_pc, per_part, r_top, t_top)
-            got.append((at, t_at, part.n_rec, part.n_tl, part.meta, part.waitcnt, part.problems, part.notes, derived))
+            # each part's results go into the result's memory file as soon as they exist (a share of
+            # the work the claims balance), not folded and copied there after the last part
+            got.append((at, t_at, part.n_rec, part.n_tl, part.meta, part.waitcnt, part.problems, part.notes,
+                        forked.send_ahead(derived)))
         got.reverse()
-        return [g[:-1] for g in got], fold([g[-1] for g in got])
+        return [g[:-1] for g in got], [g[-1] for g in got]  # folded by the parent
 
     def read_part(k: int):  # in the parent: part k after its rows so far
         a, b = claims.parts[k]
@@ -781,7 +786,7 @@ def _read_two_processes(root_real, entries, sizes, claims: _Claims, n_pc, valid_
         raise
     ok, theirs = forked.join(pid, rfd)
     if ok:
-        placed, folded = theirs
+        placed, their_parts = theirs
         moves = []  # (source, destination, rows) of each child part, records then states
         for at, t_at, n_rec, n_tl, meta, waitcnt, problems, notes in placed:
             moves.append(((at, sink.n_rec, n_rec), (t_at, sink.n_tl, n_tl)))
@@ -792,7 +797,7 @@ def _read_two_processes(root_real, entries, sizes, claims: _Claims, n_pc, valid_
             sink.problems += problems
             sink.notes += notes
         _move_parts(sink, moves)
-        derived.append(folded)
+        derived.append(fold(their_parts))
     else:  # the child failed (killed, out of memory): parse what it took here, after the parent's rows
         again = [_add_part(sink, read_part(k)) for k in claims.taken_by_child()]
         derived.append(fold(again))

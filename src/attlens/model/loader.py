@@ -147,8 +147,9 @@ class CaptureData:
     # static facts, made while the wave files were parsed; None when read from a digest
     context: tuple | None = None
     static: StaticCode | None = None
-    # what each parse process computed on its parts (:func:`_part_pass`), merged into
-    # ``prepared`` by :func:`_prepared` once the digest's writer has started
+    # what each parse process computed on its parts (:func:`_part_pass`; a list of its
+    # parts' results per process), merged into ``prepared`` by :func:`_prepared` once
+    # the digest's writer has started
     parts: list = field(default_factory=list)
 
 
@@ -243,7 +244,7 @@ def read_capture(d: Path, progress=None, hidden: bool = True, rocprof_dir=None, 
         progress(f"reading {len(index.waves):,} wave files of {d.name}", 0, len(index.waves))
     with _no_gc():
         table = read_wave_files(d, index.readable, n_pc=n_pc, valid_pc=code.instruction_mask,
-                                per_part=_part_pass(code, hidden), fold=_merge_parts, extra_columns={"idle": np.int64},
+                                per_part=_part_pass(code, hidden), fold=list, extra_columns={"idle": np.int64},
                                 meanwhile=lambda: _side_work(d, rocprof_dir, code, index, samples))
     if progress is not None:
         progress(f"read {len(index.waves):,} wave files of {d.name}", len(index.waves), len(index.waves))
@@ -541,12 +542,12 @@ def _part_pass(code, hidden: bool):
 
 
 def _prepared(data: CaptureData) -> dict:
-    """``data.prepared``, with the parse processes' parts merged into it
-    (:func:`_merge_parts`; the parts' wait results only when they cover every
-    kept wave)."""
+    """``data.prepared``, with the parse processes' parts (a list of each
+    process' part results) merged into it in one pass (:func:`_merge_parts`;
+    the parts' wait results only when they cover every kept wave)."""
     if not data.parts:
         return data.prepared
-    prepared = {**data.prepared, **_merge_parts(data.parts)}
+    prepared = {**data.prepared, **_merge_parts([part for parts in data.parts for part in parts])}
     data.parts = []
     if (prepared.get("n_rec"), prepared.get("n_waves")) != (data.records.count, data.waves.count):
         for k in (WAITDEPS_KEY, "wait_pairs", "wait_shares"):
@@ -576,9 +577,9 @@ def _distinct(a: np.ndarray) -> np.ndarray:
 
 
 def _merge_parts(parts: list) -> dict:
-    """The sum of what :func:`_part_pass` returned for several parts (in each
-    process, then over the processes); the hidden cycles only when no (SE,
-    SIMD) scope was split between two parts."""
+    """The sum of what :func:`_part_pass` returned for the parts, in file
+    order (every part of both processes at once: each column copied once);
+    the hidden cycles only when no (SE, SIMD) scope was split between two parts."""
     import functools
     import operator
 
