@@ -662,14 +662,3 @@ def test_wait_dependencies_do_not_depend_on_the_batch_size(shared, batch):
     got = _batched_gfx9(d, np.flatnonzero(rec_act != ACT_NONE), rec_act, fields_of, batch_events=batch)
     for k in ("entry_wait", "entry_wave", "entry_start", "entry_stop", "producers", "entry_outstanding"):
         assert np.array_equal(getattr(got, k), getattr(r.deps, k)), k
-
-
-@given(st.lists(st.integers(0, 5), max_size=30))
-@settings(max_examples=300, deadline=None)
-def test_row_owners_is_repeat_of_the_wave_indices(counts):
-    """loader.row_owners (each wave's rows numbered by a summed step) against
-    np.repeat, empty waves first, in the middle and last included."""
-    from attlens.model.loader import row_owners
-
-    got = row_owners(np.array(counts, dtype=np.int64))
-    assert got.dtype == np.int32 and got.tolist() == np.repeat(np.arange(len(counts)), counts).tolist()
