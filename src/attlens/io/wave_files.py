@@ -619,9 +619,8 @@ def read_wave_files(directory: Path, entries: list[WaveEntry], n_pc: int | None 
     ``fold`` (a list of part results, in file order -> one value) here, the
     child's sent ahead part by part (attlens.forked.send_ahead: they must
     pickle); ``derived`` holds one folded value per process, in file order.
-    A part is a run of
-    whole (SE, SIMD) scopes of the listing (a scope is cut only when the
-    capture has a single one).
+    A part is a run of whole (SE, SIMD) scopes of the listing (a scope is
+    cut only when the capture has a single one).
 
     ``meanwhile()``, if given, is other work of the caller (the capture's
     other files): the parent runs it first, while the child already parses;
@@ -852,7 +851,11 @@ def _move_parts(sink: _Sink, moves: list) -> None:
     moved = [sum(m[kind][2] for m in moves) * col.itemsize for col, kind in cols]
 
     def mover(col, kind):
-        return lambda: [_move_down({"col": col}, *m[kind]) for m in moves]
+        def move() -> None:
+            for m in moves:
+                _move_down({"col": col}, *m[kind])
+
+        return move
 
     twothreads.run([mover(col, kind) for col, kind in cols], moved, MOVE_THREADS_MIN_BYTES)
 

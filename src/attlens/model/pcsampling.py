@@ -78,8 +78,8 @@ def read_samples(path, cache=None):
         try:
             got = cached_samples(path, read_pc_sampling, cache)
         except AttlensError as exc:
-            # kept without its frames, which hold the reader's parsed document (a results.json
-            # without samples, softmax: 5 ms to free when the analysis raised it again)
+            # kept without its frames: they hold the reader's parsed document (a whole
+            # results.json without samples) for as long as the refusal is kept
             got = exc.with_traceback(None)
             got.__context__ = got.__cause__ = None
         while len(_RECENT) >= _RECENT_MAX:
