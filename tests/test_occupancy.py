@@ -394,3 +394,18 @@ def test_observed_residency_is_the_count_at_every_instant(rows, events):
     d.occupancy = SimpleNamespace(events=ev)
     got = observed_residency(d)
     assert got == ((max(peaks), sum(peaks) / len(peaks)) if peaks else (None, None)) + (want_all,)
+
+
+@given(st.lists(st.tuples(st.integers(-1, 3), st.integers(-1, 3), st.integers(0, 3)), max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_tuple_groups_numbers_rows_as_unique_does(rows):
+    """analysis.groups.tuple_groups (the waves' (SE, CU, SIMD) groups of the
+    observed residency and the per-SIMD wave states) against np.unique over
+    the stacked columns: the same ids, and each group's first row holds its tuple."""
+    from attlens.analysis.groups import tuple_groups
+
+    cols = [np.array([r[i] for r in rows], dtype=np.int32) for i in range(3)]
+    ids, first = tuple_groups(*cols)
+    keys, inv = np.unique(np.stack(cols, axis=1).reshape(-1, 3), axis=0, return_inverse=True)
+    assert ids.tolist() == inv.reshape(-1).tolist()
+    assert [tuple(int(c[f]) for c in cols) for f in first.tolist()] == [tuple(k) for k in keys.tolist()]

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attlens.analysis.groups import tuple_groups
+
 from attlens.results import brief_repr
 
 
@@ -121,25 +123,11 @@ def _peaks(group: np.ndarray, t: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.maximum.reduceat(cs, starts) - before
 
 
-def _scope_ids(*columns: np.ndarray) -> np.ndarray:
-    """One int64 per row naming its tuple of ``columns`` (equal tuples, equal
-    ids; not np.unique: its first call imports numpy.ma, 10 ms)."""
-    order = np.lexsort(columns[::-1])
-    new = np.zeros(len(order), dtype=bool)
-    new[:1] = True
-    for c in columns:
-        sc = c[order]
-        new[1:] |= sc[1:] != sc[:-1]
-    ids = np.empty(len(order), dtype=np.int64)
-    ids[order] = np.cumsum(new) - 1
-    return ids
-
-
 def observed_residency(dispatch) -> tuple[int | None, float | None, int | None]:
     w = dispatch.waves
     peaks = []
     if len(w.begin):
-        scope = _scope_ids(w.se, w.cu, w.simd)
+        scope = tuple_groups(w.se, w.cu, w.simd)[0]
         t, d = _events(w.begin.astype(np.int64), w.end.astype(np.int64))
         peaks = _peaks(np.concatenate([scope, scope]), t, d).tolist()  # per (SE, CU, SIMD): order-free below
     traced_max = max(peaks) if peaks else None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attlens.analysis.groups import tuple_groups
 from attlens.model.dispatch import STATE_NAMES
 from attlens.results import brief_repr
 
@@ -67,8 +68,8 @@ def _cycles_per_wave_state(tl, n: int) -> np.ndarray:
 def _per_simd_rows(w, per_wave: np.ndarray) -> list[dict]:
     """One row per (se, cu, simd), ascending: its waves and cycles per state
     (one grouping of the waves, not a mask of all waves per SIMD)."""
-    keys, inv = np.unique(np.stack([w.se, w.cu, w.simd], axis=1), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    inv, first = tuple_groups(w.se, w.cu, w.simd)
+    keys = np.stack([w.se[first], w.cu[first], w.simd[first]], axis=1)
     agg = np.zeros((len(keys), per_wave.shape[1]), dtype=np.int64)
     np.add.at(agg, inv, per_wave)
     waves = np.bincount(inv, minlength=len(keys)).tolist()
