@@ -979,10 +979,11 @@ def _replay_ahead(result) -> None:
         pass
 
 
-# The page's viewer panels in their order, and the ones the replay's child makes (the
-# single-wave records: with it the child's work, replay and predictions, matches this side's)
+# The page's viewer panels in their order, and the ones the replay's child makes: none, its
+# replay and predictions already match this side's wave analyses, rules and panels (after issue
+# 24's fifth round the single-wave records made here shortened softmax's report by 30-40 ms)
 VIEWER_PANELS = ("scope", "wave_detail")
-CHILD_PANELS = ("wave_detail",)
+CHILD_PANELS = ()
 # Without a replay (too many records, no stalls recorded) the child has no replay to run: it makes the
 # timeline and both panels, this side the wave analyses and the plan (softmax x30: 8 s and 10 s, against
 # 0.06 s and 17 s when the child made the single-wave records only)
