@@ -217,6 +217,6 @@ def test_wave_lifetimes_same_on_one_packed_key_and_on_each_column(monkeypatch):
                           rng.integers(0, 4, n), rng.integers(0, 8, n), rng.integers(0, 2, n), np.zeros(n, dtype=np.int64)])
     ev[1::3, 1] = ev[0::3, 1][: len(ev[1::3])]  # equal times: ends first
     packed = df._lifetimes(ev)
-    monkeypatch.setattr(df, "_packed_key", lambda cols: None)
+    monkeypatch.setattr(df, "packed_key", lambda cols: None)
     each = df._lifetimes(ev)
     assert len(packed) > 100 and np.array_equal(packed, each)

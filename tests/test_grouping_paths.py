@@ -69,12 +69,12 @@ def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells):
 
 @pytest.mark.parametrize("high", [5, 3000, 1 << 40])  # many columns a word, a few, one
 def test_packed_rows_keep_the_rows_order_and_equality(high):
-    from attlens.analysis.rules.inorder import _packed_rows
+    from attlens.analysis.groups import packed_rows
 
     rng = np.random.default_rng(7)
     grid = rng.integers(0, high, size=(500, 6))
     grid[::7] = grid[3]  # equal rows
-    words = _packed_rows(grid)
+    words = packed_rows(grid)
     order = np.lexsort(grid.T[::-1])
     assert np.array_equal(np.lexsort(words[::-1]), order)
     sg = grid[order]
@@ -115,7 +115,7 @@ def test_sums_by_key_as_unique_and_bincount(pairs_of_capture, monkeypatch, direc
 
 @pytest.mark.parametrize("n_pc", [700, 40000])  # 16-bit radix, and the plain stable sort
 def test_stable_pc_order_is_the_stable_argsort(n_pc):
-    from attlens.analysis.waitattr import stable_pc_order
+    from attlens.analysis.groups import stable_pc_order
 
     pc = np.random.default_rng(5).integers(0, n_pc, 20000).astype(np.int32)
     assert np.array_equal(stable_pc_order(pc, n_pc), np.argsort(pc, kind="stable"))

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attlens.analysis.groups import packed_key
 from attlens.results import brief_repr
 
 OUTLIER_RATIO = 1.5  # a dispatch beyond 1.5x (or below 1/1.5 of) the median is an outlier
@@ -313,7 +314,7 @@ def _lifetimes(ev) -> np.ndarray:
     if ev is None or not len(ev):
         return np.zeros((0, 4), dtype=np.int64)
     # per (se, cu, simd, slot) the events alternate start, end in time order (ends first at equal times)
-    packed = _packed_key(ev.T[[0, 2, 3, 4, 1, 5]].astype(np.int64, copy=False))  # one gather: each column contiguous
+    packed = packed_key(ev.T[[0, 2, 3, 4, 1, 5]].astype(np.int64, copy=False))  # one gather: each column contiguous
     if packed is None:  # the columns' ranges overflow one int64: a sort on each in turn
         order = np.lexsort((ev[:, 5], ev[:, 1], ev[:, 4], ev[:, 3], ev[:, 2], ev[:, 0]))
         same = np.all(ev[order[1:]][:, [0, 2, 3, 4]] == ev[order[:-1]][:, [0, 2, 3, 4]], axis=1)
@@ -326,24 +327,6 @@ def _lifetimes(ev) -> np.ndarray:
     pair = np.flatnonzero(same & (start[:-1] == 1) & (start[1:] == 0))
     rows = order[pair]
     return np.column_stack([time[pair], time[pair + 1], ev[rows, 0], ev[rows, 2]])
-
-
-def _packed_key(cols: list[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
-    """One int64 per row ordered as the rows of ``cols`` (the first the most
-    significant), with each column's multiplier: one sort key instead of one
-    sort per column. None when their ranges do not fit in 62 bits."""
-    key, room, mult = np.zeros(len(cols[0]), dtype=np.int64), 1, []
-    for col in reversed(cols):
-        lo = int(col.min())
-        span = int(col.max()) - lo + 1
-        if room * span >= 1 << 62:
-            return None
-        part = col - lo
-        part *= room
-        key += part
-        mult.append(room)
-        room *= span
-    return key, mult[::-1]
 
 
 def _early_exit(d) -> tuple[np.ndarray, list[dict]]:

@@ -1,4 +1,5 @@
-"""Rows grouped by a tuple of columns (waves by (SE, CU, SIMD)), with NumPy.
+"""Rows grouped or ordered by several columns with NumPy: tuple ids,
+rows packed into int64 sort keys, pcs sorted by radix.
 
 Not ``np.unique(..., axis=0)``: its first call imports ``numpy.ma`` (10 ms),
 which a first ``analyze`` otherwise never does.
@@ -23,3 +24,45 @@ def tuple_groups(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ids = np.empty(len(order), dtype=np.int64)
     ids[order] = np.cumsum(new) - 1
     return ids, order[new]
+
+
+def packed_key(cols: list[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
+    """One int64 per row ordered as the rows of ``cols`` (the first the most
+    significant), with each column's multiplier: one sort key instead of one
+    sort per column. None when their ranges do not fit in 62 bits."""
+    key, room, mult = np.zeros(len(cols[0]), dtype=np.int64), 1, []
+    for col in reversed(cols):
+        lo = int(col.min())
+        span = int(col.max()) - lo + 1
+        if room * span >= 1 << 62:
+            return None
+        part = col - lo
+        part *= room
+        key += part
+        mult.append(room)
+        room *= span
+    return key, mult[::-1]
+
+
+def packed_rows(grid: np.ndarray) -> list[np.ndarray]:
+    """The rows of a grid of non-negative ints as a few int64 words each, in
+    the same lexicographic order: as many columns per word as their bits fit
+    (a sort over a few words instead of one pass per column)."""
+    bits = max(int(grid.max()).bit_length(), 1)
+    per = max(62 // bits, 1)
+    words = []
+    for a in range(0, grid.shape[1], per):
+        w = np.zeros(len(grid), dtype=np.int64)
+        for j in range(a, min(a + per, grid.shape[1])):
+            w <<= bits
+            w |= grid[:, j]
+        words.append(w)
+    return words
+
+
+def stable_pc_order(pc: np.ndarray, n_pc: int) -> np.ndarray:
+    """``np.argsort(pc, kind="stable")``: as 16-bit values when the pcs fit,
+    which NumPy sorts by radix (one pass per byte, not a merge sort)."""
+    if n_pc <= np.iinfo(np.int16).max + 1:
+        return np.argsort(pc.astype(np.int16), kind="stable")
+    return np.argsort(pc, kind="stable")

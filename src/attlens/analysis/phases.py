@@ -137,7 +137,7 @@ ROWS_CHUNK = 1 << 20  # records tested together for the wanted pcs
 def _rows_of_pcs(pc: np.ndarray, pcs: list, n_pc: int) -> dict:
     """{pc: its record indices, ascending} for a few pcs, in one pass over the
     records (not one per pc), grouped by a stable sort of the few selected."""
-    from attlens.analysis.waitattr import stable_pc_order
+    from attlens.analysis.groups import stable_pc_order
 
     want = np.zeros(n_pc, dtype=bool)
     want[pcs] = True

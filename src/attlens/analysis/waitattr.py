@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attlens.analysis.groups import stable_pc_order
 from attlens.results import brief_repr
 
 
@@ -209,9 +210,3 @@ def _sums_by_key(key: np.ndarray, weights: np.ndarray, n_keys: int) -> tuple[np.
     return uk, np.bincount(inv.reshape(-1), weights=weights).round().astype(np.int64)
 
 
-def stable_pc_order(pc: np.ndarray, n_pc: int) -> np.ndarray:
-    """``np.argsort(pc, kind="stable")``: as 16-bit values when the pcs fit,
-    which NumPy sorts by radix (one pass per byte, not a merge sort)."""
-    if n_pc <= np.iinfo(np.int16).max + 1:
-        return np.argsort(pc.astype(np.int16), kind="stable")
-    return np.argsort(pc, kind="stable")

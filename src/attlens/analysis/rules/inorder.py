@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from attlens.analysis.bandwidth import access_width
+from attlens.analysis.groups import packed_rows
 from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.rules._preconditions import NOT_AT_CEILING, NOT_ISSUE_BOUND, not_at_ceiling, not_issue_bound
 from attlens.analysis.rules._util import defs_uses, rnd
@@ -114,7 +115,7 @@ def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, n: np.ndarray) 
     grid = np.zeros((len(n), width + 1), dtype=np.int64)
     grid[:, 0] = wpc
     grid[np.repeat(np.arange(len(n)), n), 1 + np.arange(len(pcs)) - np.repeat(lo, n)] = pcs + 1
-    words = _packed_rows(grid)
+    words = packed_rows(grid)
     o = np.lexsort(words[::-1])
     same = np.ones(len(n) - 1, dtype=bool)
     for w in words:
@@ -126,22 +127,6 @@ def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, n: np.ndarray) 
     by_first = np.argsort(firsts)
     # only the distinct sets become Python values (not the whole chunk)
     return Counter({(int(wpc[f]), tuple(pcs[lo[f]:lo[f] + n[f]].tolist())): c for f, c in zip(firsts[by_first].tolist(), counts[by_first].tolist())})
-
-
-def _packed_rows(grid: np.ndarray) -> list[np.ndarray]:
-    """The rows of a grid of non-negative ints as a few int64 words each, in
-    the same lexicographic order: as many columns per word as their bits fit
-    (a sort over a few words instead of one pass per column)."""
-    bits = max(int(grid.max()).bit_length(), 1)
-    per = max(62 // bits, 1)
-    words = []
-    for a in range(0, grid.shape[1], per):
-        w = np.zeros(len(grid), dtype=np.int64)
-        for j in range(a, min(a + per, grid.shape[1])):
-            w <<= bits
-            w |= grid[:, j]
-        words.append(w)
-    return words
 
 
 _NO_DISTANCES = np.zeros((0, 2), dtype=np.int64)

@@ -123,7 +123,7 @@ def _charged_by_pair(ppc: np.ndarray, wpc: np.ndarray, charge: np.ndarray, n_pc:
 
 def _lists_by_pc(pc: np.ndarray, values: np.ndarray) -> dict:
     """{pc: [its values in row order]}, pcs in the order they first occur (a defaultdict(list))."""
-    from attlens.analysis.waitattr import stable_pc_order
+    from attlens.analysis.groups import stable_pc_order
 
     o = stable_pc_order(pc, int(pc.max()) + 1 if len(pc) else 0)
     sp = pc[o]
