@@ -600,6 +600,41 @@ def test_hidden_latency_equals_the_previous_implementation(path):
     assert np.array_equal(r.hidden.exposed, r.hidden.total - hi - hs - hu)
 
 
+@pytest.mark.parametrize("gone", ["valu_and_matrix", "vmem", "scalar", "all_but_valu"])
+def test_hidden_latency_with_empty_busy_lists_equals_the_previous_implementation(shared, gone):
+    """A busy list with nothing in it is not looked up (its overlaps are 0): with
+    the first candidate empty (no VALU or matrix op: the memory records' "math"),
+    the second (no VMEM, no scalar op) or every list but VALU, the cycles are
+    the reference's. The records' categories are remapped on a real capture."""
+    from types import SimpleNamespace
+
+    from attlens.analysis.hidden import _compute_hidden
+    from attlens.model.dispatch import Records
+
+    d, r = loaded(shared / "traces/flash_attn_func/big/ui_output_agent_38430_dispatch_44")
+    is_matrix = np.array([m.startswith(("v_mfma", "v_smfma", "v_wmma", "v_swmma")) for m in d.static.mnemonic], dtype=bool)
+    cat = d.records.category.copy()
+    pc_is_matrix = is_matrix[d.records.pc]
+    if gone == "valu_and_matrix":
+        cat[(cat == 6) | pc_is_matrix] = 2  # SALU
+        mnemonic = [("s_nop" if m else x) for m, x in zip(is_matrix, d.static.mnemonic)]
+    else:
+        mnemonic = list(d.static.mnemonic)
+        lost = {"vmem": (3, 4, 5), "scalar": (1, 2), "all_but_valu": (1, 2, 3, 4, 5)}[gone]
+        cat[np.isin(cat, lost)] = 0  # another kind: compared with the "all" list only
+        if gone == "all_but_valu":
+            mnemonic = [("s_nop" if m else x) for m, x in zip(is_matrix, mnemonic)]
+    rec = d.records
+    records = Records(time=rec.time, category=cat, stall=rec.stall, duration=rec.duration, pc=rec.pc, wave=rec.wave, idle=rec.idle)
+    view = SimpleNamespace(records=records, waves=d.waves, code=d.code, static=SimpleNamespace(mnemonic=mnemonic), prepared={})
+    h = _compute_hidden(view, r.sums)
+    hi, hs, hu = previous_hidden(view, r.sums)
+    assert int(hi.sum() + hs.sum() + hu.sum()) > 0  # something is hidden: the case is not empty
+    assert np.array_equal(h.hidden_idle, hi)
+    assert np.array_equal(h.hidden_stall, hs)
+    assert np.array_equal(h.hidden_issue, hu)
+
+
 @pytest.mark.parametrize("batch", [1, 5000])
 def test_hidden_latency_does_not_depend_on_the_batch_size(shared, batch):
     """One (SE, SIMD) scope per batch (no shifting at all) or a few: same result."""

@@ -218,13 +218,17 @@ def _accumulate(pc, group, t0, t1, t2, c, acc) -> None:
         (_G_SCAL, ("vector", False), ("scal", True)),
         (_G_OTHER, ("all", False), None),
     )
-    for g, first, second in plan:
-        sel = np.flatnonzero(group == g)
+    for g, *candidates in plan:
+        # an empty list covers nothing: its overlaps are all 0 and it wins nowhere (every overlap is >= 0,
+        # a tie goes to the first candidate), so it is not looked up (no matrix op: the VALU records'
+        # WMMA candidate, three quarters of softmax's records)
+        candidates = [c for c in candidates if c is not None and len(lists[c[0]].starts)]
+        sel = np.flatnonzero(group == g) if candidates else ()
         if not len(sel):
             continue
-        a = parts(sel, lists[first[0]], first[1])
-        if second is not None:
-            b = parts(sel, lists[second[0]], second[1])
+        a = parts(sel, lists[candidates[0][0]], candidates[0][1])
+        if len(candidates) > 1:
+            b = parts(sel, lists[candidates[1][0]], candidates[1][1])
             take_a = (a[0] + a[1] + a[2]) >= (b[0] + b[1] + b[2])
             a = tuple(np.where(take_a, x, y) for x, y in zip(a, b))
         p = pc[sel]
