@@ -412,11 +412,57 @@ def test_a_digest_child_without_the_commands_word_looks_itself(tmp_path, monkeyp
     pending = behind.write(store, cap, key, read_capture(cap))
     assert isinstance(pending, behind.PendingDigest)
     os.close(pending.word_w)  # no word
+    assert os.read(pending.done_r, 1) == behind.LOOKING  # said before it looks
     assert os.read(pending.done_r, 1) == bytes([0 if unchanged else 3])
     os.close(pending.done_r)
     os.waitpid(pending.pid, 0)
     assert (store.open(cap, key) is not None) == unchanged
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.name.startswith(".tmp")]
+
+
+def test_a_command_that_comes_while_the_digest_child_looks_does_not_look_too(tmp_path, monkeypatch):
+    """The child, done before the command's word, says it is looking at the
+    capture itself: the command that comes to wait meanwhile waits for that
+    look instead of making its own, and stores what it kept in the digest."""
+    import time
+
+    from attlens.cache import behind, open_cache
+    from attlens.cache.capture import digest_of
+    from attlens.model.loader import read_capture
+
+    class ArrayCodec:  # one array, nothing else
+        def encode(self, value):
+            return {"x": np.asarray(value)}, {}
+
+        def decode(self, arrays, meta):
+            return np.asarray(arrays["x"])
+
+    require_fork()
+    cap = require_shared() / "traces" / VEC_ADD
+    looks = tmp_path / "looks"
+
+    def slow_look(capture, key):  # in whichever process looks: its pid, then the answer after a while
+        with open(looks, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(0.3)
+        return True
+
+    monkeypatch.setattr(behind, "MIN_RECORDS_BYTES", 0)
+    monkeypatch.setattr(behind, "_unchanged", slow_look)
+    store = open_cache(tmp_path / "cache")
+    monkeypatch.setitem(behind._state, "on", True)
+    monkeypatch.setitem(behind._state, "pending", [])
+    key = digest_of(cap)
+    pending = behind.write(store, cap, key, read_capture(cap))
+    assert isinstance(pending, behind.PendingDigest)
+    pending.put_derived("kept", np.arange(5), ArrayCodec())
+    deadline = time.monotonic() + 60
+    while not looks.exists():  # the child is looking
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    digest = pending.settle()
+    assert looks.read_text().split() == [str(pending.pid)], "the child looked, the command did not"
+    assert digest is not None and np.array_equal(digest.get_derived("kept", ArrayCodec()), np.arange(5))
 
 
 @pytest.mark.parametrize("fmt", ["html", "md"])

@@ -76,7 +76,7 @@ def write(store, capture, key: str, data):
         try:
             os.close(word_w)
             os.close(done_r)
-            written = write_digest(store, capture, key, data, unchanged=lambda: _word_or_look(word_r, capture, key),
+            written = write_digest(store, capture, key, data, unchanged=lambda: _word_or_look(word_r, capture, key, done_w),
                                    placed=lambda: tell(0))
             code = 0 if written is not None else 3
         except BaseException:
@@ -91,15 +91,25 @@ def write(store, capture, key: str, data):
     return pending
 
 
-def _word_or_look(fd: int, capture, key: str) -> bool:
+# Sent by the child before it looks at the capture itself: a command that comes to wait meanwhile
+# does not look too (softmax: 8 ms, the child and the command arriving within a few ms of each other)
+LOOKING = b"L"
+
+
+def _word_or_look(fd: int, capture, key: str, done_w: int | None = None) -> bool:
     """In the child, its digest written: the command's word that the capture
     is unchanged, if it came already, else a look of its own (also when the
-    command ended without a word)."""
+    command ended without a word), announced on ``done_w`` (:data:`LOOKING`)."""
     try:
         if _ready(fd):
             word = os.read(fd, 1)
             if word in (b"0", b"1"):
                 return word == b"1"
+        if done_w is not None:
+            try:
+                os.write(done_w, LOOKING)
+            except OSError:
+                pass
         return _unchanged(capture, key)
     finally:
         os.close(fd)
@@ -150,9 +160,10 @@ class PendingDigest:
         self.kept[name] = (value, arrays, meta)
 
     def settle(self):
-        """Unless the child is done already, tell it whether the capture is
-        unchanged; wait for its word that the digest is in place (not for its
-        exit: it is reaped later), open what it wrote and store what was kept."""
+        """Unless the child is done already or looking itself (:data:`LOOKING`),
+        tell it whether the capture is unchanged; wait for its word that the
+        digest is in place (not for its exit: it is reaped later), open what it
+        wrote and store what was kept."""
         if self.settled:
             return self.digest
         from attlens.forked import leave_to_reap
@@ -166,6 +177,8 @@ class PendingDigest:
                     pass
             os.close(self.word_w)
             code = os.read(self.done_r, 1)
+            while code == LOOKING:
+                code = os.read(self.done_r, 1)
             os.close(self.done_r)
         finally:
             leave_to_reap(self.pid)
