@@ -243,3 +243,71 @@ def test_a_command_collects_cycles_rarely_and_gives_the_threshold_back():
     finally:
         cli._main = real
     assert seen == [(cli.COMMAND_GC_YOUNG, *before[1:])] and gc.get_threshold() == before
+
+
+# --------------------------------------------------------------------------- the end of the process
+
+
+def _buffered_env() -> dict:
+    """The environment with Python's output buffered as usual (not -u: the buffer is what the exit flushes)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+def _run_code(code: str, *args):
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=120,
+                          env=_buffered_env())
+
+
+def test_the_command_ends_without_the_teardown_but_runs_exit_handlers_and_flushes():
+    """run() ends the process once the exit handlers ran and the output is
+    flushed (a partial line still in the buffer included), with the command's
+    code, skipping the interpreter's teardown. Into a reader that went away,
+    the flush fails and the code stands (Python's own exit would end with
+    120, an undocumented code)."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+            "sys.stdout.write('buffered, no newline')\n"
+            "sys.argv = ['attlens', 'analyze', '/nonexistent/capture']\n"
+            "from attlens.__main__ import run\n"
+            "run()\n"
+            "print('after run', file=sys.stderr)\n")
+    p = _run_code(code)
+    assert p.returncode == 3  # the command's code (input not found)
+    assert p.stdout == "buffered, no newline"
+    assert "handler ran" in p.stderr and "no such file or directory" in p.stderr and "after run" not in p.stderr
+
+    def into_a_closed_reader(program: str) -> tuple[int, str]:
+        child = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=_buffered_env())
+        child.stdout.close()  # before the child writes: its flush at the end fails
+        err = child.stderr.read()
+        return child.wait(timeout=120), err
+
+    assert into_a_closed_reader(code)[0] == 3
+    plain = into_a_closed_reader(code.replace("run()\n", "from attlens.__main__ import entry\nraise SystemExit(entry())\n"))
+    assert plain[0] == 120 and "BrokenPipeError" in plain[1]  # the contrast: Python's own exit
+
+
+def test_the_command_with_a_thread_still_running_ends_as_python_does():
+    """A thread that outlives the command (an engine's, a server's) is waited
+    for, as Python's own exit does."""
+    code = ("import sys, threading, time\n"
+            "def late():\n"
+            "    time.sleep(0.3)\n"
+            "    print('thread done', flush=True)\n"
+            "threading.Thread(target=late).start()\n"
+            "sys.argv = ['attlens', '--version']\n"
+            "from attlens.__main__ import run\n"
+            "run()\n")
+    p = _run_code(code)
+    assert p.returncode == 0 and p.stdout.split("\n")[:2] == [f"attlens {__version__}", "thread done"]
+
+
+def test_a_capture_answer_through_a_pipe_is_whole(shared):
+    """The JSON of a capture, written by ``python -m attlens`` into a pipe, is
+    complete (flushed before the process ends) and the one ``main`` gives."""
+    from clirun import run_main
+
+    cap = shared / "traces/vec_add/big/ui_output_agent_14705_dispatch_25"
+    p = run("analyze", cap, "--json", "--no-cache")
+    assert json.loads(p.stdout) == json.loads(run_main("analyze", cap, "--json", "--no-cache").out)
