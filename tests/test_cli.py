@@ -296,11 +296,21 @@ def test_the_command_with_a_thread_still_running_ends_as_python_does():
             "    time.sleep(0.3)\n"
             "    print('thread done', flush=True)\n"
             "threading.Thread(target=late).start()\n"
-            "sys.argv = ['attlens', '--version']\n"
+            "sys.argv = ['attlens', 'analyze', '/nonexistent/capture']\n"
             "from attlens.__main__ import run\n"
             "run()\n")
     p = _run_code(code)
-    assert p.returncode == 0 and p.stdout.split("\n")[:2] == [f"attlens {__version__}", "thread done"]
+    assert p.returncode == 3 and p.stdout == "thread done\n"
+
+
+def test_only_a_command_that_read_captures_ends_without_the_teardown(capsys):
+    """Sweeps, the server and captures keep connections, threads and engines:
+    they end as Python does; analyze, plan, report and the like may not."""
+    from attlens.cli import ended_reading_captures, main
+
+    assert main(["analyze", "/nonexistent/capture"]) == 3 and ended_reading_captures()
+    assert main(["--version"]) == 0 and not ended_reading_captures()
+    assert main(["sweep", "status", "/nonexistent/sweep"]) != 0 and not ended_reading_captures()
 
 
 def test_a_capture_answer_through_a_pipe_is_whole(shared):

@@ -64,9 +64,14 @@ def entry() -> int:
 
 
 def run() -> None:
-    """The ``attlens`` command: :func:`entry`, then the process ends without
-    Python's teardown (:func:`_end_process`)."""
-    _end_process(entry())
+    """The ``attlens`` command: :func:`entry`; after a command that read
+    captures the process ends without Python's teardown (:func:`_end_process`)."""
+    code = entry()
+    from attlens.cli import ended_reading_captures
+
+    if not ended_reading_captures():
+        raise SystemExit(code)
+    _end_process(code)
 
 
 def _end_process(code) -> None:

@@ -130,6 +130,17 @@ def _interrupted() -> int:
 COMMAND_GC_YOUNG = 100_000
 
 
+# Whether the command line's command read captures (analyze, plan, report, ...): those write their
+# files in with-blocks and keep no thread, server or connection open, so their process may end
+# without Python's teardown (attlens.__main__.run); the others (sweeps, the server, captures) end as usual.
+_LAST_COMMAND = {"reads_captures": False}
+
+
+def ended_reading_captures() -> bool:
+    """The last command :func:`main` ran read captures (see ``_LAST_COMMAND``)."""
+    return _LAST_COMMAND["reads_captures"]
+
+
 def main(argv: list[str] | None = None) -> int:
     previous = _Interrupt.install()
     threshold = gc.get_threshold()
@@ -145,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    _LAST_COMMAND["reads_captures"] = False
     _safe_text_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)  # a command's own group, else all (--help, --version, a typo)
@@ -176,6 +188,7 @@ def _main(argv: list[str] | None) -> int:
 
             common.numpy_with_one_blas_thread()
 
+            _LAST_COMMAND["reads_captures"] = True
             with command_scope(), behind.scope():
                 return args.func(args)
         return args.func(args)
