@@ -64,14 +64,18 @@ def _compute_pipes(dispatch, quantum) -> PipeUtilization:
     rows = []
     tot = {p: [0, 0] for p in PIPES}
     total_window = 0
-    # one SIMD at a time, gathering only its waves' records (bounded memory)
-    for key in np.unique(wave_key):
-        wm = wave_key == key
-        se, rest = divmod(int(key), 1_000_000)
+    # one SIMD at a time, gathering only its waves' records (bounded memory); the waves grouped by SIMD
+    # with one stable sort (each SIMD's waves ascending, as a mask per SIMD would list them)
+    by_simd = np.argsort(wave_key, kind="stable")
+    keys = wave_key[by_simd]
+    cuts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True]).tolist() if len(keys) else [0]
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        wv = by_simd[a:b]
+        se, rest = divmod(int(keys[a]), 1_000_000)
         cu, simd = divmod(rest, 16)
-        window = int(w.end[wm].max() - w.begin[wm].min())
+        window = int(w.end[wv].max() - w.begin[wv].min())
         total_window += window
-        rec = _simd_records(w, np.flatnonzero(wm), n_rec)
+        rec = _simd_records(w, wv, n_rec)
         p_m = np.take(pipe_id_by_pc, recs.pc[rec])  # as pipe_id_by_pc[...], a faster lookup
         t_m = recs.time[rec]
         s_m = t_m + recs.stall[rec]
