@@ -78,6 +78,7 @@ def test_packed_rows_keep_the_rows_order_and_equality(high):
     grid = rng.integers(0, high, size=(500, 6))
     grid[::7] = grid[3]  # equal rows
     words = packed_rows(grid)
+    assert all(np.array_equal(a, b) for a, b in zip(words, packed_rows([grid[:, j].copy() for j in range(6)])))  # as columns
     order = np.lexsort(grid.T[::-1])
     assert np.array_equal(np.lexsort(words[::-1]), order)
     sg = grid[order]
@@ -177,7 +178,13 @@ def test_load_charges_as_the_formula_over_every_pair(pairs_of_capture, flat_pcs)
     flat[rng.choice(np.unique(ppc), flat_pcs, replace=False)] = True
     flat_vm = flat[ppc]
     vm_cyc = np.bincount(gid, weights=pairs.stall_share, minlength=ng)
-    blocks = is_load & _blocker(pairs.prod_rec, first, gid, is_load, (rng.random(d.code.size) < 0.3)[wpc])
+    coupled = (rng.random(d.code.size) < 0.3)[wpc]
+    blocks = is_load & _blocker(pairs.prod_rec, first, gid, is_load, coupled)
+    # the blocking load chosen per execution as per pair: the oldest load where coupled, else the youngest
+    rec = pairs.prod_rec
+    oldest = np.minimum.reduceat(np.where(is_load, rec, np.iinfo(np.int64).max), pairs.first_of_wait)[gid]
+    youngest = np.maximum.reduceat(np.where(is_load, rec, -1), pairs.first_of_wait)[gid]
+    assert np.array_equal(blocks, is_load & np.where(coupled, oldest == rec, youngest == rec))
     # every pair's charge, then the charged ones
     has_flat = (np.bincount(gid, weights=flat_vm, minlength=ng) > 0)[gid]
     head, even = blocks & ~has_flat, is_load & has_flat

@@ -108,15 +108,14 @@ def _execution_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, hi: np.nda
 def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, length: int) -> list[tuple[tuple, int, int]]:
     """[((wait pc, resolved pcs), first row, rows)] of executions of one
     ``length`` starting at ``lo`` in ``pcs``, each a row of a grid: its wait
-    pc, then its pcs. Equal rows are equal sets, grouped on the rows packed
-    into a few int64 words (one word of few possible values: counted in one
-    table, else one sort) instead of a tuple per execution; only the distinct
-    sets become tuples."""
-    grid = np.empty((len(lo), length + 1), dtype=np.int64)
-    grid[:, 0] = wpc
-    grid[:, 1:] = pcs[lo[:, None] + np.arange(length)]
-    firsts, counts = _distinct_rows(packed_rows(grid))
-    return [((int(grid[f, 0]), tuple(grid[f, 1:].tolist())), f, c) for f, c in zip(firsts.tolist(), counts.tolist())]
+    pc, then its pcs (the grid's columns, each one gather: no 2-D grid).
+    Equal rows are equal sets, grouped on the rows packed into a few int64
+    words (one word of few possible values: counted in one table, else one
+    sort) instead of a tuple per execution; only the distinct sets become
+    tuples."""
+    cols = [wpc, *(np.take(pcs, lo + j if j else lo) for j in range(length))]
+    firsts, counts = _distinct_rows(packed_rows(cols))
+    return [((int(wpc[f]), tuple(int(c[f]) for c in cols[1:])), f, n) for f, n in zip(firsts.tolist(), counts.tolist())]
 
 
 def _distinct_rows(words: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

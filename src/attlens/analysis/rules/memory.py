@@ -90,12 +90,13 @@ def load_cycles(ctx):
 def _blocker(rec: np.ndarray, first: np.ndarray, gid: np.ndarray, is_load: np.ndarray, coupled: np.ndarray) -> np.ndarray:
     """Per pair: its op is the load that blocks its wait execution (``gid``,
     ``first`` its first pair): the youngest (largest record index), the oldest
-    where ``coupled``."""
+    where ``coupled`` (a fact of the wait: the same on all its pairs)."""
     rec = rec.astype(np.int64, copy=False)
     starts = np.flatnonzero(first)  # the rows of one wait execution are back to back: reduce each run
     oldest = np.minimum.reduceat(np.where(is_load, rec, np.iinfo(np.int64).max), starts)
     youngest = np.maximum.reduceat(np.where(is_load, rec, -1), starts)
-    return np.where(coupled, oldest[gid] == rec, youngest[gid] == rec)
+    # chosen per execution, then one gather per pair (not both gathered for every pair)
+    return np.where(coupled[starts], oldest, youngest)[gid] == rec
 
 
 def _charges(gid, is_load, blocks, vm_cyc, flat_vm) -> tuple[np.ndarray, np.ndarray]:
