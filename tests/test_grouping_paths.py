@@ -44,12 +44,15 @@ def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture, monkeypatch
     assert list(got_lists.items()) == list(lists.items()) and isinstance(got_lists, defaultdict)
 
 
-@pytest.mark.parametrize("cells", [None, 256, 0])  # the grid, the grid in many blocks, and one by one (a grid too large)
-def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells):
+@pytest.mark.parametrize("direct", [True, False])  # one-word rows counted in one table (the longer sets sorted), and all by a sort
+@pytest.mark.parametrize("cells", [None, 256, 3, 0])  # the grids, each in many blocks, a row a block, one by one (a grid too large)
+def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells, direct):
+    from attlens.analysis import waitattr
     from attlens.analysis.rules import inorder
 
     if cells is not None:
         monkeypatch.setattr(inorder, "SET_GRID_CELLS", cells)
+    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 24 if direct else 0)
     d, pairs = pairs_of_capture
     ppc, wpc = d.records.pc[pairs.prod_rec].astype(np.int64), d.records.pc[pairs.wait_rec].astype(np.int64)
     first = np.zeros(len(ppc), dtype=bool)
@@ -75,6 +78,7 @@ def test_packed_rows_keep_the_rows_order_and_equality(high):
     grid = rng.integers(0, high, size=(500, 6))
     grid[::7] = grid[3]  # equal rows
     words = packed_rows(grid)
+    assert all(np.array_equal(a, b) for a, b in zip(words, packed_rows([grid[:, j].copy() for j in range(6)])))  # as columns
     order = np.lexsort(grid.T[::-1])
     assert np.array_equal(np.lexsort(words[::-1]), order)
     sg = grid[order]
@@ -130,3 +134,64 @@ def test_order_by_is_the_lexsort_sorted_or_not():
     o = np.lexsort((minor, major))
     assert np.array_equal(_order_by(major[o], minor[o]), np.arange(3000))  # in order already (ties kept)
     assert len(_order_by(major[:0], minor[:0])) == 0
+
+
+@pytest.mark.parametrize("direct", [True, False])  # the keys' ranks sorted by radix, and the keys by a stable sort
+def test_distances_grouped_as_the_loop(pairs_of_capture, monkeypatch, direct):
+    from attlens.analysis import waitattr
+    from attlens.analysis.rules.inorder import _distances
+
+    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 40 if direct else 0)
+    d, pairs = pairs_of_capture
+    ppc, wpc = d.records.pc[pairs.prod_rec], d.records.pc[pairs.wait_rec]
+    order = np.flatnonzero(np.arange(len(ppc)) % 3 != 1)  # some rows, ascending
+    want = defaultdict(list)
+    for i in order.tolist():
+        want[(int(wpc[i]), int(ppc[i]))].append([int(pairs.distance_instr[i]), int(pairs.distance_cycles[i])])
+    got = _distances(pairs, order, wpc, ppc)
+    assert sorted(got) == sorted(want)
+    assert all(got[k].tolist() == v for k, v in want.items())
+
+
+@pytest.mark.parametrize("high", [50, 400000])  # ranks of 16 bits (radix), and more keys present than 16 bits hold
+def test_stable_key_order_is_the_stable_argsort(high):
+    from attlens.analysis.rules.inorder import _stable_key_order
+
+    key = np.random.default_rng(4).integers(0, high, 100000) * 7
+    assert np.array_equal(_stable_key_order(key, high * 7), np.argsort(key, kind="stable"))
+    assert len(_stable_key_order(key[:0], 5)) == 0
+
+
+@pytest.mark.parametrize("flat_pcs", [0, 3])  # no FLAT op (the shortcut and the split alike), and some producer pcs taken as FLAT
+def test_load_charges_as_the_formula_over_every_pair(pairs_of_capture, flat_pcs):
+    from attlens.analysis.rules.memory import _blocker, _charges
+
+    d, pairs = pairs_of_capture
+    rng = np.random.default_rng(11)
+    ppc, wpc = d.records.pc[pairs.prod_rec], d.records.pc[pairs.wait_rec]
+    first = np.zeros(len(ppc), dtype=bool)
+    first[pairs.first_of_wait] = True
+    gid = np.cumsum(first) - 1
+    ng = int(gid.max()) + 1
+    is_load = (rng.random(d.code.size) < 0.8)[ppc]
+    flat = np.zeros(d.code.size, dtype=bool)
+    flat[rng.choice(np.unique(ppc), flat_pcs, replace=False)] = True
+    flat_vm = flat[ppc]
+    vm_cyc = np.bincount(gid, weights=pairs.stall_share, minlength=ng)
+    coupled = (rng.random(d.code.size) < 0.3)[wpc]
+    blocks = is_load & _blocker(pairs.prod_rec, first, gid, is_load, coupled)
+    # the blocking load chosen per execution as per pair: the oldest load where coupled, else the youngest
+    rec = pairs.prod_rec
+    oldest = np.minimum.reduceat(np.where(is_load, rec, np.iinfo(np.int64).max), pairs.first_of_wait)[gid]
+    youngest = np.maximum.reduceat(np.where(is_load, rec, -1), pairs.first_of_wait)[gid]
+    assert np.array_equal(blocks, is_load & np.where(coupled, oldest == rec, youngest == rec))
+    # every pair's charge, then the charged ones
+    has_flat = (np.bincount(gid, weights=flat_vm, minlength=ng) > 0)[gid]
+    head, even = blocks & ~has_flat, is_load & has_flat
+    n_load = np.bincount(gid, weights=is_load, minlength=ng)[gid]
+    charge = np.where(head, vm_cyc[gid], np.where(even, vm_cyc[gid] / np.maximum(n_load, 1), 0.0))
+    want = np.flatnonzero((head | even) & (charge > 0))
+    for got in ([_charges(gid, is_load, blocks, vm_cyc, flat_vm)] if flat_pcs else
+                [_charges(gid, is_load, blocks, vm_cyc, None), _charges(gid, is_load, blocks, vm_cyc, flat_vm)]):
+        assert np.array_equal(got[0], want) and np.array_equal(got[1], charge[want])
+    assert even.any() == bool(flat_pcs)

@@ -32,6 +32,27 @@ def test_serial_blocks_equals_the_walk(pairs):
     assert list(zip(bs.tolist(), be.tolist())) == _serial_reference(pairs)
 
 
+def _union_reference(pairs):
+    blocks = []
+    for a, b in sorted((a, a + ln) for a, ln in pairs if ln > 0):
+        if blocks and a <= blocks[-1][1]:  # touching or overlapping: one block
+            blocks[-1][1] = max(blocks[-1][1], b)
+        else:
+            blocks.append([a, b])
+    return [tuple(b) for b in blocks]
+
+
+@given(iv)
+@settings(max_examples=300, deadline=None)
+def test_union_blocks_equals_the_walk(pairs):
+    """Each block's end (the running maximum at its last interval) and start
+    as a walk over the intervals sorted by start merges them."""
+    s = np.array([a for a, _ in pairs], dtype=np.int64)
+    e = s + np.array([b for _, b in pairs], dtype=np.int64)
+    bs, be = union_blocks(s, e)
+    assert list(zip(bs.tolist(), be.tolist())) == _union_reference(pairs)
+
+
 @given(iv, iv)
 @settings(max_examples=300, deadline=None)
 def test_overlap_equals_pointwise_count(blocks_src, queries):

@@ -150,3 +150,51 @@ def test_per_execution_distribution(shared):
     assert top.executions == len(stalls) == 2056
     assert top.stall_p50 == float(np.percentile(stalls, 50))
     assert top.stall_max == int(stalls.max())
+
+
+def _traced_cu_share_per_se(w, events):
+    """The traced CUs' share of the median starts per CU, one pass over the starts per SE."""
+    starts = events[events[:, 5] == 1]
+    traced, share = set(w.cu.tolist()), {}
+    for se in sorted(set(w.se.tolist()) | set(starts[:, 0].tolist())):
+        cus, cnt = np.unique(starts[starts[:, 0] == se, 2], return_counts=True)
+        med = float(np.median(cnt)) if len(cnt) else None
+        mine = sum(int(c) for cu, c in zip(cus.tolist(), cnt.tolist()) if cu in traced)
+        share[int(se)] = mine / med if med else None
+    return share
+
+
+@pytest.mark.parametrize("path", TRACES, ids=trace_id)
+def test_traced_cu_share_as_one_pass_per_se(path):
+    """The starts counted per (SE, CU) in one grouping give each SE's share as a
+    pass over its own starts does, also for a traced SE without starts (None)."""
+    from attlens.analysis.phases import traced_cu_share
+
+    require_shared()
+    d, _ = loaded(path)
+    occ = d.occupancy
+    if occ is None or not len(occ.events):
+        pytest.skip("no occupancy.json events")
+    got = traced_cu_share(d.waves, occ.events)
+    assert list(got.items()) == list(_traced_cu_share_per_se(d.waves, occ.events).items())
+    assert waves_of(path).phases.traced_cu_share_of_median == got
+    lost = occ.events[occ.events[:, 0] != int(d.waves.se[0])]  # the first traced SE's events gone
+    shares = traced_cu_share(d.waves, lost)
+    assert shares[int(d.waves.se[0])] is None
+    assert list(shares.items()) == list(_traced_cu_share_per_se(d.waves, lost).items())
+
+
+@pytest.mark.parametrize("path", TRACES, ids=trace_id)
+def test_phase_totals_are_the_sums_per_phase(path):
+    """Records, stall and latency per phase as a mask per phase sums them: for
+    the capture's phases (with loops or not) and for every record straight_line
+    (the shortcut that counts no phase)."""
+    from attlens.analysis.phases import _phase_totals
+
+    require_shared()
+    d, _ = loaded(path)
+    recs = d.records
+    for phase in (waves_of(path).phases.phase, np.zeros(recs.count, dtype=np.int8)):
+        want = {name: {"records": int(np.count_nonzero(phase == i)), "stall": int(recs.stall[phase == i].sum()),
+                       "latency": int(recs.duration[phase == i].sum())} for i, name in enumerate(PHASES)}
+        assert _phase_totals(phase, recs) == want

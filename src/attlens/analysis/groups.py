@@ -44,18 +44,20 @@ def packed_key(cols: list[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
     return key, mult[::-1]
 
 
-def packed_rows(grid: np.ndarray) -> list[np.ndarray]:
+def packed_rows(grid) -> list[np.ndarray]:
     """The rows of a grid of non-negative ints as a few int64 words each, in
     the same lexicographic order: as many columns per word as their bits fit
-    (a sort over a few words instead of one pass per column)."""
-    bits = max(int(grid.max()).bit_length(), 1)
+    (a sort over a few words instead of one pass per column). ``grid``: a 2-D
+    array, or its columns (equal-length 1-D arrays: no grid made)."""
+    cols = list(grid.T) if isinstance(grid, np.ndarray) else list(grid)
+    bits = max(max(int(c.max()) for c in cols).bit_length(), 1)
     per = max(62 // bits, 1)
     words = []
-    for a in range(0, grid.shape[1], per):
-        w = np.zeros(len(grid), dtype=np.int64)
-        for j in range(a, min(a + per, grid.shape[1])):
+    for a in range(0, len(cols), per):
+        w = np.zeros(len(cols[0]), dtype=np.int64)
+        for c in cols[a:a + per]:
             w <<= bits
-            w |= grid[:, j]
+            w |= c
         words.append(w)
     return words
 

@@ -18,8 +18,11 @@ def union_blocks(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.n
     new[0] = True
     np.greater(s[1:], run_end[:-1], out=new[1:])
     idx = np.flatnonzero(new)
-    block_end = np.maximum.reduceat(e, idx)
-    return s[idx], block_end
+    # A block's end is the running maximum at its last interval: every earlier
+    # interval ended before the block's start, which is below each of its ends
+    # (a gather per block instead of a reduction over every interval).
+    last = np.append(idx[1:], len(s)) - 1
+    return s[idx], run_end[last]
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:

@@ -141,8 +141,8 @@ def _rows_of_pcs(pc: np.ndarray, pcs: list, n_pc: int) -> dict:
 
     want = np.zeros(n_pc, dtype=bool)
     want[pcs] = True
-    # a chunk of records at a time: no record-long mask
-    parts = [np.flatnonzero(want[pc[a:a + ROWS_CHUNK]]) + a for a in range(0, len(pc), ROWS_CHUNK)]
+    # a chunk of records at a time: no record-long mask (np.take: the same lookup as want[...], about twice as fast)
+    parts = [np.flatnonzero(np.take(want, pc[a:a + ROWS_CHUNK])) + a for a in range(0, len(pc), ROWS_CHUNK)]
     sel = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     sel = sel[stable_pc_order(pc[sel], n_pc)]
     spc = pc[sel]
@@ -153,7 +153,10 @@ def _phase_totals(phase: np.ndarray, recs) -> dict[str, dict[str, int]]:
     """Records, stall and latency per phase. The most common phase's sums are
     the totals less the other phases' (its records, often nearly all, are not
     gathered)."""
-    counts = [int(np.count_nonzero(phase == i)) for i in range(len(PHASES))]  # byte compares: no intp copy as bincount makes
+    if np.count_nonzero(phase):
+        counts = [int(np.count_nonzero(phase == i)) for i in range(len(PHASES))]  # byte compares: no intp copy as bincount makes
+    else:  # no wave loops (every record straight_line): one count says so, not one compare per phase
+        counts = [len(phase)] + [0] * (len(PHASES) - 1)
     top = counts.index(max(counts))
     stall, latency = [0] * len(PHASES), [0] * len(PHASES)
     for i in range(len(PHASES)):
@@ -224,17 +227,7 @@ def _compute_phases(dispatch, hotspots, top: int) -> Phases:
     share: dict[int, float | None] = {}
     occ = dispatch.occupancy
     if occ is not None and len(occ.events):
-        starts = occ.events[occ.events[:, 5] == 1]
-        traced = set(w.cu.tolist())
-        for se in sorted(set(w.se.tolist()) | set(starts[:, 0].tolist())):
-            m = starts[:, 0] == se
-            cus, cnt = np.unique(starts[m, 2], return_counts=True)
-            if len(cnt) == 0:
-                share[int(se)] = None
-                continue
-            med = float(np.median(cnt))
-            mine = sum(int(c) for cu, c in zip(cus.tolist(), cnt.tolist()) if cu in traced)
-            share[int(se)] = mine / med if med else None
+        share = traced_cu_share(w, occ.events)
         low = [se for se, v in share.items() if v is not None and v < 0.5]
         if low:
             flags.append(
@@ -242,3 +235,29 @@ def _compute_phases(dispatch, hotspots, top: int) -> Phases:
                 "(occupancy.json): too few waves there to be representative"
             )
     return Phases(phase, exec_index, kernel, dists, loops, short, threshold, share, flags)
+
+
+def traced_cu_share(w, events: np.ndarray) -> dict[int, float | None]:
+    """SE -> the traced CUs' wave starts / the median starts per CU of that SE
+    (occupancy.json; None for a traced SE without starts), SEs ascending.
+    The starts are counted per (SE, CU) in one grouping, then each SE is a
+    slice of those counts (not a pass over all starts per SE)."""
+    from attlens.analysis.groups import tuple_groups
+
+    is_start = events[:, 5] == 1
+    se, cu = events[is_start, 0], events[is_start, 2]
+    ids, first = tuple_groups(se, cu)  # (SE, CU) ascending
+    counts = np.bincount(ids, minlength=len(first))
+    se_of, cu_of = se[first], cu[first]
+    traced = set(w.cu.tolist())
+    share: dict[int, float | None] = {}
+    for s in sorted(set(w.se.tolist()) | set(se_of.tolist())):
+        a, b = np.searchsorted(se_of, s, side="left"), np.searchsorted(se_of, s, side="right")
+        if a == b:
+            share[int(s)] = None
+            continue
+        cnt = counts[a:b]
+        med = float(np.median(cnt))
+        mine = sum(int(c) for c_u, c in zip(cu_of[a:b].tolist(), cnt.tolist()) if c_u in traced)
+        share[int(s)] = mine / med if med else None
+    return share

@@ -64,27 +64,29 @@ def _compute_pipes(dispatch, quantum) -> PipeUtilization:
     rows = []
     tot = {p: [0, 0] for p in PIPES}
     total_window = 0
-    # one SIMD at a time, gathering only its waves' records (bounded memory)
-    for key in np.unique(wave_key):
-        wm = wave_key == key
-        se, rest = divmod(int(key), 1_000_000)
+    # one SIMD at a time, gathering only its waves' records (bounded memory); the waves grouped by SIMD
+    # with one stable sort (each SIMD's waves ascending, as a mask per SIMD would list them)
+    by_simd = np.argsort(wave_key, kind="stable")
+    keys = wave_key[by_simd]
+    cuts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True]).tolist() if len(keys) else [0]
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        wv = by_simd[a:b]
+        se, rest = divmod(int(keys[a]), 1_000_000)
         cu, simd = divmod(rest, 16)
-        window = int(w.end[wm].max() - w.begin[wm].min())
+        window = int(w.end[wv].max() - w.begin[wv].min())
         total_window += window
-        rec = _simd_records(w, np.flatnonzero(wm), n_rec)
-        p_m = pipe_id_by_pc[recs.pc[rec]]
+        rec = _simd_records(w, wv, n_rec)
+        p_m = np.take(pipe_id_by_pc, recs.pc[rec])  # as pipe_id_by_pc[...], a faster lookup
         t_m = recs.time[rec]
         s_m = t_m + recs.stall[rec]
         e_m = np.where(p_m == immed_id, s_m + quantum, t_m + recs.duration[rec])
-        # the SIMD's records grouped by pipe (a stable sort of one-byte ids), each pipe a slice
-        by_pipe = np.argsort(p_m, kind="stable")
-        s_m, e_m = s_m[by_pipe], e_m[by_pipe]
-        bounds = [0, *np.cumsum(np.bincount(p_m, minlength=len(PIPES))).tolist()]
         pipes = {}
         for pi, name in enumerate(PIPES):
-            a, b = bounds[pi], bounds[pi + 1]
-            busy = union_length(s_m[a:b], e_m[a:b])
-            iss = int((e_m[a:b] - s_m[a:b]).sum())
+            # the pipe's records in order: one byte compare (cheaper than a sort of the SIMD's records by pipe)
+            on_pipe = np.flatnonzero(p_m == pi)
+            s, e = s_m[on_pipe], e_m[on_pipe]
+            busy = union_length(s, e)
+            iss = int((e - s).sum())
             pipes[name] = {"issue_cycles": iss, "busy_cycles": busy, "busy_share": busy / window if window else None}
             tot[name][0] += iss
             tot[name][1] += busy

@@ -15,6 +15,20 @@ def pcs_of_class(ctx, *classes) -> list[int]:
     return [pc for pc, c in enumerate(st.cls) if c in classes and ctx.result.sums.hit[pc] > 0]
 
 
+def pair_columns(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per wait/producer pair (``ctx.att.pairs``): its producer's pc, its
+    wait's pc, whether it is the first pair of its wait execution, and that
+    execution's number (0, 1, ...): gathered once per plan for the rules that
+    group the pairs by wait execution."""
+    def compute():
+        pairs, pc = ctx.att.pairs, ctx.d.records.pc
+        first = np.zeros(len(pairs.prod_rec), dtype=bool)
+        first[pairs.first_of_wait] = True
+        return pc[pairs.prod_rec], pc[pairs.wait_rec], first, np.cumsum(first) - 1
+
+    return ctx.memo("pair_columns", compute)
+
+
 def top(items, key, n=5):
     return sorted(items, key=key, reverse=True)[:n]
 

@@ -16,10 +16,10 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from attlens.analysis.bandwidth import access_width
-from attlens.analysis.groups import packed_rows
+from attlens.analysis.groups import packed_rows, stable_pc_order
 from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.rules._preconditions import NOT_AT_CEILING, NOT_ISSUE_BOUND, not_at_ceiling, not_issue_bound
-from attlens.analysis.rules._util import defs_uses, rnd
+from attlens.analysis.rules._util import defs_uses, pair_columns, rnd
 
 MIN_SHARE = 0.02  # of all traced wave-cycles, exposed at the coupled waits
 CONSUMER_WINDOW = 24  # instructions after the wait searched for its first consumer
@@ -45,15 +45,11 @@ def resolved_sets(ctx) -> dict:
 def _resolved(ctx):
     from attlens.model.isa import waitcnt_fields
 
-    pairs, recs, st = ctx.att.pairs, ctx.d.records, ctx.d.static
+    pairs, st = ctx.att.pairs, ctx.d.static
     if not len(pairs.prod_rec):
         return {}
-    ppc = recs.pc[pairs.prod_rec]
+    ppc, wpc, _first, gid = pair_columns(ctx)
     is_vm = np.array([access_width(m)[0] is not None for m in st.mnemonic])[ppc]
-    first = np.zeros(len(ppc), dtype=bool)
-    first[pairs.first_of_wait] = True
-    gid = np.cumsum(first) - 1
-    wpc = recs.pc[pairs.wait_rec]
     rows = np.flatnonzero(is_vm)
     order = rows[_order_by(gid[rows], pairs.prod_rec[rows])]
     # one execution = the rows of one wait execution (gid), its ops oldest first
@@ -83,50 +79,63 @@ def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
     return np.lexsort((minor, major))
 
 
-SET_GRID_CELLS = 1 << 22  # executions x longest set counted together (bounds the grid)
+SET_GRID_CELLS = 1 << 22  # cells of one grid of executions (bounds the grid)
 
 
 def _execution_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Counter:
     """Counter {(wait pc, resolved pcs): executions} of the executions
     ``pcs[lo:hi]`` (one per wait pc of ``wpc``), keys in the order they first
-    occur: counted a block of executions at a time (a grid of at most
-    SET_GRID_CELLS cells each), the blocks' Counters added in order (a key
-    first seen in a later block comes after every key of the earlier ones)."""
+    occur. The executions of one length at a time (sets of different lengths
+    differ), as rows of grids of at most SET_GRID_CELLS cells; each set's
+    count summed over the grids and its first execution kept, then the sets
+    ordered by it."""
     n = hi - lo
-    width = int(n.max()) if len(n) else 0
-    if len(n) == 0 or width > SET_GRID_CELLS:
+    if len(n) == 0 or int(n.max()) > SET_GRID_CELLS:  # a grid row too long: a tuple per execution
         pl, ll, hl = pcs.tolist(), lo.tolist(), hi.tolist()
         return Counter(zip(wpc.tolist(), (tuple(pl[a:b]) for a, b in zip(ll, hl))))
-    out = Counter()
-    step = SET_GRID_CELLS // width
-    for a in range(0, len(n), step):
-        b = min(a + step, len(n))
-        out.update(_grid_sets(wpc[a:b], pcs[lo[a]:hi[b - 1]], lo[a:b] - lo[a], n[a:b]))
-    return out
+    counts, firsts = Counter(), {}
+    for length in np.flatnonzero(np.bincount(n)).tolist():  # the lengths present (n is at most SET_GRID_CELLS)
+        rows = np.flatnonzero(n == length)
+        step = max(SET_GRID_CELLS // (length + 1), 1)
+        for a in range(0, len(rows), step):
+            chunk = rows[a:a + step]
+            for key, first, c in _grid_sets(wpc[chunk], pcs, lo[chunk], length):
+                counts[key] += c
+                firsts.setdefault(key, int(chunk[first]))  # chunks ascend: the first chunk holding a set has its first execution
+    return Counter({k: counts[k] for k in sorted(counts, key=firsts.__getitem__)})
 
 
-def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, n: np.ndarray) -> Counter:
-    """:func:`_execution_sets` of executions back to back in ``pcs``, each a
-    row of a grid: its wait pc, then its pcs + 1, padded with 0. Equal rows are
-    equal sets, grouped by one sort (of the rows packed into a few int64
-    words) instead of a tuple per execution; only the distinct sets become
+def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, length: int) -> list[tuple[tuple, int, int]]:
+    """[((wait pc, resolved pcs), first row, rows)] of executions of one
+    ``length`` starting at ``lo`` in ``pcs``, each a row of a grid: its wait
+    pc, then its pcs (the grid's columns, each one gather: no 2-D grid).
+    Equal rows are equal sets, grouped on the rows packed into a few int64
+    words (one word of few possible values: counted in one table, else one
+    sort) instead of a tuple per execution; only the distinct sets become
     tuples."""
-    width = int(n.max())
-    grid = np.zeros((len(n), width + 1), dtype=np.int64)
-    grid[:, 0] = wpc
-    grid[np.repeat(np.arange(len(n)), n), 1 + np.arange(len(pcs)) - np.repeat(lo, n)] = pcs + 1
-    words = packed_rows(grid)
+    cols = [wpc, *(np.take(pcs, lo + j if j else lo) for j in range(length))]
+    firsts, counts = _distinct_rows(packed_rows(cols))
+    return [((int(wpc[f]), tuple(int(c[f]) for c in cols[1:])), f, n) for f, n in zip(firsts.tolist(), counts.tolist())]
+
+
+def _distinct_rows(words: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(first row, rows) of each distinct row of packed words (:func:`packed_rows`)."""
+    from attlens.analysis.waitattr import DIRECT_KEYS
+
+    if len(words) == 1 and int(words[0].max()) < DIRECT_KEYS:  # few possible keys: one table of them, no sort
+        key = words[0]
+        counts = np.bincount(key)
+        present = np.flatnonzero(counts)
+        first = np.full(len(counts), len(key), dtype=np.int64)
+        np.minimum.at(first, key, np.arange(len(key)))
+        return first[present], counts[present]
     o = np.lexsort(words[::-1])
-    same = np.ones(len(n) - 1, dtype=bool)
+    same = np.ones(len(o) - 1, dtype=bool)
     for w in words:
         ws = w[o]
         same &= ws[1:] == ws[:-1]
     start = np.flatnonzero(np.r_[True, ~same])
-    counts = np.diff(np.r_[start, len(n)])
-    firsts = np.minimum.reduceat(o, start)  # each set's first execution
-    by_first = np.argsort(firsts)
-    # only the distinct sets become Python values (not the whole chunk)
-    return Counter({(int(wpc[f]), tuple(pcs[lo[f]:lo[f] + n[f]].tolist())): c for f, c in zip(firsts[by_first].tolist(), counts[by_first].tolist())})
+    return np.minimum.reduceat(o, start), np.diff(np.r_[start, len(o)])
 
 
 _NO_DISTANCES = np.zeros((0, 2), dtype=np.int64)
@@ -136,14 +145,28 @@ def _distances(pairs, order, wpc, ppc) -> dict[tuple[int, int], np.ndarray]:
     """{(wait pc, op pc): (rows, 2) array of the instructions and cycles from
     the op to the wait}, rows in the order of ``order`` (executions, then ops
     oldest first): views of one array, no Python tuple per pair."""
-    key = wpc[order].astype(np.int64) * (int(ppc.max()) + 1 if len(ppc) else 1) + ppc[order]
-    o = np.argsort(key, kind="stable")
+    n_ppc = int(ppc.max()) + 1 if len(ppc) else 1
+    key = wpc[order].astype(np.int64) * n_ppc + ppc[order]
+    o = _stable_key_order(key, (int(wpc.max()) + 1 if len(wpc) else 1) * n_ppc)
     ks = key[o]
     cut = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True]) if len(ks) else np.zeros(1, dtype=np.int64)
     rows = order[o]
-    both = np.column_stack([pairs.distance_instr[rows], pairs.distance_cycles[rows]])
+    both = np.column_stack([np.take(pairs.distance_instr, rows), np.take(pairs.distance_cycles, rows)])
     firsts = rows[cut[:-1]]
     return {(w, p): both[a:b] for w, p, a, b in zip(wpc[firsts].tolist(), ppc[firsts].tolist(), cut[:-1].tolist(), cut[1:].tolist())}
+
+
+def _stable_key_order(key: np.ndarray, n_keys: int) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` of non-negative keys below ``n_keys``.
+    Few possible keys: each key's rank among those present (the same order),
+    sorted by radix when the ranks fit 16 bits (:func:`stable_pc_order`)."""
+    from attlens.analysis.waitattr import DIRECT_KEYS
+
+    if n_keys > DIRECT_KEYS:
+        return np.argsort(key, kind="stable")
+    present = np.bincount(key, minlength=n_keys) > 0
+    rank = np.cumsum(present) - 1
+    return stable_pc_order(rank[key], int(rank[-1]) + 1)
 
 
 def _consumer(ctx, wpc: int, resolved: list[int]):

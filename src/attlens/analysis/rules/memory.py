@@ -12,7 +12,7 @@ from attlens.analysis.occupancy import grid_waves
 from attlens.analysis.registry import EXPOSED_TRIGGER_SEMANTICS, rule
 from attlens.analysis.regs import is_lds_dma
 from attlens.analysis.rules._preconditions import NOT_AT_CEILING as _NOT_AT_CEILING, NOT_ISSUE_BOUND, not_at_ceiling, not_issue_bound  # noqa: F401
-from attlens.analysis.rules._util import WIDEST_BYTES, defs_uses, pcs_of_class, rnd, top
+from attlens.analysis.rules._util import WIDEST_BYTES, defs_uses, pair_columns, pcs_of_class, rnd, top
 
 # Thresholds (docs/rules.md)
 NEAR_USE_MAX_DISTANCE = 8  # instructions between a load and the wait consuming it
@@ -68,36 +68,56 @@ def load_cycles(ctx):
     from attlens.analysis.rules.inorder import coupled_waits
 
     pairs = ctx.att.pairs
-    recs, st = ctx.d.records, ctx.d.static
+    st = ctx.d.static
     if not len(pairs.prod_rec):
         return {}, {}
-    ppc = recs.pc[pairs.prod_rec]
+    ppc, wpc, first, gid = pair_columns(ctx)
     kinds = np.array([access_width(m)[0] or "" for m in st.mnemonic])
     flat = np.array([m.startswith("flat_") for m in st.mnemonic])
     load_pc = kinds == "load"  # per pc, then gathered per pair: no string per pair
+    vm_pc = load_pc | (kinds == "store") | (kinds == "atomic")
     is_load = load_pc[ppc]
-    is_vm = (load_pc | (kinds == "store") | (kinds == "atomic"))[ppc]
-    first = np.zeros(len(ppc), dtype=bool)
-    first[pairs.first_of_wait] = True
-    gid = np.cumsum(first) - 1
+    is_vm = vm_pc[ppc]
     ng = int(gid.max()) + 1
-    wpc = recs.pc[pairs.wait_rec]
     vm_cyc = np.bincount(gid, weights=np.where(is_vm, pairs.stall_share, 0), minlength=ng)
-    n_load = np.bincount(gid, weights=is_load, minlength=ng)
-    has_flat = np.bincount(gid, weights=flat[ppc] & is_vm, minlength=ng) > 0
     coupled = np.isin(wpc, np.array(sorted(coupled_waits(ctx)), dtype=np.int64))
-    # the blocking load of each wait execution: the youngest (largest record index), the oldest where coupled
-    big = np.iinfo(np.int64).max
-    rec = pairs.prod_rec.astype(np.int64)
+    blocks = is_load & _blocker(pairs.prod_rec, first, gid, is_load, coupled)
+    flat_vm = flat[ppc] & is_vm if (flat & vm_pc).any() else None  # None: no FLAT op in the code
+    rows, charge = _charges(gid, is_load, blocks, vm_cyc, flat_vm)
+    return _charged_by_pair(ppc[rows], wpc[rows], charge, ctx.d.code.size), _lists_by_pc(ppc[rows], pairs.distance_instr[rows])
+
+
+def _blocker(rec: np.ndarray, first: np.ndarray, gid: np.ndarray, is_load: np.ndarray, coupled: np.ndarray) -> np.ndarray:
+    """Per pair: its op is the load that blocks its wait execution (``gid``,
+    ``first`` its first pair): the youngest (largest record index), the oldest
+    where ``coupled`` (a fact of the wait: the same on all its pairs)."""
+    rec = rec.astype(np.int64, copy=False)
     starts = np.flatnonzero(first)  # the rows of one wait execution are back to back: reduce each run
-    oldest = np.minimum.reduceat(np.where(is_load, rec, big), starts)
+    oldest = np.minimum.reduceat(np.where(is_load, rec, np.iinfo(np.int64).max), starts)
     youngest = np.maximum.reduceat(np.where(is_load, rec, -1), starts)
-    blocker = np.where(coupled, oldest[gid] == rec, youngest[gid] == rec)
-    head = is_load & blocker & ~has_flat[gid]
-    even = is_load & has_flat[gid]
-    charge = np.where(head, vm_cyc[gid], np.where(even, vm_cyc[gid] / np.maximum(n_load[gid], 1), 0.0))
-    rows = np.flatnonzero((head | even) & (charge > 0))
-    return _charged_by_pair(ppc[rows], wpc[rows], charge[rows], ctx.d.code.size), _lists_by_pc(ppc[rows], pairs.distance_instr[rows])
+    # chosen per execution, then one gather per pair (not both gathered for every pair)
+    return np.where(coupled[starts], oldest, youngest)[gid] == rec
+
+
+def _charges(gid, is_load, blocks, vm_cyc, flat_vm) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, charge > 0) of the pairs charged with their wait execution's
+    vector-memory stall ``vm_cyc``: its blocking load (``blocks``), but where
+    the execution has a FLAT op (``flat_vm``; out of order) every load an even
+    share. ``flat_vm`` None: the code has no FLAT op, nothing is split (no
+    per-execution count)."""
+    if flat_vm is None:
+        rows = np.flatnonzero(blocks)
+        charge = vm_cyc[gid[rows]]
+    else:
+        ng = len(vm_cyc)
+        has_flat = np.bincount(gid, weights=flat_vm, minlength=ng)[gid] > 0
+        head = blocks & ~has_flat
+        rows = np.flatnonzero(head | (is_load & has_flat))
+        g = gid[rows]
+        n_load = np.bincount(gid, weights=is_load, minlength=ng)
+        charge = np.where(head[rows], vm_cyc[g], vm_cyc[g] / np.maximum(n_load[g], 1))
+    keep = charge > 0
+    return rows[keep], charge[keep]
 
 
 def _charged_by_pair(ppc: np.ndarray, wpc: np.ndarray, charge: np.ndarray, n_pc: int) -> dict:
