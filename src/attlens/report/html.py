@@ -438,11 +438,69 @@ def _simds_per_se(lane_keys: np.ndarray, se_of_lane: np.ndarray, n_se: int) -> l
     return np.bincount(se_of_lane[first], minlength=n_se).tolist()
 
 
+def _lane_chunks(lane: np.ndarray, n_lanes: int, per_lane: int):
+    """Lanes in chunks of about :data:`GRID_CHUNK_CELLS` grid cells
+    (``per_lane`` a lane): per chunk its first and end lane, its waves and
+    their lanes within the chunk."""
+    wave_order = np.argsort(lane, kind="stable")
+    lane_ptr = np.searchsorted(lane[wave_order], np.arange(n_lanes + 1))
+    step = max(1, GRID_CHUNK_CELLS // per_lane)
+    for lo in range(0, n_lanes, step):
+        hi = min(lo + step, n_lanes)
+        wv = wave_order[lane_ptr[lo]:lane_ptr[hi]]
+        yield lo, hi, wv, lane[wv] - lo
+
+
+def _state_grids(d, lane, n_lanes: int, begin, se_of_lane, n_se: int, t0: int, width: int, n_bins: int) -> tuple:
+    """Per (lane, bin) the wave state covering most cycles (lanes x bins), and
+    per SE the cycles of each state per bin (SE x state x bin, float64 whole
+    numbers). Each chunk of lanes gathers only its waves' timeline segments
+    (stored wave by wave, contiguous from each wave's begin)."""
+    w, tl = d.waves, d.timeline
+    tl_count = (w.tl_stop - w.tl_start).astype(np.int64)
+    rows = []
+    per_se_state = np.zeros((n_se, 5, n_bins))  # whole cycles in float64 (exact), as the grids
+    for lo, hi, wv, wlane in _lane_chunks(lane, n_lanes, n_bins * 5):
+        # per-wave values repeated over a wave's segments: np.repeat, cheaper than a gather through a wave index
+        n_seg = tl_count[wv]
+        seg = _back_to_back(w.tl_start[wv], n_seg)
+        dur = tl.duration[seg].astype(np.int64)
+        before = np.zeros(len(dur) + 1, dtype=np.int64)  # the chunk's cycles before each segment (and after all)
+        np.cumsum(dur, out=before[1:])
+        seg_start = before[:-1] + np.repeat(begin[wv] - before[np.cumsum(n_seg) - n_seg], n_seg)
+        state = tl.state[seg].astype(np.int64)
+        np.minimum(state, 4, out=state)  # states are unsigned: all np.clip(0, 4) did, in one pass
+        cov = _coverage(np.repeat(wlane, n_seg), seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
+        # lanes are sorted by SE first: each SE's lanes of the chunk are one slice, summed (before
+        # _dominant overwrites the grid) over the contiguous state-major layout
+        by_state = cov.transpose(2, 0, 1)
+        cut = np.searchsorted(se_of_lane[lo:hi], np.arange(n_se + 1))
+        for si in np.flatnonzero(np.diff(cut)).tolist():
+            per_se_state[si] += by_state[:, cut[si]:cut[si + 1]].sum(axis=1)
+        rows.append(_dominant(cov, len(seg_start) * width))  # a cell: at most width cycles an interval
+    return np.concatenate(rows), per_se_state
+
+
+def _class_grids(d, lane, n_lanes: int, shift, pc_code, n_cls: int, t0: int, width: int, n_bins: int) -> np.ndarray:
+    """Per (lane, bin) the instruction class covering most cycles (lanes x
+    bins; ``pc_code``: each pc's class). Each chunk of lanes gathers only its
+    waves' records (stored wave by wave)."""
+    w, recs = d.waves, d.records
+    rec_count = (w.rec_stop - w.rec_start).astype(np.int64)
+    rows = []
+    for lo, hi, wv, wlane in _lane_chunks(lane, n_lanes, n_bins * max(n_cls, 1)):
+        n_rec = rec_count[wv]
+        rec = _back_to_back(w.rec_start[wv], n_rec)
+        r_start = recs.time[rec] + np.repeat(shift[wv], n_rec)
+        r_end = r_start + np.maximum(recs.duration[rec], 1)
+        cov = _coverage(np.repeat(wlane, n_rec), r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
+        rows.append(_dominant(cov, len(r_start) * width))
+    return np.concatenate(rows)
+
+
 def _timeline(result, waves) -> dict:
     d = result.dispatch
     w = d.waves
-    tl = d.timeline
-    recs = d.records
     clk = waves.clock
     n = w.count
     if n == 0:
@@ -464,48 +522,11 @@ def _timeline(result, waves) -> dict:
     pc_code = cls_code[pc_cls]
     n_cls = len(present)
 
-    # Lanes in chunks of bounded grid size; each chunk gathers only its waves'
-    # timeline segments and records (stored wave by wave).
-    wave_order = np.argsort(lane, kind="stable")
-    lane_ptr = np.searchsorted(lane[wave_order], np.arange(n_lanes + 1))
-    tl_count = (w.tl_stop - w.tl_start).astype(np.int64)
-    rec_count = (w.rec_stop - w.rec_start).astype(np.int64)
-    per_lane = n_bins * max(5, n_cls, 1)
-    step = max(1, GRID_CHUNK_CELLS // per_lane)
-    state_rows, cls_rows = [], []
+    # the grids by chunks of lanes, each its own: the states' 5 categories take fewer cells a lane
     se_ids, se_of_lane = np.unique(lane_keys[:, 0], return_inverse=True)
     se_ids = se_ids.tolist()
-    per_se_state = np.zeros((len(se_ids), 5, n_bins))  # whole cycles in float64 (exact), as the grids
-    for lo in range(0, n_lanes, step):
-        hi = min(lo + step, n_lanes)
-        wv = wave_order[lane_ptr[lo] : lane_ptr[hi]]
-        wlane = lane[wv] - lo
-        # timeline segments: contiguous from each wave's begin (per-wave values repeated over
-        # a wave's segments or records: np.repeat, cheaper than a gather through a wave index)
-        n_seg = tl_count[wv]
-        seg = _back_to_back(w.tl_start[wv], n_seg)
-        dur = tl.duration[seg].astype(np.int64)
-        before = np.zeros(len(dur) + 1, dtype=np.int64)  # the chunk's cycles before each segment (and after all)
-        np.cumsum(dur, out=before[1:])
-        seg_start = before[:-1] + np.repeat(begin[wv] - before[np.cumsum(n_seg) - n_seg], n_seg)
-        state = tl.state[seg].astype(np.int64)
-        np.minimum(state, 4, out=state)  # states are unsigned: all np.clip(0, 4) did, in one pass
-        cov_state = _coverage(np.repeat(wlane, n_seg), seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
-        # lanes are sorted by SE first: each SE's lanes of the chunk are one slice, summed (before
-        # _dominant overwrites the grid) over the contiguous state-major layout
-        by_state = cov_state.transpose(2, 0, 1)
-        cut = np.searchsorted(se_of_lane[lo:hi], np.arange(len(se_ids) + 1))
-        for si in np.flatnonzero(np.diff(cut)).tolist():
-            per_se_state[si] += by_state[:, cut[si]:cut[si + 1]].sum(axis=1)
-        state_rows.append(_dominant(cov_state, len(seg_start) * width))  # a cell: at most width cycles an interval
-        del cov_state, seg, dur, before, seg_start, state
-        n_rec = rec_count[wv]
-        rec = _back_to_back(w.rec_start[wv], n_rec)
-        r_start = recs.time[rec] + np.repeat(shift[wv], n_rec)
-        r_end = r_start + np.maximum(recs.duration[rec], 1)
-        cov_cls = _coverage(np.repeat(wlane, n_rec), r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
-        cls_rows.append(_dominant(cov_cls, len(r_start) * width))
-        del cov_cls, rec, r_start, r_end
+    state_rows, per_se_state = _state_grids(d, lane, n_lanes, begin, se_of_lane, len(se_ids), t0, width, n_bins)
+    cls_rows = _class_grids(d, lane, n_lanes, shift, pc_code, n_cls, t0, width, n_bins)
     # occupancy over time: resident waves, all lanes as one (their sum)
     res = _coverage(np.zeros(n, dtype=np.int64), begin, end, np.zeros(n, dtype=np.int64), 1, n_bins, 1, t0, width)[0, :, 0]
 
@@ -541,9 +562,9 @@ def _timeline(result, waves) -> dict:
             "records": pack(w.n_records[order]),
         },
         "state_names": [STATE_NAMES[s] for s in range(5)],
-        "state": _rle(np.concatenate(state_rows)),
+        "state": _rle(state_rows),
         "class_names": [CLASS_IDS[i] for i in present.tolist()],
-        "cls": _rle(np.concatenate(cls_rows)),
+        "cls": _rle(cls_rows),
         "occupancy": occupancy,
     }
 
