@@ -364,7 +364,9 @@ def _dominant_by_max(by_cat: np.ndarray, tie: int, dtype) -> np.ndarray:
     tie < 2**53), so more cycles win and equal cycles go to the first
     category; two passes over the grid instead of three per category."""
     by_cat += ((tie - 1 - np.arange(len(by_cat))) / tie)[:, None, None]
-    frac, whole = np.modf(np.maximum.reduce(by_cat.reshape(len(by_cat), -1)).reshape(by_cat.shape[1:]))
+    # the largest of non-negative float64s is the largest of their bits read as int64 (no NaN checks: faster)
+    bits = np.maximum.reduce(by_cat.reshape(len(by_cat), -1).view(np.int64))
+    frac, whole = np.modf(bits.view(np.float64).reshape(by_cat.shape[1:]))
     dom = (tie - 1 - frac * tie).astype(dtype)
     dom[whole == 0] = -1
     return dom
