@@ -247,8 +247,9 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     size = n_lanes * n_bins * n_cat
     if len(start) == 0:
         return np.zeros((n_lanes, n_bins, n_cat), dtype=dtype)
-    rel_s = start - t0
-    rel_e = end - t0
+    # times from t0 already (the timeline's grids: t0 taken off once a wave): no pass to copy them
+    rel_s = start - t0 if t0 else start
+    rel_e = end - t0 if t0 else end
     b0 = rel_s // width
     b1 = rel_e - 1
     b1 //= width
@@ -462,6 +463,7 @@ def _state_grids(d, lane, n_lanes: int, begin, se_of_lane, n_se: int, t0: int, w
     tl_count = (w.tl_stop - w.tl_start).astype(np.int64)
     rows = []
     per_se_state = np.zeros((n_se, 5, n_bins))  # whole cycles in float64 (exact), as the grids
+    begin_from_t0 = begin - t0  # once a wave: the segments' times are then from t0 (_coverage's t0 = 0)
     for lo, hi, wv, wlane in _lane_chunks(lane, n_lanes, n_bins * 5):
         # per-wave values repeated over a wave's segments: np.repeat, cheaper than a gather through a wave index
         n_seg = tl_count[wv]
@@ -469,10 +471,10 @@ def _state_grids(d, lane, n_lanes: int, begin, se_of_lane, n_se: int, t0: int, w
         dur = tl.duration[seg].astype(np.int64)
         before = np.zeros(len(dur) + 1, dtype=np.int64)  # the chunk's cycles before each segment (and after all)
         np.cumsum(dur, out=before[1:])
-        seg_start = before[:-1] + np.repeat(begin[wv] - before[np.cumsum(n_seg) - n_seg], n_seg)
+        seg_start = before[:-1] + np.repeat(begin_from_t0[wv] - before[np.cumsum(n_seg) - n_seg], n_seg)
         state = tl.state[seg].astype(np.int64)
         np.minimum(state, 4, out=state)  # states are unsigned: all np.clip(0, 4) did, in one pass
-        cov = _coverage(np.repeat(wlane, n_seg), seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
+        cov = _coverage(np.repeat(wlane, n_seg), seg_start, seg_start + dur, state, hi - lo, n_bins, 5, 0, width, np.float64)
         # lanes are sorted by SE first: each SE's lanes of the chunk are one slice, summed (before
         # _dominant overwrites the grid) over the contiguous state-major layout
         by_state = cov.transpose(2, 0, 1)
@@ -490,12 +492,13 @@ def _class_grids(d, lane, n_lanes: int, shift, pc_code, n_cls: int, t0: int, wid
     w, recs = d.waves, d.records
     rec_count = (w.rec_stop - w.rec_start).astype(np.int64)
     rows = []
+    shift_from_t0 = shift - t0  # once a wave: the records' times are then from t0 (_coverage's t0 = 0)
     for lo, hi, wv, wlane in _lane_chunks(lane, n_lanes, n_bins * max(n_cls, 1)):
         n_rec = rec_count[wv]
         rec = _back_to_back(w.rec_start[wv], n_rec)
-        r_start = recs.time[rec] + np.repeat(shift[wv], n_rec)
+        r_start = recs.time[rec] + np.repeat(shift_from_t0[wv], n_rec)
         r_end = r_start + np.maximum(recs.duration[rec], 1)
-        cov = _coverage(np.repeat(wlane, n_rec), r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
+        cov = _coverage(np.repeat(wlane, n_rec), r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), 0, width, np.float64)
         rows.append(_dominant(cov, len(r_start) * width))
     return np.concatenate(rows)
 
