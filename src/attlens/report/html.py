@@ -338,7 +338,8 @@ def _dominant(cov: np.ndarray, most: int) -> np.ndarray:
     """Per (lane, bin): the category covering most cycles (the first of
     equals), -1 where none (coverage is never negative: the largest is 0
     only where nothing ran). ``cov``: :func:`_coverage`'s grid, whose cells
-    this overwrites in float64; ``most``: a bound on any cell's cycles."""
+    this overwrites in float64; ``most``: a bound on any cell's cycles (the
+    intervals' total: cycles outside the window pile into the edge bins)."""
     by_cat = cov.transpose(2, 0, 1)  # category-major: each category's (lane, bin) grid contiguous
     # a byte a cell where the categories fit (the report's classes and states): the lanes' grids
     # are concatenated and run-length encoded afterwards, 8x less memory than int64
@@ -481,7 +482,7 @@ def _state_grids(d, lane, n_lanes: int, begin, se_of_lane, n_se: int, t0: int, w
         cut = np.searchsorted(se_of_lane[lo:hi], np.arange(n_se + 1))
         for si in np.flatnonzero(np.diff(cut)).tolist():
             per_se_state[si] += by_state[:, cut[si]:cut[si + 1]].sum(axis=1)
-        rows.append(_dominant(cov, len(seg_start) * width))  # a cell: at most width cycles an interval
+        rows.append(_dominant(cov, int(dur.sum())))  # no cell holds more than all the chunk's cycles
     return np.concatenate(rows), per_se_state
 
 
@@ -497,9 +498,9 @@ def _class_grids(d, lane, n_lanes: int, shift, pc_code, n_cls: int, t0: int, wid
         n_rec = rec_count[wv]
         rec = _back_to_back(w.rec_start[wv], n_rec)
         r_start = recs.time[rec] + np.repeat(shift_from_t0[wv], n_rec)
-        r_end = r_start + np.maximum(recs.duration[rec], 1)
-        cov = _coverage(np.repeat(wlane, n_rec), r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), 0, width, np.float64)
-        rows.append(_dominant(cov, len(r_start) * width))
+        cycles = np.maximum(recs.duration[rec], 1)
+        cov = _coverage(np.repeat(wlane, n_rec), r_start, r_start + cycles, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), 0, width, np.float64)
+        rows.append(_dominant(cov, int(cycles.sum())))  # no cell holds more than all the chunk's cycles
     return np.concatenate(rows)
 
 
