@@ -86,13 +86,16 @@ def test_packed_rows_keep_the_rows_order_and_equality(high):
     assert np.array_equal(same_words, (sg[1:] == sg[:-1]).all(axis=1))
 
 
-def test_run_length_encoding_of_all_lanes_at_once():
+@pytest.mark.parametrize("shape", [(7, 40), (5, 1), (1, 1)])
+def test_run_length_encoding_of_all_lanes_at_once(shape):
     from attlens.report.html import _rle
     from attlens.report.viewerdata import unpack
 
     rng = np.random.default_rng(3)
-    rows = rng.integers(-1, 3, size=(7, 40))
-    rows[2] = 1  # one run
+    rows = rng.integers(-1, 3, size=shape).astype(np.int8)
+    rows[-1] = 1  # one run
+    if len(rows) > 1:
+        rows[1, 0] = rows[0, -1]  # a lane starting with the previous lane's last value: still a run start
     enc = _rle(rows)
     start, val = unpack(enc["start"]), unpack(enc["val"])
     for lane, row in enumerate(rows):

@@ -133,24 +133,29 @@ def test_timeline_downsampling_is_consistent(toy):
 
 
 @pytest.mark.parametrize("n", [300, 12])  # overlapping intervals (a difference array), few (their full bins listed)
-def test_coverage_matches_brute_force(n):
+@pytest.mark.parametrize("outside", [0, 30])  # all in the window, or cycles before and after it (clipped bins)
+def test_coverage_matches_brute_force(n, outside):
     rng = np.random.default_rng(1)
     lanes, bins, cats, width, t0 = 3, 17, 4, 7, 100
-    start = rng.integers(t0, t0 + bins * width - 1, n)
-    end = np.minimum(start + rng.integers(0, 60, n), t0 + bins * width)
+    start = rng.integers(t0 - outside, t0 + bins * width - 1, n)
+    end = np.minimum(start + rng.integers(0, 60, n), t0 + bins * width + outside)
     lane = rng.integers(0, lanes, n)
     cat = rng.integers(0, cats, n)
     got = _coverage(lane, start, end, cat, lanes, bins, cats, t0, width)
     want = np.zeros((lanes, bins, cats))
     for ln, s, e, c in zip(lane, start, end, cat):
         for t in range(s, e):
-            want[ln, (t - t0) // width, c] += 1
+            want[ln, min(max((t - t0) // width, 0), bins - 1), c] += 1
+    assert (start < t0).any() == (end > t0 + bins * width).any() == (outside > 0)
     np.testing.assert_allclose(got, want)
 
 
-def test_dominant_is_the_first_largest_category_of_the_coverage():
+@pytest.mark.parametrize("dtype, most", [(np.float64, 10**6), (np.float64, 2**52), (np.int64, 10**6)])
+def test_dominant_is_the_first_largest_category_of_the_coverage(dtype, most):
     """html._dominant on _coverage's layout: per (lane, bin) the category
-    covering most cycles, the first of equals, -1 where nothing ran."""
+    covering most cycles, the first of equals, -1 where nothing ran; one
+    maximum over fraction-tagged cycles (float64 grid, cycles x categories
+    below 2**53) or a pass per category (int64 grid, or a bound too large)."""
     from attlens.report.html import _dominant
 
     rng = np.random.default_rng(2)
@@ -159,13 +164,49 @@ def test_dominant_is_the_first_largest_category_of_the_coverage():
     end = np.minimum(start + rng.integers(1, 4, n), t0 + bins * width)  # short: many ties and empty bins
     lane = rng.integers(0, lanes, n)
     cat = rng.integers(0, cats, n)
-    cov = _coverage(lane, start, end, cat, lanes, bins, cats, t0, width)
-    got = _dominant(cov)
-    plain = np.asarray(cov).copy()  # a plain (lane, bin, category) array
+    cov = _coverage(lane, start, end, cat, lanes, bins, cats, t0, width, dtype)
+    plain = np.asarray(cov).copy()  # a plain (lane, bin, category) array (_dominant overwrites cov)
+    got = _dominant(cov, most)
     want = np.where(plain.sum(axis=2) > 0, plain.argmax(axis=2), -1)
     assert (got == want).all() and (got == -1).any() and (got >= 0).any()
     ties = (np.sort(plain, axis=2)[:, :, -1] == np.sort(plain, axis=2)[:, :, -2]) & (plain.max(axis=2) > 0)
     assert ties.any(), "the case covers equal categories"
+
+
+@pytest.mark.parametrize("cats", [1, 8, 9])  # the tie fractions: 1, 8 and 16ths
+def test_dominant_by_max_with_large_cycles_and_many_categories(cats):
+    """The fraction-tagged maximum stays exact up to its bound (cycles x the
+    power of two above the categories below 2**53), ties to the first."""
+    from attlens.report.html import _dominant
+
+    rng = np.random.default_rng(cats)
+    tie = 1 << (cats - 1).bit_length()
+    most = 2**53 // tie - 1
+    plain = rng.integers(0, 3, size=(6, 50, cats)) * (most // 2)  # large values, many ties, some empty cells
+    cov = plain.astype(np.float64).transpose(2, 0, 1).copy().transpose(1, 2, 0)  # _coverage's category-major layout
+    got = _dominant(cov, most)
+    want = np.where(plain.max(axis=2) > 0, plain.argmax(axis=2), -1)
+    assert (got == want).all()
+
+
+def test_lanes_are_the_sorted_distinct_slots_of_the_waves():
+    """html._lanes and _simds_per_se against the plain set, sort and lookups."""
+    from types import SimpleNamespace
+
+    from attlens.report.html import _lanes, _simds_per_se
+
+    rng = np.random.default_rng(4)
+    n = 400
+    w = SimpleNamespace(se=rng.integers(0, 3, n).astype(np.int32), cu=rng.integers(-1, 4, n).astype(np.int16),
+                        simd=rng.integers(0, 4, n).astype(np.uint8), slot=rng.integers(0, 16, n).astype(np.int32))
+    rows = list(zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist()))
+    keys = sorted(set(rows))
+    lane_keys, lane = _lanes(w)
+    assert [tuple(k) for k in lane_keys.tolist()] == keys
+    assert lane.tolist() == [keys.index(r) for r in rows]
+    se_ids, se_of_lane = np.unique(lane_keys[:, 0], return_inverse=True)
+    want = [len({(k[1], k[2]) for k in keys if k[0] == se}) for se in se_ids.tolist()]
+    assert _simds_per_se(lane_keys, se_of_lane, len(se_ids)) == want
 
 
 def test_crafted_markup_stays_text(evil):

@@ -234,7 +234,8 @@ GRID_CHUNK_CELLS = 1 << 18  # lane x bin x category cells computed at a time
 
 def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: int, width: int, dtype=np.int64) -> np.ndarray:
     """Cycles of each (lane, bin, category) covered by the intervals
-    ``[start, end)``; array (n_lanes, n_bins, n_cat), a view of one laid out
+    ``[start, end)`` (cycle t in bin ``(t - t0) // width`` clipped to the
+    bins); array (n_lanes, n_bins, n_cat), a view of one laid out
     category-major (each category's grid contiguous: the bin-axis sums and
     :func:`_dominant` pass over contiguous rows). Callers pass one bounded
     chunk of lanes at a time (:data:`GRID_CHUNK_CELLS`). ``dtype``: int64,
@@ -246,19 +247,24 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     size = n_lanes * n_bins * n_cat
     if len(start) == 0:
         return np.zeros((n_lanes, n_bins, n_cat), dtype=dtype)
-    rel_s = start - t0
-    rel_e = end - t0
-    b0 = _clip_bins(rel_s // width, n_bins)
+    # times from t0 already (the timeline's grids: t0 taken off once a wave): no pass to copy them
+    rel_s = start - t0 if t0 else start
+    rel_e = end - t0 if t0 else end
+    b0 = rel_s // width
     b1 = rel_e - 1
     b1 //= width
-    _clip_bins(b1, n_bins)
+    if b0.min() < 0 or b1.max() >= n_bins:  # cycles outside the window: they pile into the edge bins
+        _clip_bins(b0, n_bins)
+        _clip_bins(b1, n_bins)
     base = np.multiply(cat, n_lanes, dtype=np.int64)  # (cat * n_lanes + lane) * n_bins, in place
     base += lane
     base *= n_bins
-    sp = np.flatnonzero(b0 != b1)
+    span = b1 - b0  # bins after the first
+    sp = np.flatnonzero(span != 0)  # over booleans: twice as fast as over the int64 spans
     # full bins b0+1 .. b1-1 of spanning intervals (width cycles each)
-    full = sp[b1[sp] - b0[sp] > 1]
-    n_full = b1[full] - b0[full] - 1
+    more = span[sp] > 1
+    full = sp[more]
+    n_full = span[full] - 1
     cells = int(n_full.sum())
     # as many cells as one grid of lanes at most (the usual case: a lane's intervals barely
     # overlap): listed one by one into the same bincount, no difference array over whole rows
@@ -272,12 +278,13 @@ def _coverage(lane, start, end, cat, n_lanes: int, n_bins: int, n_cat: int, t0: 
     np.add(base, b0, out=first[:m])
     np.subtract(rel_e, rel_s, out=wts[:m])
     if k:
+        b1_sp = b1[sp]
         wts[sp] = (b0[sp] + 1) * width - rel_s[sp]
-        first[m:m + k] = base[sp] + b1[sp]
-        wts[m:m + k] = rel_e[sp] - b1[sp] * width
+        first[m:m + k] = first[sp] - b0[sp] + b1_sp
+        wts[m:m + k] = rel_e[sp] - b1_sp * width
     if listed:
         if cells:
-            first[m + k:] = _ranges(base[full] + b0[full] + 1, n_full)
+            _fill_ranges(first[m + k:], first[full] + 1, n_full)
             wts[m + k:] = width
         return np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False).reshape(n_cat, n_lanes, n_bins).transpose(1, 2, 0)
     out = np.bincount(first, weights=wts, minlength=size).astype(dtype, copy=False)
@@ -306,16 +313,19 @@ def _add_full_bins(grid: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int)
 def _rle(rows: np.ndarray) -> dict:
     """Per lane (a row of ``rows``, lanes x bins) runs of equal values:
     delta-encoded starts (each lane's first run starts at 0), values (-1
-    empty), packed. All lanes in a few passes over the whole grid."""
+    empty), packed. All lanes in a few passes over the whole grid, as one
+    flat row (flat indices: cheaper than np.nonzero's pairs)."""
     n_lanes, n_bins = rows.shape
-    new = np.ones(rows.shape, dtype=bool)
-    np.not_equal(rows[:, 1:], rows[:, :-1], out=new[:, 1:])
-    lane, col = np.nonzero(new)  # row-major: each lane's runs in order
-    step = np.diff(col, prepend=0)
-    step[col == 0] = 0  # a lane's first run: 0, not the gap from the last lane's last run
-    off = np.zeros(n_lanes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(lane, minlength=n_lanes), out=off[1:])
-    return {"off": off.tolist(), "start": pack(step), "val": pack(rows[lane, col])}
+    flat = rows.ravel()
+    new = np.empty(flat.shape, dtype=bool)
+    np.not_equal(flat[1:], flat[:-1], out=new[1:])
+    new[::n_bins] = True  # every lane's first bin starts a run
+    at = np.flatnonzero(new)
+    off = np.searchsorted(at, np.arange(n_lanes + 1) * n_bins)  # each lane's first run
+    step = np.empty_like(at)
+    np.subtract(at[1:], at[:-1], out=step[1:])
+    step[off[:-1]] = 0  # a lane's first run: 0, not the gap from the last lane's last run
+    return {"off": off.tolist(), "start": pack(step), "val": pack(flat[at])}
 
 
 def _clip_bins(b: np.ndarray, n_bins: int) -> np.ndarray:
@@ -324,17 +334,21 @@ def _clip_bins(b: np.ndarray, n_bins: int) -> np.ndarray:
     return np.minimum(b, n_bins - 1, out=b)
 
 
-def _dominant(cov: np.ndarray) -> np.ndarray:
+def _dominant(cov: np.ndarray, most: int) -> np.ndarray:
     """Per (lane, bin): the category covering most cycles (the first of
     equals), -1 where none (coverage is never negative: the largest is 0
-    only where nothing ran). One pass per category over its (lane, bin) grid
-    (contiguous in :func:`_coverage`'s layout)."""
-    by_cat = np.moveaxis(cov, 2, 0)
+    only where nothing ran). ``cov``: :func:`_coverage`'s grid, whose cells
+    this overwrites in float64; ``most``: a bound on any cell's cycles (the
+    intervals' total: cycles outside the window pile into the edge bins)."""
+    by_cat = cov.transpose(2, 0, 1)  # category-major: each category's (lane, bin) grid contiguous
     # a byte a cell where the categories fit (the report's classes and states): the lanes' grids
     # are concatenated and run-length encoded afterwards, 8x less memory than int64
     dtype = np.int8 if len(by_cat) < 128 else np.int64
     if len(by_cat) == 0:
         return np.full(cov.shape[:2], -1, dtype=dtype)
+    tie = 1 << (len(by_cat) - 1).bit_length()  # a power of two above every category
+    if cov.dtype == np.float64 and most * tie < 2**53:
+        return _dominant_by_max(by_cat, tie, dtype)
     best = by_cat[0].copy()
     dom = np.zeros(cov.shape[:2], dtype=dtype)
     more = np.empty(best.shape, dtype=bool)
@@ -344,6 +358,26 @@ def _dominant(cov: np.ndarray) -> np.ndarray:
         dom[more] = c
     dom[best <= 0] = -1
     return dom
+
+
+def _dominant_by_max(by_cat: np.ndarray, tie: int, dtype) -> np.ndarray:
+    """:func:`_dominant` as one maximum over the categories: category c's
+    whole cycles get the fraction (tie - 1 - c) / tie (exact while cycles x
+    tie < 2**53), so more cycles win and equal cycles go to the first
+    category; two passes over the grid instead of three per category."""
+    by_cat += ((tie - 1 - np.arange(len(by_cat))) / tie)[:, None, None]
+    # the largest of non-negative float64s is the largest of their bits read as int64 (no NaN checks: faster)
+    bits = np.maximum.reduce(by_cat.reshape(len(by_cat), -1).view(np.int64))
+    frac, whole = np.modf(bits.view(np.float64).reshape(by_cat.shape[1:]))
+    dom = (tie - 1 - frac * tie).astype(dtype)
+    dom[whole == 0] = -1
+    return dom
+
+
+def _fill_ranges(out: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> None:
+    """:func:`_ranges` written into ``out`` (its length: ``counts.sum()``): one copy of them fewer."""
+    ends = np.cumsum(counts)
+    np.add(np.repeat(starts - (ends - counts), counts), np.arange(len(out)), out=out)
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -386,19 +420,100 @@ def _executions(result, n_pc: int) -> np.ndarray:
     return hit if len(hit) == n_pc else np.bincount(result.dispatch.records.pc, minlength=n_pc)
 
 
+def _lanes(w) -> tuple:
+    """The timeline's lanes: the waves' distinct (SE, CU, SIMD, slot) rows,
+    sorted (an int64 array, lanes x 4), and per wave its lane."""
+    rows = np.stack([w.se, w.cu, w.simd, w.slot], axis=1).astype(np.int64)
+    order = np.lexsort(rows.T[::-1])  # a few int64 sorts: faster than np.unique over rows
+    rows = rows[order]
+    new = np.ones(len(rows), dtype=bool)
+    np.any(rows[1:] != rows[:-1], axis=1, out=new[1:])
+    lane = np.empty(len(rows), dtype=np.int64)
+    lane[order] = np.cumsum(new) - 1
+    return rows[new], lane
+
+
+def _simds_per_se(lane_keys: np.ndarray, se_of_lane: np.ndarray, n_se: int) -> list[int]:
+    """Per SE (``se_of_lane``: each lane's): its distinct (CU, SIMD) pairs
+    among the sorted lanes ``lane_keys`` (a pair's lanes are adjacent)."""
+    simd = lane_keys[:, :3]
+    first = np.ones(len(simd), dtype=bool)
+    np.any(simd[1:] != simd[:-1], axis=1, out=first[1:])
+    return np.bincount(se_of_lane[first], minlength=n_se).tolist()
+
+
+def _lane_chunks(lane: np.ndarray, n_lanes: int, per_lane: int):
+    """Lanes in chunks of about :data:`GRID_CHUNK_CELLS` grid cells
+    (``per_lane`` a lane): per chunk its first and end lane, its waves and
+    their lanes within the chunk."""
+    wave_order = np.argsort(lane, kind="stable")
+    lane_ptr = np.searchsorted(lane[wave_order], np.arange(n_lanes + 1))
+    step = max(1, GRID_CHUNK_CELLS // per_lane)
+    for lo in range(0, n_lanes, step):
+        hi = min(lo + step, n_lanes)
+        wv = wave_order[lane_ptr[lo]:lane_ptr[hi]]
+        yield lo, hi, wv, lane[wv] - lo
+
+
+def _state_grids(d, lane, n_lanes: int, begin, se_of_lane, n_se: int, t0: int, width: int, n_bins: int) -> tuple:
+    """Per (lane, bin) the wave state covering most cycles (lanes x bins), and
+    per SE the cycles of each state per bin (SE x state x bin, float64 whole
+    numbers). Each chunk of lanes gathers only its waves' timeline segments
+    (stored wave by wave, contiguous from each wave's begin)."""
+    w, tl = d.waves, d.timeline
+    tl_count = (w.tl_stop - w.tl_start).astype(np.int64)
+    rows = []
+    per_se_state = np.zeros((n_se, 5, n_bins))  # whole cycles in float64 (exact), as the grids
+    begin_from_t0 = begin - t0  # once a wave: the segments' times are then from t0 (_coverage's t0 = 0)
+    for lo, hi, wv, wlane in _lane_chunks(lane, n_lanes, n_bins * 5):
+        # per-wave values repeated over a wave's segments: np.repeat, cheaper than a gather through a wave index
+        n_seg = tl_count[wv]
+        seg = _back_to_back(w.tl_start[wv], n_seg)
+        dur = tl.duration[seg].astype(np.int64)
+        before = np.zeros(len(dur) + 1, dtype=np.int64)  # the chunk's cycles before each segment (and after all)
+        np.cumsum(dur, out=before[1:])
+        seg_start = before[:-1] + np.repeat(begin_from_t0[wv] - before[np.cumsum(n_seg) - n_seg], n_seg)
+        state = tl.state[seg].astype(np.int64)
+        np.minimum(state, 4, out=state)  # states are unsigned: all np.clip(0, 4) did, in one pass
+        cov = _coverage(np.repeat(wlane, n_seg), seg_start, seg_start + dur, state, hi - lo, n_bins, 5, 0, width, np.float64)
+        # lanes are sorted by SE first: each SE's lanes of the chunk are one slice, summed (before
+        # _dominant overwrites the grid) over the contiguous state-major layout
+        by_state = cov.transpose(2, 0, 1)
+        cut = np.searchsorted(se_of_lane[lo:hi], np.arange(n_se + 1))
+        for si in np.flatnonzero(np.diff(cut)).tolist():
+            per_se_state[si] += by_state[:, cut[si]:cut[si + 1]].sum(axis=1)
+        rows.append(_dominant(cov, int(dur.sum())))  # no cell holds more than all the chunk's cycles
+    return np.concatenate(rows), per_se_state
+
+
+def _class_grids(d, lane, n_lanes: int, shift, pc_code, n_cls: int, t0: int, width: int, n_bins: int) -> np.ndarray:
+    """Per (lane, bin) the instruction class covering most cycles (lanes x
+    bins; ``pc_code``: each pc's class). Each chunk of lanes gathers only its
+    waves' records (stored wave by wave)."""
+    w, recs = d.waves, d.records
+    rec_count = (w.rec_stop - w.rec_start).astype(np.int64)
+    rows = []
+    shift_from_t0 = shift - t0  # once a wave: the records' times are then from t0 (_coverage's t0 = 0)
+    for lo, hi, wv, wlane in _lane_chunks(lane, n_lanes, n_bins * max(n_cls, 1)):
+        n_rec = rec_count[wv]
+        rec = _back_to_back(w.rec_start[wv], n_rec)
+        r_start = recs.time[rec] + np.repeat(shift_from_t0[wv], n_rec)
+        cycles = np.maximum(recs.duration[rec], 1)
+        cov = _coverage(np.repeat(wlane, n_rec), r_start, r_start + cycles, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), 0, width, np.float64)
+        rows.append(_dominant(cov, int(cycles.sum())))  # no cell holds more than all the chunk's cycles
+    return np.concatenate(rows)
+
+
 def _timeline(result, waves) -> dict:
     d = result.dispatch
     w = d.waves
-    tl = d.timeline
-    recs = d.records
     clk = waves.clock
     n = w.count
     if n == 0:
         return {"lanes": [], "bins": 0}
     shift, begin, end, t0, t1, width, n_bins = _frame(d, clk)
-    keys = sorted({(int(a), int(b), int(c), int(e)) for a, b, c, e in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())})
-    lane_of_key = {k: i for i, k in enumerate(keys)}
-    lane = np.array([lane_of_key[(int(a), int(b), int(c), int(e))] for a, b, c, e in zip(w.se.tolist(), w.cu.tolist(), w.simd.tolist(), w.slot.tolist())], dtype=np.int64)
+    lane_keys, lane = _lanes(w)
+    keys = [tuple(k) for k in lane_keys.tolist()]
     n_lanes = len(keys)
 
     # instruction classes (waits: the class holding most of their cycles), only those that ran
@@ -413,59 +528,24 @@ def _timeline(result, waves) -> dict:
     pc_code = cls_code[pc_cls]
     n_cls = len(present)
 
-    # Lanes in chunks of bounded grid size; each chunk gathers only its waves'
-    # timeline segments and records (stored wave by wave).
-    wave_order = np.argsort(lane, kind="stable")
-    lane_ptr = np.searchsorted(lane[wave_order], np.arange(n_lanes + 1))
-    tl_count = (w.tl_stop - w.tl_start).astype(np.int64)
-    rec_count = (w.rec_stop - w.rec_start).astype(np.int64)
-    per_lane = n_bins * max(5, n_cls, 1)
-    step = max(1, GRID_CHUNK_CELLS // per_lane)
-    state_rows, cls_rows = [], []
-    se_ids = sorted({k[0] for k in keys})
-    se_of_lane = np.array([se_ids.index(k[0]) for k in keys], dtype=np.int64)
-    per_se_state = np.zeros((len(se_ids), n_bins, 5))  # whole cycles in float64 (exact), as the grids
-    for lo in range(0, n_lanes, step):
-        hi = min(lo + step, n_lanes)
-        wv = wave_order[lane_ptr[lo] : lane_ptr[hi]]
-        wlane = lane[wv] - lo
-        # timeline segments: contiguous from each wave's begin (per-wave values repeated over
-        # a wave's segments or records: np.repeat, cheaper than a gather through a wave index)
-        n_seg = tl_count[wv]
-        seg = _back_to_back(w.tl_start[wv], n_seg)
-        dur = tl.duration[seg].astype(np.int64)
-        csum = np.cumsum(dur)
-        before = np.r_[0, csum][np.cumsum(n_seg) - n_seg]  # the chunk's cycles before each wave's first segment
-        seg_start = (csum - dur) + np.repeat(begin[wv] - before, n_seg)
-        state = tl.state[seg].astype(np.int64)
-        np.minimum(state, 4, out=state)  # states are unsigned: all np.clip(0, 4) did, in one pass
-        cov_state = _coverage(np.repeat(wlane, n_seg), seg_start, seg_start + dur, state, hi - lo, n_bins, 5, t0, width, np.float64)
-        state_rows.append(_dominant(cov_state))
-        # lanes are sorted by SE first: each SE's lanes of the chunk are one slice (summed without a copy)
-        cut = np.searchsorted(se_of_lane[lo:hi], np.arange(len(se_ids) + 1))
-        for si in np.flatnonzero(np.diff(cut)).tolist():
-            per_se_state[si] += cov_state[cut[si]:cut[si + 1]].sum(axis=0)
-        del cov_state, seg, dur, csum, seg_start, state
-        n_rec = rec_count[wv]
-        rec = _back_to_back(w.rec_start[wv], n_rec)
-        r_start = recs.time[rec] + np.repeat(shift[wv], n_rec)
-        r_end = r_start + np.maximum(recs.duration[rec], 1)
-        cov_cls = _coverage(np.repeat(wlane, n_rec), r_start, r_end, pc_code[recs.pc[rec]], hi - lo, n_bins, max(n_cls, 1), t0, width, np.float64)
-        cls_rows.append(_dominant(cov_cls))
-        del cov_cls, rec, r_start, r_end
+    # the grids by chunks of lanes, each its own: the states' 5 categories take fewer cells a lane
+    se_ids, se_of_lane = np.unique(lane_keys[:, 0], return_inverse=True)
+    se_ids = se_ids.tolist()
+    state_rows, per_se_state = _state_grids(d, lane, n_lanes, begin, se_of_lane, len(se_ids), t0, width, n_bins)
+    cls_rows = _class_grids(d, lane, n_lanes, shift, pc_code, n_cls, t0, width, n_bins)
     # occupancy over time: resident waves, all lanes as one (their sum)
     res = _coverage(np.zeros(n, dtype=np.int64), begin, end, np.zeros(n, dtype=np.int64), 1, n_bins, 1, t0, width)[0, :, 0]
 
     per_state = per_se_state.sum(axis=0)  # every lane's SE is one of them (integer sums: exact)
     scale = 100.0 / width  # stored as hundredths of a wave
-    simds_per_se = [len({(k[1], k[2]) for k in keys if k[0] == se}) for se in se_ids]
+    simds_per_se = _simds_per_se(lane_keys, se_of_lane, len(se_ids))
     occupancy = {
         "resident": pack(np.rint(res * scale)),
-        "states": {STATE_NAMES[s]: pack(np.rint(per_state[:, s] * scale)) for s in (1, 2, 3, 4)},
+        "states": {STATE_NAMES[s]: pack(np.rint(per_state[s] * scale)) for s in (1, 2, 3, 4)},
         "scale": 100,
         # per traced SE: waves in each state, summed over the SE's traced SIMDs (row-major SE x bin)
         "per_se": {"se": se_ids, "simds": simds_per_se,
-                   "states": {STATE_NAMES[s]: pack(np.rint(per_se_state[:, :, s] * scale)) for s in (1, 2, 3, 4)}},
+                   "states": {STATE_NAMES[s]: pack(np.rint(per_se_state[:, s] * scale)) for s in (1, 2, 3, 4)}},
     }
     order = np.lexsort((begin, lane))
     per_wave = waves.states.per_wave
@@ -488,9 +568,9 @@ def _timeline(result, waves) -> dict:
             "records": pack(w.n_records[order]),
         },
         "state_names": [STATE_NAMES[s] for s in range(5)],
-        "state": _rle(np.concatenate(state_rows)),
+        "state": _rle(state_rows),
         "class_names": [CLASS_IDS[i] for i in present.tolist()],
-        "cls": _rle(np.concatenate(cls_rows)),
+        "cls": _rle(cls_rows),
         "occupancy": occupancy,
     }
 

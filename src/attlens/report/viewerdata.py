@@ -28,7 +28,11 @@ _KINDS = tuple((kind, dtype, int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
 def _narrow(values) -> tuple[str, bytes]:
     """The narrowest little-endian integer type that holds every value
     (float64 beyond int32: exact up to 2**53, far beyond any cycle count)."""
-    a = np.asarray(values, dtype=np.int64).ravel()
+    a = np.asarray(values)
+    # integers that int64 holds are looked at as they are (a byte grid: no 8x wider copy first)
+    if not (a.dtype.kind == "i" or a.dtype.kind == "u" and a.dtype.itemsize < 8):
+        a = a.astype(np.int64)
+    a = a.ravel()
     lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
     for kind, dtype, least, most in _KINDS:
         if least <= lo and hi <= most:
@@ -126,18 +130,19 @@ def _scope_cells(recs, shift: np.ndarray, t0: int, width: int, n_bins: int, row:
     acc = {name: np.zeros(size) for name, _ in cols}
     key = np.empty(min(n, SCOPE_CHUNK), dtype=np.int64)
     tmp = np.empty_like(key)
+    # per wave and per pc, once: the lookups then hand each record its part of the key directly
+    wave_from_t0 = shift - t0
+    row_cell = row * n_bins
     for lo in range(0, n, SCOPE_CHUNK):
         m = min(lo + SCOPE_CHUNK, n) - lo
         k, t = key[:m], tmp[:m]
         # mode "clip": the records' waves and pcs are in range (the loader checks them), and the
         # default "raise" writes through a temporary buffer (3.5x slower)
-        np.take(shift, recs.wave[lo:lo + m], out=k, mode="clip")
+        np.take(wave_from_t0, recs.wave[lo:lo + m], out=k, mode="clip")
         k += recs.time[lo:lo + m]
-        k -= t0
         k //= width
         np.clip(k, 0, n_bins - 1, out=k)
-        np.take(row, recs.pc[lo:lo + m], out=t, mode="clip")
-        t *= n_bins
+        np.take(row_cell, recs.pc[lo:lo + m], out=t, mode="clip")
         k += t
         hit += np.bincount(k, minlength=size)
         for name, col in cols:
