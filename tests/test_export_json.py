@@ -402,6 +402,24 @@ def test_numpy_is_imported_with_one_blas_thread_and_leaves_the_environment_alone
         assert int(out[3]) > 1
 
 
+def test_the_allocator_keeps_freed_memory_once_numpy_is_imported_by_a_command():
+    """The allocator's settings (cli.common.keep_freed_memory) are made right
+    after NumPy's import that the command arranged, not before (a stored
+    answer that never imports NumPy never pays for them), and glibc takes
+    them; with the user's own OpenBLAS count they are made all the same."""
+    code = ("import os, sys; import attlens.cli.common as c; calls = []; real = c.keep_freed_memory; "
+            "c.keep_freed_memory = lambda: calls.append(real()) or calls[-1]; c.numpy_with_one_blas_thread(); "
+            "before = list(calls); import numpy; print(before, calls, os.environ.get('OPENBLAS_NUM_THREADS'))")
+    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") and "CS_GNU_LIBC_VERSION" in os.confstr_names else None
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split("] [")[0] == "[" and out.strip().endswith("None")  # nothing before the import, the variable unset after
+    assert (f"[{bool(glibc)}]" in out), out  # once, after it; glibc took both settings
+    users = subprocess.run([sys.executable, "-c", code], env={**env, "OPENBLAS_NUM_THREADS": "2"}, capture_output=True, text=True,
+                           check=True).stdout
+    assert users.strip().endswith("2") and f"[{bool(glibc)}]" in users
+
+
 def test_the_command_line_freezes_the_objects_it_leaves_for_the_teardown(shared, tmp_path):
     """entry() ends with gc.freeze(): the collections of Python's teardown
     skip what the command left (0.015 s of export's 0.025 s teardown)."""
