@@ -392,25 +392,34 @@ def test_a_capture_changed_before_the_digest_settles_gets_no_digest_of_its_new_s
     assert open_cache(cache).open(cap, current_capture_key(cap)) is not None
 
 
-@pytest.mark.parametrize("unchanged", [True, False])
-def test_a_digest_child_without_the_commands_word_looks_itself(tmp_path, monkeypatch, unchanged):
-    """The child is done writing before the command comes to wait (a report,
-    the next capture of --all) or the command ended without a word: it looks
-    at the capture itself and places the digest only if it is unchanged."""
+def _digest_written_behind(tmp_path, monkeypatch, cap, look):
+    """(store, key, the PendingDigest) of ``cap``'s digest handed to a child,
+    whose own look at the capture is ``look(capture, key)``."""
     from attlens.cache import behind, open_cache
     from attlens.cache.capture import digest_of
     from attlens.model.loader import read_capture
 
     require_fork()
-    cap = require_shared() / "traces" / VEC_ADD
     monkeypatch.setattr(behind, "MIN_RECORDS_BYTES", 0)
-    monkeypatch.setattr(behind, "_unchanged", lambda capture, key: unchanged)  # what the child finds
+    monkeypatch.setattr(behind, "_unchanged", look)
     store = open_cache(tmp_path / "cache")
     monkeypatch.setitem(behind._state, "on", True)
     monkeypatch.setitem(behind._state, "pending", [])
     key = digest_of(cap)
     pending = behind.write(store, cap, key, read_capture(cap))
     assert isinstance(pending, behind.PendingDigest)
+    return store, key, pending
+
+
+@pytest.mark.parametrize("unchanged", [True, False])
+def test_a_digest_child_without_the_commands_word_looks_itself(tmp_path, monkeypatch, unchanged):
+    """The child is done writing before the command comes to wait (a report,
+    the next capture of --all) or the command ended without a word: it looks
+    at the capture itself and places the digest only if it is unchanged."""
+    from attlens.cache import behind
+
+    cap = require_shared() / "traces" / VEC_ADD
+    store, key, pending = _digest_written_behind(tmp_path, monkeypatch, cap, lambda capture, key: unchanged)  # what the child finds
     os.close(pending.word_w)  # no word
     assert os.read(pending.done_r, 1) == behind.LOOKING  # said before it looks
     assert os.read(pending.done_r, 1) == bytes([0 if unchanged else 3])
@@ -426,10 +435,6 @@ def test_a_command_that_comes_while_the_digest_child_looks_does_not_look_too(tmp
     look instead of making its own, and stores what it kept in the digest."""
     import time
 
-    from attlens.cache import behind, open_cache
-    from attlens.cache.capture import digest_of
-    from attlens.model.loader import read_capture
-
     class ArrayCodec:  # one array, nothing else
         def encode(self, value):
             return {"x": np.asarray(value)}, {}
@@ -437,7 +442,6 @@ def test_a_command_that_comes_while_the_digest_child_looks_does_not_look_too(tmp
         def decode(self, arrays, meta):
             return np.asarray(arrays["x"])
 
-    require_fork()
     cap = require_shared() / "traces" / VEC_ADD
     looks = tmp_path / "looks"
 
@@ -447,14 +451,7 @@ def test_a_command_that_comes_while_the_digest_child_looks_does_not_look_too(tmp
         time.sleep(0.3)
         return True
 
-    monkeypatch.setattr(behind, "MIN_RECORDS_BYTES", 0)
-    monkeypatch.setattr(behind, "_unchanged", slow_look)
-    store = open_cache(tmp_path / "cache")
-    monkeypatch.setitem(behind._state, "on", True)
-    monkeypatch.setitem(behind._state, "pending", [])
-    key = digest_of(cap)
-    pending = behind.write(store, cap, key, read_capture(cap))
-    assert isinstance(pending, behind.PendingDigest)
+    _store, _key, pending = _digest_written_behind(tmp_path, monkeypatch, cap, slow_look)
     pending.put_derived("kept", np.arange(5), ArrayCodec())
     deadline = time.monotonic() + 60
     while not looks.exists():  # the child is looking
