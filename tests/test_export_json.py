@@ -389,35 +389,39 @@ def test_numpy_is_imported_with_one_blas_thread_and_leaves_the_environment_alone
     """No idle OpenBLAS thread spinning beside attlens' own work (measured:
     0.06-0.08 s of CPU), no OPENBLAS_NUM_THREADS for child processes, and
     NumPy not imported before something needs it (a stored answer does not)."""
-    code = ("import os, sys; from attlens.cli.common import numpy_with_one_blas_thread; numpy_with_one_blas_thread(); "
+    code = ("import os, sys; from attlens.cli.common import arrange_numpy_import; arrange_numpy_import(); "
             "before = 'numpy' in sys.modules; import numpy, importlib.resources; "
             "print(before, 'numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')), "
             "importlib.resources.files('numpy').joinpath('__init__.py').is_file())")  # the real loader still answers
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True", "None", "1", "True"]
-    plain = code.replace("numpy_with_one_blas_thread(); ", "")  # the reference: OpenBLAS's own threads
+    plain = code.replace("arrange_numpy_import(); ", "")  # the reference: OpenBLAS's own threads
     out = subprocess.run([sys.executable, "-c", plain], env=env, capture_output=True, text=True, check=True).stdout.split()
     if os.cpu_count() and os.cpu_count() > 1:
         assert int(out[3]) > 1
 
 
 def test_the_allocator_keeps_freed_memory_once_numpy_is_imported_by_a_command():
-    """The allocator's settings (cli.common.keep_freed_memory) are made right
-    after NumPy's import that the command arranged, not before (a stored
-    answer that never imports NumPy never pays for them), and glibc takes
-    them; with the user's own OpenBLAS count they are made all the same."""
-    code = ("import os, sys; import attlens.cli.common as c; calls = []; real = c.keep_freed_memory; "
-            "c.keep_freed_memory = lambda: calls.append(real()) or calls[-1]; c.numpy_with_one_blas_thread(); "
-            "before = list(calls); import numpy; print(before, calls, os.environ.get('OPENBLAS_NUM_THREADS'))")
-    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") and "CS_GNU_LIBC_VERSION" in os.confstr_names else None
+    """In the command line's own process, the allocator's settings
+    (cli.common.keep_freed_memory) are made right after the NumPy import the
+    command arranged, not before (a stored answer that never imports NumPy
+    never pays for them), and glibc takes them; with the user's own OpenBLAS
+    count too. A Python program that calls attlens.cli.main keeps its
+    allocator as it is."""
+    def calls_around_the_import(command_line: bool, env: dict) -> str:
+        code = ("import os, sys; import attlens.cli.common as c; calls = []; real = c.keep_freed_memory; "
+                "c.keep_freed_memory = lambda: calls.append(real()) or calls[-1]; "
+                + ("c.the_command_line_runs_here(); " if command_line else "")
+                + "c.arrange_numpy_import(); before = list(calls); import numpy; "
+                "print(before, calls, os.environ.get('OPENBLAS_NUM_THREADS'))")
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+    glibc = bool(os.confstr("CS_GNU_LIBC_VERSION")) if "CS_GNU_LIBC_VERSION" in getattr(os, "confstr_names", {}) else False
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert out.split("] [")[0] == "[" and out.strip().endswith("None")  # nothing before the import, the variable unset after
-    assert (f"[{bool(glibc)}]" in out), out  # once, after it; glibc took both settings
-    users = subprocess.run([sys.executable, "-c", code], env={**env, "OPENBLAS_NUM_THREADS": "2"}, capture_output=True, text=True,
-                           check=True).stdout
-    assert users.strip().endswith("2") and f"[{bool(glibc)}]" in users
+    assert calls_around_the_import(True, env) == f"[] [{glibc}] None"  # once, after the import; the variable unset after
+    assert calls_around_the_import(True, {**env, "OPENBLAS_NUM_THREADS": "2"}) == f"[] [{glibc}] 2"
+    assert calls_around_the_import(False, env) == "[] [] None"  # a Python caller's process: never
 
 
 def test_the_command_line_freezes_the_objects_it_leaves_for_the_teardown(shared, tmp_path):

@@ -50,8 +50,9 @@ def entry() -> int:
     except KeyboardInterrupt:  # before the handler was set (Python's default one)
         _quiet_interrupt(signal.SIGINT, None)
     try:
-        from attlens.cli import main
+        from attlens.cli import common, main
 
+        common.the_command_line_runs_here()
         code = main()
         # The process ends now: the collections Python runs while tearing
         # itself down would walk every object left, for nothing (40-50 ms after

@@ -186,7 +186,7 @@ def _main(argv: list[str] | None) -> int:
             from attlens.cache import behind
             from attlens.cache.keys import command_scope
 
-            common.numpy_with_one_blas_thread()
+            common.arrange_numpy_import()
 
             _LAST_COMMAND["reads_captures"] = True
             with command_scope(), behind.scope():

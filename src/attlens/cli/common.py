@@ -494,10 +494,11 @@ def check_output(path, inputs=(), *, directory: bool = False, names=()) -> None:
             raise OutputRefused(f"{out}: is the input {src}; it would be overwritten", hint="write the output somewhere else")
 
 
-def numpy_with_one_blas_thread() -> None:
+def arrange_numpy_import() -> None:
     """When NumPy is first imported in this process, import it with its
     OpenBLAS on one thread (unless the user chose a count), the environment
-    as it was right afterwards (no child process inherits it), and then let
+    as it was right afterwards (no child process inherits it), and then, in
+    the command line's own process (:func:`the_command_line_runs_here`), let
     the C allocator keep the memory the command frees (:func:`keep_freed_memory`).
     Why one thread: attlens does no linear algebra, and OpenBLAS's idle
     threads spin on the other cores for about 0.1 s after the import
@@ -510,6 +511,16 @@ def numpy_with_one_blas_thread() -> None:
         return
     if not any(isinstance(f, _OneBlasThread) for f in sys.meta_path):
         sys.meta_path.insert(0, _OneBlasThread())
+
+
+# The process is the `attlens` command's own (attlens.__main__.entry): short-lived, so the allocator
+# may keep what it frees; a Python program that calls attlens.cli.main keeps its allocator as it is.
+_COMMAND_LINE_PROCESS = {"here": False}
+
+
+def the_command_line_runs_here() -> None:
+    """Called by the command line's entry point (attlens.__main__.entry), for its process only."""
+    _COMMAND_LINE_PROCESS["here"] = True
 
 
 # glibc malloc's M_TRIM_THRESHOLD and M_MMAP_THRESHOLD (malloc.h)
@@ -526,9 +537,9 @@ def keep_freed_memory() -> bool:
     intervals) are freed and made again at the same sizes hundreds of times;
     each fresh mapping is zeroed page by page by the kernel on first touch
     (12 % of a first softmax ``analyze``'s page faults). Measured: the first
-    ``analyze`` 14-18 ms shorter at 1x, 0.4-0.6 s at 30x, peak RSS the same.
-    A short-lived process only (the command line's own, inherited by its
-    forked children); True if glibc took both settings, False elsewhere."""
+    ``analyze`` about 14 ms shorter at 1x, 0.26-0.35 s at 30x, peak RSS the
+    same. A short-lived process only (the command line's own, inherited by
+    its forked children); True if glibc took both settings, False elsewhere."""
     import ctypes
 
     try:
@@ -559,8 +570,9 @@ class _OneBlasThread:
 
 class _EnvDuringExec:
     """NumPy's own loader, with the variable set while its package runs (not
-    when the user set a count), and the allocator's settings once it ran
-    (NumPy has imported ctypes by then: they cost nothing more)."""
+    when the user set a count), and in the command line's own process the
+    allocator's settings once it ran (NumPy has imported ctypes by then: they
+    cost nothing more)."""
 
     def __init__(self, loader):
         self.loader = loader
@@ -579,7 +591,8 @@ class _EnvDuringExec:
         finally:
             if not had:
                 os.environ.pop("OPENBLAS_NUM_THREADS", None)
-        keep_freed_memory()
+        if _COMMAND_LINE_PROCESS["here"]:
+            keep_freed_memory()
 
 
 def write_atomic(path: str, text: str) -> None:
