@@ -26,9 +26,9 @@ def pairs_of_capture():
 
 @pytest.mark.parametrize("direct", [True, False])  # one table of every (producer, wait) key, and np.unique
 def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture, monkeypatch, direct):
-    from attlens.analysis import waitattr
+    from attlens.analysis import groups
 
-    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 40 if direct else 0)
+    monkeypatch.setattr(groups, "DIRECT_KEYS", 1 << 40 if direct else 0)
     from attlens.analysis.rules.memory import _charged_by_pair, _lists_by_pc
 
     d, pairs = pairs_of_capture
@@ -47,12 +47,12 @@ def test_charges_and_distances_grouped_as_the_loop(pairs_of_capture, monkeypatch
 @pytest.mark.parametrize("direct", [True, False])  # one-word rows counted in one table (the longer sets sorted), and all by a sort
 @pytest.mark.parametrize("cells", [None, 256, 3, 0])  # the grids, each in many blocks, a row a block, one by one (a grid too large)
 def test_resolved_sets_counted_as_tuples(pairs_of_capture, monkeypatch, cells, direct):
-    from attlens.analysis import waitattr
+    from attlens.analysis import groups
     from attlens.analysis.rules import inorder
 
     if cells is not None:
         monkeypatch.setattr(inorder, "SET_GRID_CELLS", cells)
-    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 24 if direct else 0)
+    monkeypatch.setattr(groups, "DIRECT_KEYS", 1 << 24 if direct else 0)
     d, pairs = pairs_of_capture
     ppc, wpc = d.records.pc[pairs.prod_rec].astype(np.int64), d.records.pc[pairs.wait_rec].astype(np.int64)
     first = np.zeros(len(ppc), dtype=bool)
@@ -108,9 +108,9 @@ def test_run_length_encoding_of_all_lanes_at_once(shape):
 
 @pytest.mark.parametrize("direct", [True, False])  # one table of every possible key, and np.unique
 def test_sums_by_key_as_unique_and_bincount(pairs_of_capture, monkeypatch, direct):
-    from attlens.analysis import waitattr
+    from attlens.analysis import groups, waitattr
 
-    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 40 if direct else 0)
+    monkeypatch.setattr(groups, "DIRECT_KEYS", 1 << 40 if direct else 0)
     d, pairs = pairs_of_capture
     n = d.code.size
     key = d.records.pc[pairs.wait_rec].astype(np.int64) * n + d.records.pc[pairs.prod_rec]
@@ -141,10 +141,10 @@ def test_order_by_is_the_lexsort_sorted_or_not():
 
 @pytest.mark.parametrize("direct", [True, False])  # the keys' ranks sorted by radix, and the keys by a stable sort
 def test_distances_grouped_as_the_loop(pairs_of_capture, monkeypatch, direct):
-    from attlens.analysis import waitattr
+    from attlens.analysis import groups
     from attlens.analysis.rules.inorder import _distances
 
-    monkeypatch.setattr(waitattr, "DIRECT_KEYS", 1 << 40 if direct else 0)
+    monkeypatch.setattr(groups, "DIRECT_KEYS", 1 << 40 if direct else 0)
     d, pairs = pairs_of_capture
     ppc, wpc = d.records.pc[pairs.prod_rec], d.records.pc[pairs.wait_rec]
     order = np.flatnonzero(np.arange(len(ppc)) % 3 != 1)  # some rows, ascending

@@ -10,6 +10,23 @@ from __future__ import annotations
 import numpy as np
 
 
+# Possible keys up to which a grouping counts them in one table (a bincount over
+# the keys themselves) instead of sorting them; read at call time (tests set it)
+DIRECT_KEYS = 1 << 22
+
+
+def key_table(key: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(present, counts, first)`` of non-negative int keys below ``n_keys``
+    (at most :data:`DIRECT_KEYS`): the keys present, ascending, how many rows
+    hold each and the first row holding each, from one table of every
+    possible key (no sort)."""
+    counts = np.bincount(key, minlength=n_keys)
+    present = np.flatnonzero(counts)
+    first = np.full(n_keys, len(key), dtype=np.int64)
+    np.minimum.at(first, key, np.arange(len(key)))
+    return present, counts[present], first[present]
+
+
 def tuple_groups(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, first)``: per row the index of its tuple of ``columns`` among
     the distinct tuples in ascending (lexicographic) order, and per tuple

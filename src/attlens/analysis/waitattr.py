@@ -201,14 +201,13 @@ def _attribute_waits(dispatch, deps, pairs: WaitPairs | None) -> WaitAttribution
     return WaitAttribution(pairs, out, total, by_wait_pc)
 
 
-DIRECT_KEYS = 1 << 22  # possible keys up to which they are counted in one table (no sort)
-
-
 def _sums_by_key(key: np.ndarray, weights: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct keys ascending, Σ weights per key rounded to int64).
     Few possible keys: one bincount over the keys themselves, not a sort for
     np.unique; both add each key's weights in row order, the same floats."""
-    if n_keys <= DIRECT_KEYS:
+    from attlens.analysis import groups
+
+    if n_keys <= groups.DIRECT_KEYS:
         present = np.flatnonzero(np.bincount(key, minlength=n_keys))
         return present, np.bincount(key, weights=weights, minlength=n_keys)[present].round().astype(np.int64)
     uk, inv = np.unique(key, return_inverse=True)

@@ -544,7 +544,7 @@ def keep_freed_memory() -> bool:
 
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS): its own allocator as it is
+    except (OSError, AttributeError, TypeError):  # not glibc (musl, macOS; Windows has no CDLL(None)): its allocator as it is
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     took_trim = mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES)

@@ -30,7 +30,7 @@ def _narrow(values) -> tuple[str, bytes]:
     (float64 beyond int32: exact up to 2**53, far beyond any cycle count)."""
     a = np.asarray(values)
     # integers that int64 holds are looked at as they are (a byte grid: no 8x wider copy first)
-    if not (a.dtype.kind == "i" or a.dtype.kind == "u" and a.dtype.itemsize < 8):
+    if not (a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize < 8)):
         a = a.astype(np.int64)
     a = a.ravel()
     lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)

@@ -120,15 +120,11 @@ def _grid_sets(wpc: np.ndarray, pcs: np.ndarray, lo: np.ndarray, length: int) ->
 
 def _distinct_rows(words: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(first row, rows) of each distinct row of packed words (:func:`packed_rows`)."""
-    from attlens.analysis.waitattr import DIRECT_KEYS
+    from attlens.analysis import groups
 
-    if len(words) == 1 and int(words[0].max()) < DIRECT_KEYS:  # few possible keys: one table of them, no sort
-        key = words[0]
-        counts = np.bincount(key)
-        present = np.flatnonzero(counts)
-        first = np.full(len(counts), len(key), dtype=np.int64)
-        np.minimum.at(first, key, np.arange(len(key)))
-        return first[present], counts[present]
+    if len(words) == 1 and int(words[0].max()) < groups.DIRECT_KEYS:  # few possible keys: one table of them, no sort
+        _present, counts, first = groups.key_table(words[0], int(words[0].max()) + 1)
+        return first, counts
     o = np.lexsort(words[::-1])
     same = np.ones(len(o) - 1, dtype=bool)
     for w in words:
@@ -160,9 +156,9 @@ def _stable_key_order(key: np.ndarray, n_keys: int) -> np.ndarray:
     """``np.argsort(key, kind="stable")`` of non-negative keys below ``n_keys``.
     Few possible keys: each key's rank among those present (the same order),
     sorted by radix when the ranks fit 16 bits (:func:`stable_pc_order`)."""
-    from attlens.analysis.waitattr import DIRECT_KEYS
+    from attlens.analysis import groups
 
-    if n_keys > DIRECT_KEYS:
+    if n_keys > groups.DIRECT_KEYS:
         return np.argsort(key, kind="stable")
     present = np.bincount(key, minlength=n_keys) > 0
     rank = np.cumsum(present) - 1

@@ -124,15 +124,12 @@ def _charged_by_pair(ppc: np.ndarray, wpc: np.ndarray, charge: np.ndarray, n_pc:
     """{(producer pc, wait pc): Σ charge}, keys in the order they first occur
     (a defaultdict(float) filled row by row: bincount adds each pair's
     charges in the same order, from 0.0, so the sums are the same floats)."""
-    from attlens.analysis.waitattr import DIRECT_KEYS
+    from attlens.analysis import groups
 
     key = ppc.astype(np.int64) * n_pc + wpc
-    if n_pc * n_pc <= DIRECT_KEYS:  # few possible keys: one table of them, no sort
-        uk = np.flatnonzero(np.bincount(key, minlength=n_pc * n_pc))
+    if n_pc * n_pc <= groups.DIRECT_KEYS:  # few possible keys: one table of them, no sort
+        uk, _counts, first = groups.key_table(key, n_pc * n_pc)
         sums = np.bincount(key, weights=charge, minlength=n_pc * n_pc)[uk]
-        first = np.full(n_pc * n_pc, len(key), dtype=np.int64)
-        np.minimum.at(first, key, np.arange(len(key)))
-        first = first[uk]
     else:
         uk, first, inv = np.unique(key, return_index=True, return_inverse=True)
         sums = np.bincount(inv.ravel(), weights=charge, minlength=len(uk))
